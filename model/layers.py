@@ -1,0 +1,123 @@
+"""Building blocks in the paper's order: embeddings + positional encoding (3.4, 3.5),
+position-wise feed-forward (3.3), encoder and decoder layers (3.1)."""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+
+from .attention import MultiHeadAttention
+
+
+def positional_encoding(length: int, d_model: int, device=None, dtype=torch.float32) -> torch.Tensor:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)).
+    Returns (length, d_model)."""
+    pos = torch.arange(length, device=device, dtype=torch.float64)[:, None]  # (L, 1)
+    two_i = torch.arange(0, d_model, 2, device=device, dtype=torch.float64)  # (ceil(D/2),)
+    angle = pos / torch.pow(10000.0, two_i / d_model)  # (L, ceil(D/2))
+    pe = torch.zeros(length, d_model, device=device, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return pe.to(dtype)
+
+
+class Embedding(nn.Module):
+    """Token embedding scaled by sqrt(d_model), plus positions, then dropout (section 3.4)."""
+
+    def __init__(self, vocab_size, d_model, max_len, positional, dropout, token: nn.Embedding | None = None):
+        super().__init__()
+        self.d_model, self.positional = d_model, positional
+        self.token = token if token is not None else nn.Embedding(vocab_size, d_model)
+        if positional == "learned":
+            self.position = nn.Embedding(max_len, d_model)
+        else:
+            self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
+        self.drop = nn.Dropout(dropout)
+        self.use_positions = True  # the permutation experiment switches this off
+
+    def positions(self, L: int, offset: int = 0) -> torch.Tensor:
+        if self.positional == "learned":
+            idx = torch.arange(offset, offset + L, device=self.position.weight.device)
+            return self.position(idx)  # (L, D)
+        return self.pe[offset: offset + L]  # (L, D)
+
+    def forward(self, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        x = self.token(ids) * math.sqrt(self.d_model)  # (B, L, D)
+        if self.use_positions:
+            x = x + self.positions(ids.size(1), offset)
+        return self.drop(x)
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = max(0, x W1 + b1) W2 + b2, applied at every position alike."""
+
+    def __init__(self, d_model: int, d_ff: int):
+        super().__init__()
+        self.w1 = nn.Linear(d_model, d_ff)
+        self.w2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        return self.w2(torch.relu(self.w1(x)))
+
+
+class Residual(nn.Module):
+    """Post-LN (paper): LN(x + Dropout(f(x))).  Pre-LN: x + Dropout(f(LN(x)))."""
+
+    def __init__(self, d_model: int, dropout: float, norm_first: bool):
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.drop = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def pre(self, x):
+        return self.norm(x) if self.norm_first else x
+
+    def post(self, x, y):
+        return x + self.drop(y) if self.norm_first else self.norm(x + self.drop(y))
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention over the source, then the feed-forward network."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, self_attention=True)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff)
+        self.res1 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first)
+        self.res2 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first)
+
+    def forward(self, x, mask=None, need_weights=False, need_details=False):
+        y, w, d = self.self_attn(self.res1.pre(x), mask=mask, need_weights=need_weights, need_details=need_details)
+        x = self.res1.post(x, y)
+        x = self.res2.post(x, self.ffn(self.res2.pre(x)))
+        return x, w, d
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, then (encoder-decoder only) cross-attention, then the FFN."""
+
+    def __init__(self, cfg, cross: bool = True):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, self_attention=True)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, self_attention=False) if cross else None
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff)
+        self.res1 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first)
+        self.res2 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first) if cross else None
+        self.res3 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first)
+
+    def forward(self, x, memory=None, self_mask=None, cross_mask=None, need_weights=False,
+                need_details=False, cache: dict | None = None):
+        c_self = cache.setdefault("self", {}) if cache is not None else None
+        c_cross = cache.setdefault("cross", {}) if cache is not None else None
+        y, w_self, d_self = self.self_attn(self.res1.pre(x), mask=self_mask, is_causal=True,
+                                           need_weights=need_weights, need_details=need_details, kv_cache=c_self)
+        x = self.res1.post(x, y)
+        w_cross = d_cross = None
+        if self.cross_attn is not None:
+            y, w_cross, d_cross = self.cross_attn(self.res2.pre(x), memory, mask=cross_mask,
+                                                  need_weights=need_weights, need_details=need_details,
+                                                  kv_cache=c_cross)
+            x = self.res2.post(x, y)
+        x = self.res3.post(x, self.ffn(self.res3.pre(x)))
+        return x, (w_self, d_self), (w_cross, d_cross)
