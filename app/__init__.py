@@ -1,0 +1,1 @@
+"""Attention Atlas app frame: entrypoint, UI strings, figure builders, cached loaders."""

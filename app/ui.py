@@ -1,0 +1,39 @@
+"""Small Streamlit helpers shared by pages."""
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+from app.charts import matrix_to_csv
+from app.i18n import t, tr
+
+# Toolbar with the PNG download button always visible; numbers come as CSV beside the figure.
+PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", s).strip("-").lower() or "figure"
+
+
+def show_figure(fig, *, name: str, csv: str | None = None, key: str | None = None) -> None:
+    """Draw a plotly figure (PNG download from its toolbar) and a CSV download of its numbers."""
+    st.plotly_chart(fig, config=PLOT_CONFIG, key=key)
+    if csv is not None:
+        st.download_button(t("download_csv"), csv, file_name=f"{_slug(name)}.csv", mime="text/csv",
+                           key=f"csv-{key or _slug(name)}")
+
+
+def show_matrix(fig, values, *, name: str, row_labels=None, col_labels=None, key: str | None = None) -> None:
+    show_figure(fig, name=name, csv=matrix_to_csv(values, row_labels, col_labels), key=key)
+
+
+def explain(en: str, ko: str) -> None:
+    """An explanatory paragraph in the current language."""
+    st.markdown(tr(en, ko))
+
+
+def fail(message_en: str, message_ko: str, detail: str | None = None) -> None:
+    """A clear message instead of a traceback."""
+    msg = tr(message_en, message_ko)
+    st.error(f"{msg}" + (f"\n\n`{detail}`" if detail else ""))

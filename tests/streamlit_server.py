@@ -1,0 +1,54 @@
+"""Start `streamlit run app/main.py` on a free loopback port (for browser tests and screenshots)."""
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("ATLAS_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def streamlit_server(env_extra: dict | None = None, timeout: float = 90):
+    port = free_port()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env_extra or {})}
+    log = open(ROOT / "test-artifacts" / f"streamlit-{port}.log", "w") if (ROOT / "test-artifacts").is_dir() else subprocess.DEVNULL
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
+         "--server.headless", "true", "--server.address", "127.0.0.1", "--server.port", str(port),
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited with {proc.returncode}")
+            try:
+                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            raise TimeoutError("streamlit did not become healthy")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
