@@ -16,6 +16,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pickle
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +68,7 @@ def atomic_path(path: str | os.PathLike):
         with open(tmp, "rb+") as f:
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a model directory should be readable like any file
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -76,10 +79,7 @@ def atomic_path(path: str | os.PathLike):
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     with atomic_path(path) as tmp:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        tmp.write_bytes(data)  # atomic_path fsyncs before the rename
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -88,6 +88,13 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
+
+
+def _brief(e: BaseException, limit: int = 400) -> str:
+    """One line from an exception message: no ANSI colours, no line breaks, bounded length."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(e))
+    text = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _read_json(path: Path) -> Any:
@@ -113,7 +120,7 @@ class LoadedModel:
 
 def save_model_dir(directory: str | os.PathLike, model: Transformer, tokenizer=None, meta: dict | None = None) -> Path:
     """Write config.json, model.safetensors, the tokenizer (if given) and meta.json into `directory`.
-    Each file is replaced atomically; meta.json is written last."""
+    Each file is replaced atomically (the folder as a whole is not); meta.json is written last."""
     from safetensors.torch import save_model
 
     d = Path(directory)
@@ -160,10 +167,10 @@ def load_model_dir(directory: str | os.PathLike, device: str | torch.device = "c
     model = Transformer(config)
     try:
         load_model(model, str(weights), strict=True, device="cpu")
-    except Exception as e:  # SafetensorError (corrupt / truncated), RuntimeError (keys, shapes)
-        msg = str(e).strip().splitlines()
-        raise CheckpointError(f"{weights}: cannot load the weights for this config.json "
-                              f"({' '.join(m.strip() for m in msg)[:500]})") from None
+    except RuntimeError as e:  # missing / unexpected keys, shape mismatch
+        raise CheckpointError(f"{weights}: the weights do not match config.json ({_brief(e)})") from None
+    except Exception as e:  # SafetensorError and friends: truncated or corrupt file
+        raise CheckpointError(f"{weights}: damaged or not a safetensors file ({_brief(e)})") from None
     model.to(device).eval()
 
     meta_path = d / META_FILE
@@ -188,10 +195,10 @@ def _load_tokenizer(d: Path, required: bool | None):
         return load_tokenizer(d)
     except TokenizerError as e:
         if required:
-            raise CheckpointError(f"{d}: cannot load the tokenizer ({e})") from None
+            raise CheckpointError(f"{d}: cannot load the tokenizer ({_brief(e)})") from None
         return None
     except Exception as e:  # anything else from a broken tokenizer file
-        raise CheckpointError(f"{d}: cannot load the tokenizer ({type(e).__name__}: {e})") from None
+        raise CheckpointError(f"{d}: cannot load the tokenizer ({type(e).__name__}: {_brief(e)})") from None
 
 
 # -----------------------------------------------------------------------------
@@ -244,15 +251,20 @@ def load_training_state(path: str | os.PathLike, model: torch.nn.Module, optimiz
         raise CheckpointError(f"{path}: file not found")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # truncated zip, garbage bytes, or a pickle that is not plain data
-        raise CheckpointError(f"{path}: not a readable training checkpoint "
-                              f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+    except pickle.UnpicklingError as e:
+        m = re.search(r"Unsupported global: GLOBAL (\S+)", str(e))
+        if m:  # weights_only refused a class or function: loading it could run code
+            raise CheckpointError(f"{path}: holds a {m.group(1)} object, not only plain tensors, numbers and "
+                                  f"strings; refused, since loading it could run code") from None
+        raise CheckpointError(f"{path}: damaged or not a training checkpoint ({_brief(e, 200)})") from None
+    except Exception as e:  # truncated zip, garbage bytes
+        raise CheckpointError(f"{path}: damaged or not a training checkpoint ({_brief(e, 200)})") from None
     if not isinstance(state, dict) or state.get("format") != TRAIN_FORMAT or "model" not in state:
         raise CheckpointError(f"{path}: not an Attention Atlas training checkpoint")
     try:
         model.load_state_dict(state["model"])
     except Exception as e:
-        raise CheckpointError(f"{path}: weights do not fit this model ({str(e).splitlines()[0]})") from None
+        raise CheckpointError(f"{path}: weights do not fit this model ({_brief(e)})") from None
     for name, obj in (("optimizer", optimizer), ("scheduler", scheduler)):
         if obj is None:
             continue
@@ -261,5 +273,5 @@ def load_training_state(path: str | os.PathLike, model: torch.nn.Module, optimiz
         try:
             obj.load_state_dict(state[name])
         except Exception as e:
-            raise CheckpointError(f"{path}: {name} state does not fit ({type(e).__name__}: {e})") from None
+            raise CheckpointError(f"{path}: {name} state does not fit ({_brief(e)})") from None
     return {"step": int(state.get("step", 0)), "extra": state.get("extra") or {}, "config": state.get("config")}

@@ -77,7 +77,7 @@ def head_statistics(weights, causal: bool = False) -> list[dict]:
     H, Lq, Lk = w.shape
     q = torch.arange(Lq, dtype=torch.float64)[:, None]  # (Lq, 1)
     k = torch.arange(Lk, dtype=torch.float64)[None, :]  # (1, Lk)
-    visible = (q[:, 0] + 1).clamp(max=Lk) if causal else torch.full((Lq,), float(Lk))  # (Lq,)
+    visible = (q[:, 0] + 1).clamp(max=Lk) if causal else torch.full((Lq,), float(Lk), dtype=torch.float64)  # (Lq,)
     rows = torch.arange(Lq)
     out = []
     for h in range(H):
