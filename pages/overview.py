@@ -99,5 +99,5 @@ explain(
 
 st.header(tr("What each page teaches", "각 페이지에서 배우는 것"))
 for p in PAGES[1:]:
-    st.page_link(f"pages/{p.file}", label=tr(p.en, p.ko), icon=p.icon)
+    st.page_link(f"../pages/{p.file}", label=tr(p.en, p.ko), icon=p.icon)
     st.caption(tr(p.blurb_en, p.blurb_ko))

@@ -52,3 +52,12 @@ def streamlit_server(env_extra: dict | None = None, timeout: float = 90):
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def wait_idle(page, timeout=120_000):
+    """Wait until Streamlit's script run has finished (its running indicator is gone)."""
+    page.wait_for_selector("[data-testid='stMain'] h1", timeout=timeout)
+    page.wait_for_timeout(300)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
+    page.wait_for_timeout(800)

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from app.pages_list import PAGES
-from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server
+from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server, wait_idle
 
 pytestmark = pytest.mark.browser
 playwright = pytest.importorskip("playwright.sync_api")
@@ -27,14 +27,6 @@ def browser_page():
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         yield url, page
         browser.close()
-
-
-def wait_idle(page, timeout=90_000):
-    """Wait until the script run has finished (Streamlit's running indicator is gone)."""
-    page.wait_for_selector("[data-testid='stMain'] h1", timeout=timeout)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
-    page.wait_for_timeout(800)
 
 
 def set_language(page, lang):

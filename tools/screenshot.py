@@ -9,10 +9,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server  # noqa: E402
+from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server, wait_idle  # noqa: E402
 
 
-def shoot(pages: list[str], langs=("en", "ko"), wait_ms=4000, width=1400, height=2200):
+def shoot(pages: list[str], langs=("en", "ko"), wait_ms=1500, width=1400, height=2200):
     out = ROOT / "test-artifacts"
     out.mkdir(exist_ok=True)
     with streamlit_server() as url, sync_playwright() as p:
@@ -20,13 +20,14 @@ def shoot(pages: list[str], langs=("en", "ko"), wait_ms=4000, width=1400, height
         page = browser.new_page(viewport={"width": width, "height": height})
         for lang in langs:
             page.goto(url)
-            page.wait_for_selector("[data-testid='stSidebar']", timeout=60000)
+            wait_idle(page)
             if lang == "ko":
                 page.get_by_text("한국어").first.click()
                 page.wait_for_timeout(1500)
             for path in pages:
                 if path:
                     page.locator(f"[data-testid='stSidebarNav'] a[href$='/{path}']").first.click()
+                wait_idle(page)
                 page.wait_for_timeout(wait_ms)
                 f = out / f"shot-{path or 'home'}-{lang}.png"
                 page.screenshot(path=str(f), full_page=True)
