@@ -161,8 +161,8 @@ def beam_search(model: Transformer, src_ids: list[int], *, bos_id: int, eos_id: 
                 alpha: float = 0.6, max_len: int = 64, record: bool = True) -> DecodeResult:
     """Beam search, all beams in one batch through the KV cache. A hypothesis ends when it picks
     EOS among the top `beam_size` candidates of a step; its score is log P(Y) / lp(|Y|) with |Y|
-    counting EOS. Search stops once `beam_size` hypotheses have ended (or after max_len steps,
-    when the unfinished beams compete too). beam_size=1 gives exactly the greedy result.
+    counting EOS. Search stops once `beam_size` hypotheses have ended and no live beam can beat
+    the best of them any more (or after max_len steps, when the unfinished beams compete too). beam_size=1 gives exactly the greedy result.
     `steps` come from the final teacher-forced pass and describe the best hypothesis."""
     _check_encoder_decoder(model)
     if not src_ids:
@@ -196,8 +196,14 @@ def beam_search(model: Transformer, src_ids: list[int], *, bos_id: int, eos_id: 
                     continue
                 if len(keep_b) < K:
                     keep_b.append(b), keep_t.append(w), keep_s.append(s)
-            if len(finished) >= K or not keep_b:
+            if not keep_b:
                 break
+            if len(finished) >= K:
+                # Stop only when no live beam can still win: a live beam's log-prob can only
+                # fall, and its length penalty is at most lp(n_steps), so s / lp(n_steps) bounds it.
+                best_done = max(f[0] for f in finished)
+                if max(keep_s) / length_penalty(n_steps, alpha) <= best_done:
+                    break
             while len(keep_b) < K:  # (tiny vocabularies) pad with dead beams
                 keep_b.append(keep_b[0]), keep_t.append(keep_t[0]), keep_s.append(float("-inf"))
             sel = torch.tensor(keep_b, device=dev)  # (K,)

@@ -293,11 +293,15 @@ def train(args) -> int:
     opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=ADAM_BETAS, eps=ADAM_EPS)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, noam_lambda(cfg.d_model, args.warmup, args.lr_factor))
 
-    step = 0
+    step, prior_seconds = 0, 0.0
     ckpt = out / "checkpoint.pt"
     if args.resume and ckpt.exists():
         try:
-            step = load_training_state(ckpt, model, opt, sched)["step"]
+            state = load_training_state(ckpt, model, opt, sched)
+            step, extra = state["step"], state["extra"]
+            prior_seconds = float(extra.get("train_seconds", 0.0))
+            if isinstance(extra.get("rng"), torch.Tensor):  # dropout masks continue as if never stopped
+                torch.set_rng_state(extra["rng"])
         except CheckpointError as e:
             run.update(state="failed", message=f"cannot resume: {e}")
             print(f"error: {e}", file=sys.stderr)
@@ -312,7 +316,9 @@ def train(args) -> int:
 
     def save(step_now: int):
         if run.writer:
-            save_training_state(ckpt, model, opt, sched, step_now, {"task": args.task})
+            save_training_state(ckpt, model, opt, sched, step_now,
+                                {"task": args.task, "train_seconds": prior_seconds + time.time() - started,
+                                 "rng": torch.get_rng_state()})
             save_model_dir(out / "model", model, tok, {"task": args.task, "step": step_now,
                                                        "source": "training page", "run": out.name})
 
@@ -357,7 +363,7 @@ def train(args) -> int:
         if step % args.log_every == 0 or step == args.steps:
             dt = time.time() - window_start
             tps = tokens_seen / max(dt, 1e-9)
-            elapsed = time.time() - started
+            elapsed = prior_seconds + time.time() - started
             rec = {"kind": "train", "step": step, "loss": loss_sum / loss_n, "lr": sched.get_last_lr()[0],
                    "tokens_per_second": tps, "time": time.time()}
             run.log(rec)
@@ -386,11 +392,11 @@ def train(args) -> int:
         dist.destroy_process_group()
     if args.export and run.writer and step >= args.steps:
         run.update(message="scoring on the test split for the export")
-        export_model(model, data, args, Path(args.export), time.time() - started)
+        export_model(model, data, args, Path(args.export), prior_seconds + time.time() - started)
     if stop["flag"] and step < args.steps:
         run.update(state="stopped", step=step, message=f"stopped at step {step}; resume to continue")
     else:
-        run.update(state="done", step=step, message=f"finished {step} steps in {time.time() - started:.0f} s",
+        run.update(state="done", step=step, message=f"finished {step} steps in {prior_seconds + time.time() - started:.0f} s",
                    eta_seconds=0)
     return 0
 

@@ -1,0 +1,281 @@
+"""Small pure functions for the app's attention labs: the stages of scaled dot-product attention,
+why we divide by sqrt(d_k), additive (Bahdanau) scoring, multi-head attention step by step with
+the shape of every tensor, and cost counts. Plain PyTorch and numpy, no streamlit."""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .attention import MultiHeadAttention, attention_scores, masked_softmax
+
+
+# ---------------------------------------------------------------- scaled dot-product, stage by stage
+
+def causal_keep(n_queries: int, n_keys: int) -> torch.Tensor:
+    """(n, m) True where query i may attend key j. The queries sit at the end of the key sequence,
+    the convention of MultiHeadAttention: query i sees keys 0 .. (m - n) + i."""
+    return torch.ones(n_queries, n_keys, dtype=torch.bool).tril(n_keys - n_queries)
+
+
+@dataclass
+class Stages:
+    """Every intermediate of softmax(Q K^T / sqrt(d_k)) V for one (Q, K, V). float64 numpy arrays."""
+    raw: np.ndarray  # S = Q K^T                      (n, m)
+    scaled: np.ndarray  # S' = S / sqrt(d_k)           (n, m)
+    masked: np.ndarray | None  # S' with -inf where masked (n, m), None without a mask
+    weights: np.ndarray  # A = softmax(S') row by row   (n, m)
+    output: np.ndarray  # O = A V                      (n, d_v)
+    d_k: int
+
+
+def attention_stages(q, k, v, causal: bool = False) -> Stages:
+    """Run the textbook path through model.attention and keep every stage."""
+    q, k, v = (torch.as_tensor(np.asarray(a, dtype=np.float64)) for a in (q, k, v))
+    raw = q @ k.transpose(-2, -1)  # (n, m)
+    scaled = attention_scores(q, k)  # (n, m) = raw / sqrt(d_k)
+    keep = causal_keep(q.size(0), k.size(0)) if causal else None
+    masked = scaled.masked_fill(~keep, float("-inf")) if keep is not None else None
+    weights = masked_softmax(scaled, keep)  # (n, m), rows sum to 1 (0 for a fully masked row)
+    out = weights @ v  # (n, d_v)
+    return Stages(raw.numpy(), scaled.numpy(), None if masked is None else masked.numpy(),
+                  weights.numpy(), out.numpy(), int(q.size(-1)))
+
+
+def softmax_rows(x) -> np.ndarray:
+    """Row-wise softmax through model.attention.masked_softmax (stable for huge values)."""
+    return masked_softmax(torch.as_tensor(np.asarray(x, dtype=np.float64))).numpy()
+
+
+# ---------------------------------------------------------------- checking a printed worked example
+
+@dataclass
+class StageCheck:
+    """Does a printed stage follow from the stage before? Compared cell by cell within the
+    tolerance that rounding allows."""
+    expected: np.ndarray  # recomputed from the previous (printed) stage, full precision
+    printed: np.ndarray
+    tolerance: np.ndarray  # per cell
+    off: np.ndarray  # bool: |printed - expected| > tolerance
+
+    @property
+    def consistent(self) -> bool:
+        return not bool(self.off.any())
+
+    @property
+    def n_off(self) -> int:
+        return int(self.off.sum())
+
+    @property
+    def max_abs_diff(self) -> float:
+        return float(np.abs(self.printed - self.expected).max())
+
+
+def _check(expected, printed, tol) -> StageCheck:
+    expected, printed = np.asarray(expected, float), np.asarray(printed, float)
+    tol = np.broadcast_to(np.asarray(tol, float), expected.shape).copy()
+    off = np.abs(printed - expected) > tol + 1e-12
+    return StageCheck(expected, printed, tol, off)
+
+
+def check_printed_chain(q, k, v, s, s_scaled, a, o, decimals: int = 2) -> dict[str, StageCheck]:
+    """Check each printed stage against the one printed before it (not against the start):
+    S vs Q K^T, S' vs printed S / sqrt(d_k), A vs softmax(printed S'), O vs printed A V.
+
+    The tolerance of a cell is half a unit of the printed last digit (the rounding of the printed
+    result) plus how far the rounding of the printed inputs can move it, to first order:
+    S/sqrt(d): h/sqrt(d); softmax: sum_k |dA_ij/ds_k| h = 2 A_ij (1 - A_ij) h; A V: h sum_k |V_kj|.
+    Q, K and V are the given inputs, taken as exact."""
+    h = 0.5 * 10.0 ** (-decimals)
+    q, k, v, s, s_scaled, a, o = (np.asarray(x, dtype=np.float64) for x in (q, k, v, s, s_scaled, a, o))
+    d_k = q.shape[1]
+    st = attention_stages(q, k, v)
+    sm = softmax_rows(s_scaled)
+    return {
+        "S": _check(st.raw, s, h),
+        "S'": _check(s / math.sqrt(d_k), s_scaled, h + h / math.sqrt(d_k)),
+        "A": _check(sm, a, h + 2 * sm * (1 - sm) * h),
+        "O": _check(a @ v, o, h + h * np.abs(v).sum(0, keepdims=True)),
+    }
+
+
+# ---------------------------------------------------------------- why divide by sqrt(d_k)
+
+def sample_dot_products(d_k: int, n_samples: int = 4000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """q, k with independent unit-variance entries: q.k has variance d_k, q.k / sqrt(d_k) variance 1."""
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(n_samples, d_k, generator=g, dtype=torch.float64)
+    k = torch.randn(n_samples, d_k, generator=g, dtype=torch.float64)
+    dots = (q * k).sum(-1)  # (n_samples,)
+    return dots.numpy(), (dots / math.sqrt(d_k)).numpy()
+
+
+def softmax_jacobian(scores) -> np.ndarray:
+    """d softmax(s) / d s = diag(p) - p p^T, closed form. scores: (m,) -> (m, m)."""
+    p = softmax_rows(np.asarray(scores, dtype=np.float64)[None, :])[0]
+    return np.diag(p) - np.outer(p, p)
+
+
+def softmax_jacobian_autograd(scores) -> np.ndarray:
+    """The same Jacobian from torch autograd (used to check the closed form)."""
+    s = torch.as_tensor(np.asarray(scores, dtype=np.float64))
+    return torch.autograd.functional.jacobian(lambda x: masked_softmax(x[None, :])[0], s).numpy()
+
+
+def gradient_vs_scale(base, scales) -> dict[str, np.ndarray]:
+    """For scores c * base, the largest entry |J_ij| and the Frobenius norm of the softmax
+    Jacobian, and the largest weight, for each scale c. Big scores -> saturated softmax -> tiny gradient."""
+    base = np.asarray(base, dtype=np.float64)
+    max_abs, fro, top = [], [], []
+    for c in scales:
+        j = softmax_jacobian(c * base)
+        max_abs.append(np.abs(j).max())
+        fro.append(np.linalg.norm(j))
+        top.append(softmax_rows((c * base)[None, :]).max())
+    return {"scale": np.asarray(scales, float), "max_abs": np.array(max_abs), "frobenius": np.array(fro),
+            "max_weight": np.array(top)}
+
+
+# ---------------------------------------------------------------- additive (Bahdanau) scoring
+
+def additive_params(d_q: int, d_k: int, hidden: int, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Seeded W_q (hidden, d_q), W_k (hidden, d_k), v (hidden,), Xavier-like scale."""
+    g = torch.Generator().manual_seed(seed)
+    return {"w_q": torch.randn(hidden, d_q, generator=g, dtype=torch.float64) / math.sqrt(d_q),
+            "w_k": torch.randn(hidden, d_k, generator=g, dtype=torch.float64) / math.sqrt(d_k),
+            "v": torch.randn(hidden, generator=g, dtype=torch.float64) / math.sqrt(hidden)}
+
+
+def additive_scores(q, k, w_q, w_k, v, chunk: int | None = None) -> torch.Tensor:
+    """e_ij = v^T tanh(W_q q_i + W_k k_j).  q: (n, d_q), k: (m, d_k) -> (n, m).
+    The (n, m, hidden) intermediate is built `chunk` query rows at a time to bound memory."""
+    q, k = q.to(w_q.dtype), k.to(w_k.dtype)
+    pq = q @ w_q.T  # (n, hidden)
+    pk = k @ w_k.T  # (m, hidden)
+    if chunk is None:
+        return torch.tanh(pq[:, None, :] + pk[None, :, :]) @ v  # (n, m, hidden) @ (hidden,) -> (n, m)
+    return torch.cat([torch.tanh(pq[i:i + chunk, None, :] + pk[None, :, :]) @ v
+                      for i in range(0, pq.size(0), chunk)])
+
+
+def scoring_flops(n: int, m: int, d: int, hidden: int) -> dict[str, int]:
+    """Floating-point operations to score n queries against m keys (a multiply-add counts 2).
+    dot: Q K^T -> 2 n m d, then n m divisions by sqrt(d).
+    additive: W_q q for n queries (2 n d h), W_k k for m keys (2 m d h), n m h additions,
+    n m h tanh, then v^T for every pair (2 n m h). The tanh alone is several FLOPs in practice."""
+    dot = 2 * n * m * d + n * m
+    additive = 2 * n * d * hidden + 2 * m * d * hidden + n * m * hidden + n * m * hidden + 2 * n * m * hidden
+    return {"dot": dot, "additive": additive, "dot_memory": n * m, "additive_memory": n * m * hidden}
+
+
+def time_scoring(n: int, d: int, hidden: int, device: torch.device | str = "cpu", repeats: int = 5,
+                 seed: int = 0) -> dict[str, float]:
+    """Median seconds to compute the (n, n) score matrix both ways on `device` (float32)."""
+    device = torch.device(device)
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(n, d, generator=g).to(device)
+    k = torch.randn(n, d, generator=g).to(device)
+    p = {name: t.float().to(device) for name, t in additive_params(d, d, hidden, seed).items()}
+    chunk = max(1, (1 << 23) // max(1, n * hidden))  # at most ~8M floats in the intermediate
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    def run(fn) -> float:
+        fn()  # warm-up
+        sync()
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            times.append(time.perf_counter() - t0)
+        return float(np.median(times))
+
+    with torch.no_grad():
+        t_dot = run(lambda: attention_scores(q, k))
+        t_add = run(lambda: additive_scores(q, k, p["w_q"], p["w_k"], p["v"], chunk=chunk))
+    return {"dot": t_dot, "additive": t_add}
+
+
+# ---------------------------------------------------------------- multi-head attention, step by step
+
+@dataclass
+class MHAStep:
+    name: str  # short id, e.g. "scores"
+    tensor: torch.Tensor
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.tensor.shape)
+
+
+def multihead_steps(mha: MultiHeadAttention, x: torch.Tensor) -> tuple[torch.Tensor, list[MHAStep]]:
+    """Self-attention through `mha`'s own weights, one step at a time, keeping every tensor so the
+    app can show its real shape. Mirrors MultiHeadAttention.forward (no mask); the output equals
+    the module's output."""
+    B, L, D = x.shape
+    H, dh = mha.n_heads, mha.d_head
+    steps = [MHAStep("input", x)]  # (B, L, D)
+    qkv = mha.qkv(x)  # (B, L, 3D): one fused matmul for W^Q, W^K, W^V
+    q, k, v = qkv.split(D, dim=-1)  # 3 x (B, L, D)
+    steps += [MHAStep("q_proj", q), MHAStep("k_proj", k), MHAStep("v_proj", v)]
+    qh = q.reshape(B, L, H, dh)  # (B, L, H, d_h)
+    steps.append(MHAStep("split", qh))
+    qh, kh, vh = (t.reshape(B, L, H, dh).transpose(1, 2) for t in (q, k, v))  # (B, H, L, d_h)
+    steps.append(MHAStep("transpose", qh))
+    scores = attention_scores(qh, kh)  # (B, H, L, L)
+    steps.append(MHAStep("scores", scores))
+    weights = masked_softmax(scores)  # (B, H, L, L)
+    steps.append(MHAStep("weights", weights))
+    heads = weights @ vh  # (B, H, L, d_h)
+    steps.append(MHAStep("heads", heads))
+    concat = heads.transpose(1, 2).reshape(B, L, D)  # (B, L, D)
+    steps.append(MHAStep("concat", concat))
+    out = mha.out(concat)  # (B, L, D): W^O mixes the heads
+    steps.append(MHAStep("output", out))
+    return out, steps
+
+
+def step_tensor(steps: list[MHAStep], name: str) -> torch.Tensor:
+    return next(s.tensor for s in steps if s.name == name)
+
+
+def multihead_flops(steps: list[MHAStep], n_heads: int) -> dict[str, int]:
+    """Matmul FLOPs (a multiply-add counts 2) read off the captured shapes, plus the number of
+    softmax entries. Matmul work is the same for every H: H heads of width D/H do the work of one
+    head of width D."""
+    B, L, D = step_tensor(steps, "input").shape
+    _, H, Lq, dh = step_tensor(steps, "transpose").shape
+    Lk = step_tensor(steps, "scores").shape[-1]
+    return {
+        "projections": 2 * B * L * D * 3 * D,  # x (B, L, D) @ W_qkv (D, 3D)
+        "scores": 2 * B * H * Lq * Lk * dh,  # (B, H, L, d_h) @ (B, H, d_h, L)
+        "weighted_sum": 2 * B * H * Lq * Lk * dh,  # (B, H, L, L) @ (B, H, L, d_h)
+        "output_projection": 2 * B * L * D * D,  # (B, L, D) @ W^O (D, D)
+        "softmax_entries": B * H * Lq * Lk,
+    }
+
+
+def word_embeddings(words: list[str], d_model: int) -> torch.Tensor:
+    """A simple deterministic embedding: each distinct word gets a unit-variance random vector
+    seeded by a stable hash of its text (same word -> same vector, on every run). (L, D)."""
+    import zlib
+    rows = []
+    for w in words:
+        g = torch.Generator().manual_seed(zlib.crc32(w.encode("utf-8")))
+        rows.append(torch.randn(d_model, generator=g))
+    return torch.stack(rows) if rows else torch.zeros(0, d_model)
+
+
+def seeded_mha(d_model: int, n_heads: int, seed: int = 0) -> MultiHeadAttention:
+    """A MultiHeadAttention with seeded weights. The weight shapes do not depend on n_heads, so the
+    same seed gives the very same parameters for every H: only the split into heads changes."""
+    with torch.random.fork_rng(devices=[]):  # leave the caller's global RNG alone
+        torch.manual_seed(seed)
+        mha = MultiHeadAttention(d_model, n_heads, self_attention=True)
+    return mha.eval()
