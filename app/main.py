@@ -12,7 +12,7 @@ import streamlit as st  # noqa: E402
 
 from app import i18n  # noqa: E402
 from app.i18n import t, tr  # noqa: E402
-from app.pages_list import PAGES  # noqa: E402
+from app.pages_list import PAGES, SECTIONS  # noqa: E402
 from app.resources import device_description  # noqa: E402
 
 st.set_page_config(page_title="Attention Atlas", page_icon="🧭", layout="wide")
@@ -20,12 +20,11 @@ st.set_page_config(page_title="Attention Atlas", page_icon="🧭", layout="wide"
 with st.sidebar:
     st.radio(t("language"), list(i18n.LANGS), format_func=i18n.LANGS.get, key="lang", horizontal=True)
 
-pages = [
-    st.Page(str(ROOT / "pages" / p.file), title=tr(p.en, p.ko), icon=p.icon, url_path=p.url,
-            default=(i == 0))
-    for i, p in enumerate(PAGES)
-]
-nav = st.navigation(pages)
+sections: dict[str, list] = {}
+for i, p in enumerate(PAGES):
+    page = st.Page(str(ROOT / "pages" / p.file), title=tr(p.en, p.ko), icon=p.icon, url_path=p.url, default=(i == 0))
+    sections.setdefault(p.section, []).append(page)
+nav = st.navigation({tr(en, ko): sections[key] for key, en, ko in SECTIONS if key in sections})
 
 with st.sidebar:
     st.caption(f"**{t('device')}:** {device_description()}")

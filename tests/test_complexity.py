@@ -1,0 +1,70 @@
+"""model/complexity.py: Table 1's formulas and the layer-timing harness (CPU, tiny sizes)."""
+import math
+
+import pytest
+import torch
+
+from model.complexity import (LAYERS, complexity_table, crossover_n, max_path_length, per_layer_cost,
+                              sequential_ops, time_layers)
+
+
+def test_per_layer_cost_formulas():
+    n, d, k, r = 100, 512, 3, 16
+    assert per_layer_cost("self_attention", n, d, k, r) == n * n * d
+    assert per_layer_cost("recurrent", n, d, k, r) == n * d * d
+    assert per_layer_cost("convolutional", n, d, k, r) == k * n * d * d
+    assert per_layer_cost("restricted", n, d, k, r) == r * n * d
+    assert per_layer_cost("restricted", 8, d, k, 16) == 8 * 8 * d  # neighbourhood capped at n
+
+
+def test_sequential_and_path_columns():
+    n = 1000
+    assert [sequential_ops(layer, n) for layer in LAYERS] == [1, n, 1, 1]
+    assert max_path_length("self_attention", n) == 1
+    assert max_path_length("recurrent", n) == n
+    assert max_path_length("convolutional", n, k=10) == pytest.approx(3.0)  # log_10(1000)
+    assert max_path_length("restricted", n, r=50) == pytest.approx(20.0)  # n / r
+    assert max_path_length("convolutional", 2, k=64) == 1.0  # at least one layer
+    with pytest.raises(ValueError):
+        per_layer_cost("transformer", 1, 1)
+
+
+def test_table_rows_and_crossover():
+    rows = complexity_table(n=100, d=512, k=3, r=16)
+    assert [r.layer for r in rows] == list(LAYERS)
+    assert rows[0].cost_formula == "O(n²·d)" and rows[1].path_formula == "O(n)"
+    assert rows[2].path_formula == "O(log_k n)" and rows[3].path_formula == "O(n/r)"
+    assert rows[0].cost == 100 ** 2 * 512 and rows[1].cost == 100 * 512 ** 2
+    assert rows[0].cost < rows[1].cost  # n < d: attention is cheaper
+    d = 64
+    assert crossover_n(d) == d
+    assert per_layer_cost("self_attention", d, d) == per_layer_cost("recurrent", d, d)
+    assert per_layer_cost("self_attention", 2 * d, d) > per_layer_cost("recurrent", 2 * d, d)
+    with pytest.raises(ValueError):
+        complexity_table(0, 8)
+    # huge numbers stay finite floats / ints, no overflow error
+    big = complexity_table(10_000_000, 100_000, 64, 1024)
+    assert all(math.isfinite(r.cost) for r in big)
+
+
+def test_time_layers_tiny_sizes_positive_and_finite():
+    threads = torch.get_num_threads()
+    res = time_layers([4, 8], d=16, batch=1, device="cpu", repeats=1, budget_s=5.0, threads=1)
+    assert res["n"] == [4, 8] and res["skipped"] == []
+    for name in ("self_attention", "recurrent", "convolutional"):
+        assert len(res[name]) == 2
+        assert all(math.isfinite(t) and t > 0 for t in res[name]), (name, res[name])
+    assert res["device"] == "cpu" and res["threads"] == 1
+    assert torch.get_num_threads() == threads  # restored
+
+
+def test_time_layers_lstm_budget_and_bad_input():
+    res = time_layers([8, 4, 8], d=8, batch=1, repeats=1, recurrent="lstm", budget_s=0.0)
+    assert res["n"] == [4] and res["skipped"] == [8]  # sorted, deduplicated; budget spent after the first
+    assert res["recurrent_kind"] == "lstm" and res["recurrent"][0] > 0
+    with pytest.raises(ValueError):
+        time_layers([], d=8)
+    with pytest.raises(ValueError):
+        time_layers([0, 4], d=8)
+    with pytest.raises(ValueError):
+        time_layers([4], d=0)
