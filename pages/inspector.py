@@ -106,8 +106,8 @@ src_labels = tgt_labels = None
 steps = result = None
 if arch == "encoder-decoder":
     c1, c2 = st.columns([1, 2])
-    method = c1.radio(tr("Decoding", "디코딩"), ["beam", "greedy"], horizontal=True,
-                      format_func=lambda m: tr("beam search", "빔 서치") if m == "beam" else tr("greedy", "그리디"))
+    methods = {"beam": tr("beam search", "빔 서치"), "greedy": tr("greedy", "그리디")}
+    method = c1.radio(tr("Decoding", "디코딩"), list(methods), horizontal=True, format_func=methods.get)
     beam = c2.slider(tr("beam size (length penalty α = 0.6)", "빔 크기 (길이 패널티 α = 0.6)"), 2, 8, 4,
                      disabled=method == "greedy")
     result = translation(path, tok.decode(ids), method == "greedy", beam)
@@ -188,8 +188,9 @@ with tab_head:
             "왼쪽의 각 쿼리에서 오른쪽의 각 키로 선을 긋습니다. 어텐션이 강할수록 선이 진합니다. 헤드마다 "
             "색이 다르며, 헤드를 켜고 끌 수 있습니다.")
     hl = st.selectbox(t("layer"), range(n_layers), format_func=lambda i: f"{i + 1}", key="insp_hv_layer")
+    head_word = t("head")
     on = st.multiselect(tr("heads shown", "표시할 헤드"), list(range(n_heads)), default=list(range(n_heads)),
-                        format_func=lambda i: f"{t('head')} {i + 1}", key="insp_hv_heads")
+                        format_func=lambda i: f"{head_word} {i + 1}", key="insp_hv_heads")
     if on:
         show_figure(ins.head_view(weights[hl], q_labels, k_labels, on, query_title=q_title, key_title=k_title),
                     name=f"headview-{kind}-L{hl + 1}", key="headview")

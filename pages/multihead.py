@@ -123,8 +123,9 @@ if H <= 16:
 else:
     fig = head_grid(weights[None], layer_title=tr("layer", "레이어"), head_title=t("head"))
     show_figure(fig, name=f"multihead-D{D}-H{H}-all-heads", csv=heads_csv, key="mh-grid")
+    head_word = t("head")
     h_pick = st.selectbox(tr("Look at one head with token labels", "헤드 하나를 토큰 이름과 함께 보기"),
-                          range(H), format_func=lambda h: f"{t('head')} {h + 1}", key="mh_pick")
+                          range(H), format_func=lambda h: f"{head_word} {h + 1}", key="mh_pick")
     fig = lab.stage_figure("weights", weights[h_pick], labels, labels, title=f"{t('head')} {h_pick + 1}",
                            query_title=t("query"), key_title=t("key"))
     show_matrix(fig, weights[h_pick], name=f"multihead-D{D}-H{H}-head{h_pick + 1}", row_labels=labels,

@@ -35,8 +35,8 @@ def test_translates_and_shows_all_kinds(lang):
     assert radio.options == ([
         "encoder self-attention", "masked decoder self-attention", "cross-attention (target → source)"] if lang == "en"
         else ["인코더 셀프 어텐션", "마스크드 디코더 셀프 어텐션", "크로스 어텐션 (타깃 → 소스)"])
-    for option in radio.options:
-        at.radio(key="insp_kind").set_value(option).run()
+    for kind in ("encoder_self", "decoder_self", "cross"):
+        at.radio(key="insp_kind").set_value(kind).run()
         assert_clean(at)
         assert len(at.dataframe) >= 2  # head statistics and averages
 
@@ -79,6 +79,7 @@ def test_language_model():
     at = run_page("inspector.py", "ko", setup=setup)
     assert_clean(at)
     assert at.radio(key="insp_kind").options == ["마스크드 디코더 셀프 어텐션"]
+    assert at.code == [] and len(at.dataframe) >= 2
     before = at.text_area(key="insp_text").value
     at.button[0].click().run()
     assert_clean(at)
