@@ -445,6 +445,14 @@ def score_test(model, data: TaskData, beam_size: int = 4, alpha: float = 0.6) ->
     return out
 
 
+def layer_text(cfg: TransformerConfig) -> str:
+    if cfg.architecture == "encoder-decoder":
+        return f"layers={cfg.n_encoder_layers} encoder + {cfg.n_decoder_layers} decoder"
+    if cfg.architecture == "decoder-only":
+        return f"layers={cfg.n_decoder_layers} decoder"
+    return f"layers={cfg.n_encoder_layers} encoder"
+
+
 def export_model(model, data: TaskData, args, dest: Path, seconds: float) -> dict:
     """Write a shippable model directory: weights, config, tokenizer, meta.json with test scores,
     and a human-readable card (CARD.md)."""
@@ -458,7 +466,7 @@ def export_model(model, data: TaskData, args, dest: Path, seconds: float) -> dic
     cfg = model.config
     lines = [f"# Model card: {dest.name}", "",
              f"- Task: `{args.task}`; architecture: {cfg.architecture}, {'pre-LN' if cfg.norm_first else 'post-LN (as in the paper)'}",
-             f"- Size: d_model={cfg.d_model}, heads={cfg.n_heads}, d_ff={cfg.d_ff}, layers={cfg.n_encoder_layers}+{cfg.n_decoder_layers}, "
+             f"- Size: d_model={cfg.d_model}, heads={cfg.n_heads}, d_ff={cfg.d_ff}, {layer_text(cfg)}, "
              f"vocab={cfg.vocab_size} (shared sentencepiece), {model.num_parameters():,} parameters",
              f"- Recipe: Adam(0.9, 0.98, 1e-9), warm-up schedule (warmup={args.warmup}, factor={args.lr_factor}), "
              f"label smoothing {cfg.label_smoothing}, dropout {cfg.dropout}, batch {args.batch_size} sentences, seed {args.seed}",
