@@ -35,13 +35,12 @@ def set_language(page, lang):
     wait_idle(page)
 
 
-def open_page(page, url, info):
-    link = page.locator(f"[data-testid='stSidebarNav'] a[href$='/{info.url}']")
-    if link.count():
-        link.first.click()
-    else:
-        page.goto(f"{url}/{info.url}")
+def open_page(page, lang, info):
+    """Click the page's link in the sidebar navigation (the session, and its language, stay)."""
+    title = info.ko if lang == "ko" else info.en
+    page.locator("[data-testid='stSidebarNav']").get_by_role("link", name=title, exact=True).click()
     wait_idle(page)
+    assert page.locator("[role='dialog']").count() == 0, page.locator("[role='dialog']").first.inner_text()
 
 
 def assert_no_exception(page, where):
@@ -56,7 +55,7 @@ def test_every_page_in_browser(browser_page, lang):
     wait_idle(page)
     set_language(page, lang)
     for info in PAGES:
-        open_page(page, url, info)
+        open_page(page, lang, info)
         assert_no_exception(page, f"{info.file} ({lang})")
         heading = page.locator("[data-testid='stMain'] h1").first.inner_text()
         assert heading.strip()
