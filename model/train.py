@@ -328,6 +328,7 @@ def train(args) -> int:
                parameters=model.num_parameters(), started_at=run.status.get("started_at", started))
     n_train = len(data.train)
     tokens_seen, window_start, loss_sum, loss_n = 0, time.time(), 0.0, 0
+    paused = 0.0  # seconds of evaluation and saving inside the current logging window
     last_saved = step
     model.train()
     while step < args.steps:
@@ -362,7 +363,7 @@ def train(args) -> int:
         loss_n += 1
         if step % args.log_every == 0 or step == args.steps:
             dt = time.time() - window_start
-            tps = tokens_seen / max(dt, 1e-9)
+            tps = tokens_seen / max(dt - paused, 1e-9)  # training speed: evaluation time left out
             elapsed = prior_seconds + time.time() - started
             rec = {"kind": "train", "step": step, "loss": loss_sum / loss_n, "lr": sched.get_last_lr()[0],
                    "tokens_per_second": tps, "time": time.time()}
@@ -370,7 +371,8 @@ def train(args) -> int:
             remaining = (args.steps - step) * dt / max(loss_n, 1)
             run.update(step=step, loss=rec["loss"], lr=rec["lr"], tokens_per_second=tps,
                        eta_seconds=remaining, elapsed_seconds=elapsed)
-            tokens_seen, window_start, loss_sum, loss_n = 0, time.time(), 0.0, 0
+            tokens_seen, window_start, loss_sum, loss_n, paused = 0, time.time(), 0.0, 0, 0.0
+        t_pause = time.time()
         if run.writer and (step % args.eval_every == 0 or step == args.steps):
             ev = evaluate(model, data, device)
             run.log({"kind": "eval", "step": step, **ev, "time": time.time()})
@@ -378,6 +380,7 @@ def train(args) -> int:
         if step % args.ckpt_every == 0 or step == args.steps:
             save(step)
             last_saved = step
+        paused += time.time() - t_pause
     if step > last_saved:
         save(step)
     if world > 1:

@@ -2,7 +2,6 @@
 watch it learn, compare runs, open a result in the inspector. Runs live in RUNS (app/jobs.py)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import streamlit as st
@@ -105,7 +104,7 @@ task = st.selectbox(tr("What should the model learn?", "모델이 무엇을 배�
                     key=f"train_task-{lang()}")
 remember("task", task)
 st.caption(tr(*TASK_HELP[task]))
-upload_bytes, upload_name, upload_ok = None, "", True
+upload_bytes, upload_name, upload_ok, pairs = None, "", True, None
 if task == "tsv":
     up = st.file_uploader(tr("Parallel corpus (TSV, UTF-8, ≤ 5 MB)", "병렬 코퍼스 (TSV, UTF-8, 5 MB 이하)"),
                           type=["tsv", "txt"], key="train_upload", max_upload_size=MAX_UPLOAD_BYTES // 1_000_000)
@@ -194,7 +193,7 @@ options = TrainOptions(task=task, size=size, steps=int(steps), batch_size=int(ba
 est = None
 try:
     if size != "custom" or custom["d_model"] % custom["heads"] == 0:
-        est = mgr.estimate(options)
+        est = mgr.estimate(options, pairs=pairs)
 except (JobError, ValueError) as e:
     st.warning(tr(f"No estimate: {e}", f"추정할 수 없습니다: {e}"))
 if est:

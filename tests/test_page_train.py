@@ -146,3 +146,25 @@ def test_good_upload_and_a_bad_custom_size(runs):
     assert_clean(at)
     assert "must divide d_model" in " ".join(e.value for e in at.error)
     assert not any(p.is_dir() for p in runs.glob("*"))
+
+
+def test_figure_helpers_are_pure():
+    from app import train_ui as ui
+    recs = [{"kind": "train", "step": s, "loss": 3.0 / s, "lr": 1e-3 * s, "tokens_per_second": 1000.0}
+            for s in (10, 20)] + [{"kind": "eval", "step": 20, "val_loss": 0.5, "val_token_acc": 0.9,
+                                   "val_exact": 0.4, "samples": []}]
+    fig = ui.loss_figure(recs, title="Loss", train_name="training", val_name="validation", x_title="step",
+                         y_title="loss")
+    assert [t.name for t in fig.data] == ["training", "validation"]
+    assert list(fig.data[0].x) == [10, 20] and list(fig.data[1].y) == [0.5]
+    lr = ui.lr_figure(recs, title="lr", lr_name="learning rate", tps_name="tokens / s", x_title="step")
+    assert lr.layout.yaxis2.title.text == "tokens / s" and lr.layout.yaxis.title.text == "learning rate"
+    cmp = ui.compare_figure({"a": recs, "b": recs[:1]}, "train", "loss", title="t", x_title="x", y_title="y")
+    assert [t.name for t in cmp.data] == ["a", "b"]
+    csv = ui.metrics_csv(recs)
+    assert csv.splitlines()[0] == ",".join(ui.CSV_FIELDS) and len(csv.splitlines()) == 4
+    assert ui.compare_csv({"a": recs, "b": recs}).count("\n") == 7
+    assert ui.fmt_duration(75) == "1 min 15 s" and ui.fmt_duration(75, "ko") == "1분 15초"
+    assert ui.fmt_duration(None) == "–" and ui.fmt_bytes(11_500_000) == "11.5 MB"
+    assert ui.message_ko("stopped at step 12; resume to continue") == "12 스텝에서 멈췄습니다. 이어서 학습할 수 있습니다"
+    assert ui.message_ko("something new") == "something new"
