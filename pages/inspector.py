@@ -1,4 +1,6 @@
 """Attention inspector: a real trained Transformer's heads on the sentence you type."""
+from pathlib import Path
+
 import streamlit as st
 import torch
 
@@ -30,7 +32,7 @@ if not models:
 labels = list(models)
 wanted = st.session_state.pop("inspect_model_dir", None)
 if wanted:
-    match = [k for k, v in models.items() if str(v) == str(wanted)]
+    match = [k for k, v in models.items() if Path(v).resolve() == Path(wanted).resolve()]
     if match:
         st.session_state["insp_model"] = match[0]
 if st.session_state.get("insp_model") not in labels:
@@ -205,7 +207,7 @@ with tab_steps:
                 "cross-attention (the row below) and scores every token of the vocabulary.",
                 "디코더는 한 단계에 토큰 하나를 씁니다. *t* 단계에서 크로스 어텐션으로 소스를 보고(아래 막대), "
                 "어휘의 모든 토큰에 점수를 매깁니다.")
-        tstep = st.slider(tr("step", "단계"), 1, len(steps), 1, key="insp_step") - 1
+        tstep = (st.slider(tr("step", "단계"), 1, len(steps), 1, key="insp_step") - 1) if len(steps) > 1 else 0
         sl = st.selectbox(t("layer"), range(n_layers), index=n_layers - 1, format_func=lambda i: f"{i + 1}", key="insp_step_layer")
         chosen = tok.id_to_piece(steps[tstep].token)
         st.markdown(tr(f"Step {tstep + 1}: the model wrote **`{ins.label(chosen)}`** with probability "

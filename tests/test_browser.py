@@ -20,9 +20,11 @@ SHOTS = ROOT / "test-artifacts"
 
 
 @pytest.fixture(scope="module")
-def browser_page():
+def browser_page(tmp_path_factory):
     SHOTS.mkdir(exist_ok=True)
-    with streamlit_server() as url, playwright.sync_playwright() as p:
+    # an empty runs folder: no live training run keeps the page refreshing
+    with streamlit_server({"ATLAS_RUNS_DIR": str(tmp_path_factory.mktemp("runs"))}) as url, \
+            playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         yield url, page

@@ -12,7 +12,7 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server, wait_idle  # noqa: E402
 
 
-def shoot(pages: list[str], langs=("en", "ko"), wait_ms=1500, width=1400, height=2200):
+def shoot(pages: list[str], langs=("en", "ko"), wait_ms=1500, width=1400, height=3000):
     out = ROOT / "test-artifacts"
     out.mkdir(exist_ok=True)
     with streamlit_server() as url, sync_playwright() as p:

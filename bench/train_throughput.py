@@ -1,0 +1,139 @@
+"""Training throughput of model.Transformer against torch.nn.Transformer, same process, same sizes.
+
+    python bench/train_throughput.py [--device cpu|cuda] [--bf16] [--repeats 5] [--steps 5]
+
+Both models: encoder-decoder, shared embeddings scaled by sqrt(d_model), sinusoidal positions,
+tied output projection, dropout 0.1, label smoothing 0.1, Adam(0.9, 0.98, 1e-9). Tokens/s counts
+source + target tokens. FLOPs of one training step are counted by torch's FlopCounterMode on the
+real step (not a formula), and compared with a measured matmul peak on the same device."""
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.common import machine, matmul_peak, sync, table, write  # noqa: E402
+from model import Transformer, TransformerConfig, positional_encoding  # noqa: E402
+
+SIZES = {
+    "tiny": dict(d_model=128, n_heads=4, layers=2, d_ff=512, vocab=1000, batch=32, length=32),
+    "small": dict(d_model=256, n_heads=8, layers=3, d_ff=1024, vocab=8000, batch=32, length=64),
+}
+
+
+class TorchBaseline(nn.Module):
+    """torch.nn.Transformer with the same embeddings, positions and output projection."""
+
+    def __init__(self, s):
+        super().__init__()
+        self.d = s["d_model"]
+        self.embed = nn.Embedding(s["vocab"], self.d)
+        self.register_buffer("pe", positional_encoding(512, self.d), persistent=False)
+        self.drop = nn.Dropout(0.1)
+        self.core = nn.Transformer(self.d, s["n_heads"], s["layers"], s["layers"], s["d_ff"], 0.1, batch_first=True)
+
+    def forward(self, src, tgt):
+        e = lambda x: self.drop(self.embed(x) * math.sqrt(self.d) + self.pe[: x.size(1)])
+        L = tgt.size(1)
+        mask = nn.Transformer.generate_square_subsequent_mask(L, device=tgt.device)
+        h = self.core(e(src), e(tgt), tgt_mask=mask, tgt_is_causal=True)
+        return F.linear(h, self.embed.weight)
+
+
+def ours(s):
+    cfg = TransformerConfig(vocab_size=s["vocab"], d_model=s["d_model"], n_heads=s["n_heads"], d_ff=s["d_ff"],
+                            n_encoder_layers=s["layers"], n_decoder_layers=s["layers"], dropout=0.1, max_len=512)
+    m = Transformer(cfg)
+    return m, (lambda src, tgt: m(src, tgt).logits)
+
+
+def baseline(s):
+    m = TorchBaseline(s)
+    return m, m
+
+
+def make_step(module, fwd, device, bf16):
+    opt = torch.optim.Adam(module.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+
+    def step(src, tgt_in, tgt_out):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            logits = fwd(src, tgt_in)
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), tgt_out.reshape(-1), label_smoothing=0.1)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def run(size: str, device, bf16: bool, repeats: int, steps: int, peak: float) -> list[dict]:
+    s = SIZES[size]
+    torch.manual_seed(0)
+    B, L, V = s["batch"], s["length"], s["vocab"]
+    src = torch.randint(4, V, (B, L), device=device)
+    tgt = torch.randint(4, V, (B, L + 1), device=device)
+    tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
+    tokens = B * L * 2
+    contenders = {}
+    for name, build in (("model.Transformer", ours), ("torch.nn.Transformer", baseline)):
+        module, fwd = build(s)
+        module.to(device).train()
+        step = make_step(module, fwd, device, bf16)
+        for _ in range(3):  # warm-up
+            step(src, tgt_in, tgt_out)
+        with FlopCounterMode(display=False) as fc:
+            step(src, tgt_in, tgt_out)
+        contenders[name] = {"step": step, "times": [], "flops": fc.get_total_flops(),
+                            "params": sum(p.numel() for p in module.parameters())}
+    sync(device)
+    for _ in range(repeats):  # alternate, so drift on a shared machine hits both alike
+        for c in contenders.values():
+            sync(device)
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                c["step"](src, tgt_in, tgt_out)
+            sync(device)
+            c["times"].append((time.perf_counter() - t0) / steps)
+    rows = []
+    base = statistics.median(contenders["torch.nn.Transformer"]["times"])
+    for name, c in contenders.items():
+        t = statistics.median(c["times"])
+        rows.append({"size": size, "model": name, "params": c["params"], "tokens/s": round(tokens / t),
+                     "ms/step": round(t * 1e3, 1), "speed-up": round(base / t, 2),
+                     "GFLOP/step": round(c["flops"] / 1e9, 2), "achieved GFLOP/s": round(c["flops"] / t / 1e9, 1),
+                     "share of peak": f"{c['flops'] / t / peak:.0%}"})
+    return rows
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--bf16", action="store_true")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--sizes", default="tiny,small")
+    args = p.parse_args()
+    device = torch.device(args.device)
+    dtype = torch.bfloat16 if args.bf16 else torch.float32
+    peak = matmul_peak(device, dtype, n=2048 if device.type == "cuda" else 1024)
+    rows = []
+    for size in args.sizes.split(","):
+        rows += run(size, device, args.bf16, args.repeats, args.steps, peak)
+        peak = max(peak, matmul_peak(device, dtype, n=2048 if device.type == "cuda" else 1024))
+    print(f"matmul peak ({dtype}): {peak / 1e9:.1f} GFLOP/s")
+    print(table(rows))
+    name = f"train_throughput_{device.type}{'_bf16' if args.bf16 else ''}"
+    print("wrote", write(name, {"machine": machine(), "peak_flops": peak, "dtype": str(dtype), "rows": rows}))
+
+
+if __name__ == "__main__":
+    main()
