@@ -13,15 +13,6 @@ from model.checkpoint import (CheckpointError, atomic_write_bytes, atomic_write_
                               load_model_dir, load_training_state, save_model_dir, save_training_state)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny matmuls: one thread is much faster than two fighting a busy CPU."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 class FakeTokenizerError(ValueError):
     pass
 

@@ -14,15 +14,6 @@ from model.transformer import Intermediates
 BOS, EOS = 2, 3
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny matmuls: one thread is much faster than two fighting a busy CPU."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.fixture(scope="module")
 def model():
     """A seeded random encoder-decoder whose greedy outputs vary (untied, noisy softmax layer)."""
