@@ -76,8 +76,8 @@ def head_view(weights, q_labels: list[str], k_labels: list[str], heads: list[int
                              hoverinfo="skip", showlegend=False))
     fig.update_xaxes(visible=False, range=[-0.45, 1.45])
     fig.update_yaxes(visible=False, autorange="reversed")
-    fig.update_layout(height=max(320, 28 * max(Lq, Lk) + 80), margin=dict(l=10, r=10, t=40, b=10),
-                      plot_bgcolor="white", legend=dict(orientation="h", y=1.06),
+    fig.update_layout(height=max(340, 28 * max(Lq, Lk) + 110), margin=dict(l=10, r=10, t=40, b=40),
+                      plot_bgcolor="white", legend=dict(orientation="h", y=-0.02, yanchor="top", x=0.5, xanchor="center"),
                       annotations=[dict(x=0, y=1.0, xref="x", yref="paper", text=f"<b>{query_title}</b>",
                                         showarrow=False, yanchor="bottom"),
                                    dict(x=1, y=1.0, xref="x", yref="paper", text=f"<b>{key_title}</b>",
