@@ -6,7 +6,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from app.charts import ATTN_SCALE, _np
+from app.charts import _np
 
 HEAD_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#e377c2", "#8c564b",
                 "#bcbd22", "#7f7f7f", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd"]

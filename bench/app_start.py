@@ -29,7 +29,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args()
-    cold, first, insp_first, insp_rerun, pages = [], [], [], [], {}
+    cold, first, insp_first, insp_rerun = [], [], [], []
     for _ in range(args.repeats):
         t0 = time.perf_counter()
         with streamlit_server() as url, sync_playwright() as pw:

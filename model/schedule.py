@@ -1,7 +1,6 @@
 """The paper's learning-rate schedule (section 5.3)."""
 from __future__ import annotations
 
-import math
 
 
 def noam_lr(step: int | float, d_model: int, warmup: int, factor: float = 1.0) -> float:

@@ -148,7 +148,7 @@ w1 = mlab.step_tensor(steps1, "weights")[0, 0].numpy()
 same_params = all(torch.equal(a, b) for a, b in zip(single.parameters(), mha.parameters()))
 l, r = st.columns(2)
 with l:
-    fig = lab.stage_figure("weights", w1, labels, labels, title=tr("1 head (d_h = D)", f"헤드 1개 (d_h = D)"),
+    fig = lab.stage_figure("weights", w1, labels, labels, title=tr("1 head (d_h = D)", "헤드 1개 (d_h = D)"),
                            query_title=t("query"), key_title=t("key"))
     show_matrix(fig, w1, name=f"single-head-D{D}", row_labels=labels, col_labels=labels, key="mh-single")
 with r:
