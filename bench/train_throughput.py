@@ -33,13 +33,19 @@ SIZES = {
 class TorchBaseline(nn.Module):
     """torch.nn.Transformer with the same embeddings, positions and output projection."""
 
-    def __init__(self, s):
+    def __init__(self, s, paper_dropout: bool = False):
         super().__init__()
         self.d = s["d_model"]
         self.embed = nn.Embedding(s["vocab"], self.d)
         self.register_buffer("pe", positional_encoding(512, self.d), persistent=False)
         self.drop = nn.Dropout(0.1)
         self.core = nn.Transformer(self.d, s["n_heads"], s["layers"], s["layers"], s["d_ff"], 0.1, batch_first=True)
+        if paper_dropout:  # drop only where the paper does: sub-layer outputs (and embeddings)
+            for layer in [*self.core.encoder.layers, *self.core.decoder.layers]:
+                layer.dropout = nn.Identity()  # the FFN's hidden activations
+                for attn in (layer.self_attn, getattr(layer, "multihead_attn", None)):
+                    if attn is not None:
+                        attn.dropout = 0.0  # attention weights
 
     def forward(self, src, tgt):
         e = lambda x: self.drop(self.embed(x) * math.sqrt(self.d) + self.pe[: x.size(1)])
@@ -56,8 +62,19 @@ def ours(s):
     return m, (lambda src, tgt: m(src, tgt).logits)
 
 
+def ours_explicit(s):
+    """Lever check: the same model forced onto the explicit (weights-returning) attention path."""
+    m, _ = ours(s)
+    return m, (lambda src, tgt: m(src, tgt, return_attention=True).logits)
+
+
 def baseline(s):
     m = TorchBaseline(s)
+    return m, m
+
+
+def baseline_paper_dropout(s):
+    m = TorchBaseline(s, paper_dropout=True)
     return m, m
 
 
@@ -84,7 +101,9 @@ def run(size: str, device, bf16: bool, repeats: int, steps: int, peak: float) ->
     tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
     tokens = B * L * 2
     contenders = {}
-    for name, build in (("model.Transformer", ours), ("torch.nn.Transformer", baseline)):
+    for name, build in (("model.Transformer", ours), ("model.Transformer, explicit path", ours_explicit),
+                        ("torch.nn.Transformer", baseline),
+                        ("torch.nn.Transformer, paper's dropout placement", baseline_paper_dropout)):
         module, fwd = build(s)
         module.to(device).train()
         step = make_step(module, fwd, device, bf16)
