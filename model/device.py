@@ -7,13 +7,28 @@ import platform
 import torch
 
 
+def available(device: torch.device) -> bool:
+    if device.type == "cuda":
+        return torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count()
+    if device.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        return mps is not None and mps.is_available()
+    return device.type == "cpu"
+
+
 def best_device() -> torch.device:
-    if os.environ.get("ATLAS_DEVICE"):
-        return torch.device(os.environ["ATLAS_DEVICE"])
+    """ATLAS_DEVICE (cpu, cuda, cuda:1, mps) when set and present; else CUDA, then MPS, then CPU."""
+    wanted = os.environ.get("ATLAS_DEVICE", "").strip().lower()
+    if wanted:
+        try:
+            device = torch.device(wanted)
+        except RuntimeError:
+            device = None  # not a device name: fall through to the automatic choice
+        if device is not None and (device.type == "cpu" or available(device)):
+            return device
     if torch.cuda.is_available():
         return torch.device("cuda")
-    mps = getattr(torch.backends, "mps", None)
-    if mps is not None and mps.is_available():
+    if available(torch.device("mps")):
         return torch.device("mps")
     return torch.device("cpu")
 

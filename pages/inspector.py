@@ -59,6 +59,11 @@ if meta.get("task"):
 if "exact_match_beam4" in scores:
     facts.append(tr("test exact match", "테스트 정확 일치") + f" {scores['exact_match_beam4']:.1%}, BLEU {scores['bleu_beam4']:.1f}")
 st.caption(" · ".join(facts))
+card = Path(path) / "CARD.md"
+if card.is_file():
+    with st.expander(tr("Model card: how this model was trained and how well it does",
+                        "모델 카드: 이 모델을 어떻게 학습했고 얼마나 잘하는지")):
+        st.markdown(card.read_text(encoding="utf-8"))
 
 EXAMPLES = {
     "en-ko": ["My friend did not buy a red apple.", "She drank cold water yesterday.", "The children walk home every day.",

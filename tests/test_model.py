@@ -223,6 +223,14 @@ def test_tied_embeddings_share_one_matrix():
     assert untied.num_parameters() == model.num_parameters() + 2 * 64 * 64
 
 
+def test_device_override_falls_back_when_absent(monkeypatch):
+    monkeypatch.setenv("ATLAS_DEVICE", "cpu")
+    assert best_device().type == "cpu"
+    for bogus in ("not-a-device", "cuda:7" if not torch.cuda.is_available() else "not-a-device"):
+        monkeypatch.setenv("ATLAS_DEVICE", bogus)
+        assert best_device().type in ("cpu", "cuda", "mps")
+
+
 def test_device_description():
     assert best_device().type in ("cpu", "cuda", "mps")
     assert "CPU" in describe_device(torch.device("cpu"))
