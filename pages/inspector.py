@@ -182,12 +182,15 @@ with tab_grid:
                    f"{weights.shape[2]}×{weights.shape[3]} 맵입니다."))
     show_figure(head_grid(weights, layer_title=t("layer"), head_title=t("head")), name=f"grid-{kind}", key="grid")
     c1, c2 = st.columns(2)
-    layer = c1.selectbox(t("layer"), range(n_layers), format_func=lambda i: f"{i + 1}", key="insp_layer")
-    head = c2.selectbox(t("head"), range(n_heads), format_func=lambda i: f"{i + 1}", key="insp_head")
-    w = weights[layer, head]
+    avg_word = tr("average", "평균")
+    pick = lambda i: avg_word if i < 0 else f"{i + 1}"  # -1 = the mean over all layers / heads
+    layer = c1.selectbox(t("layer"), [*range(n_layers), -1], format_func=pick, key="insp_layer")
+    head = c2.selectbox(t("head"), [*range(n_heads), -1], format_func=pick, key="insp_head")
+    w = weights.mean(0) if layer < 0 else weights[layer]  # (H, Lq, Lk)
+    w = w.mean(0) if head < 0 else w[head]  # (Lq, Lk): a mean of rows that sum to 1 still sums to 1
     fig = attention_heatmap(w, q_labels, k_labels, query_title=q_title, key_title=k_title,
-                            title=f"{KIND_NAMES[kind]} · {t('layer')} {layer + 1} · {t('head')} {head + 1}")
-    show_matrix(fig, w, name=f"{kind}-L{layer + 1}-H{head + 1}", row_labels=q_labels, col_labels=k_labels, key="detail")
+                            title=f"{KIND_NAMES[kind]} · {t('layer')} {pick(layer)} · {t('head')} {pick(head)}")
+    show_matrix(fig, w, name=f"{kind}-L{pick(layer)}-H{pick(head)}", row_labels=q_labels, col_labels=k_labels, key="detail")
 
 with tab_head:
     explain("One line from each query (left) to each key (right); the stronger the attention, the darker "

@@ -1,5 +1,9 @@
 """The attention inspector through AppTest: both languages, all three attention kinds, bad input."""
+import base64
+import json
 import shutil
+
+import numpy as np
 
 import pytest
 
@@ -39,6 +43,21 @@ def test_translates_and_shows_all_kinds(lang):
         at.radio(key="insp_kind").set_value(kind).run()
         assert_clean(at)
         assert len(at.dataframe) >= 2  # head statistics and averages
+
+
+def test_average_over_heads_and_layers():
+    at = run_page("inspector.py", "en", setup=with_text("We see the sky."))
+    at.selectbox(key="insp_layer").set_value(-1)
+    at.selectbox(key="insp_head").set_value(-1).run()
+    assert_clean(at)
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    detail = [f for f in specs if "average" in json.dumps(f.get("layout", {}).get("title", ""))]
+    assert detail, "the averaged detail map is drawn"
+    z = detail[0]["data"][0]["z"]  # plotly ships arrays as base64 ("bdata") with dtype and shape
+    z = np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(
+        [int(n) for n in z["shape"].split(",")]) if isinstance(z, dict) else np.asarray(z)
+    assert z.shape[0] > 3
+    np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-4)  # a mean of attention rows still sums to 1
 
 
 def test_greedy_and_decoding_steps():
