@@ -6,7 +6,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from app.charts import _np
+from app.charts import _np, _unique
 
 HEAD_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#e377c2", "#8c564b",
                 "#bcbd22", "#7f7f7f", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd"]
@@ -88,6 +88,7 @@ def head_view(weights, q_labels: list[str], k_labels: list[str], heads: list[int
 def bar_chart(values, names: list[str], *, title="", x_title="", y_title="", colour="#1f77b4",
               range_01: bool = True, horizontal=False) -> go.Figure:
     v = _np(values)
+    names = _unique(names)  # a category axis would merge a repeated token into one bar
     if horizontal:
         fig = go.Figure(go.Bar(x=v, y=names, orientation="h", marker_color=colour,
                                text=[f"{x:.3f}" for x in v], textposition="auto"))

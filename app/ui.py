@@ -28,6 +28,16 @@ def show_matrix(fig, values, *, name: str, row_labels=None, col_labels=None, key
     show_figure(fig, name=name, csv=matrix_to_csv(values, row_labels, col_labels), key=key)
 
 
+def one_based_slider(label: str, n: int, *, key: str, container=None) -> int:
+    """Pick 1…n with a slider. st.slider refuses min_value == max_value, and a model trained with one
+    layer or one head has n = 1: then there is nothing to choose, so say so and return 1."""
+    where = container if container is not None else st
+    if n <= 1:
+        where.caption(f"{label}: 1 " + tr("(the only one)", "(하나뿐)"))
+        return 1
+    return where.slider(label, 1, n, 1, key=key)
+
+
 def explain(en: str, ko: str) -> None:
     """An explanatory paragraph in the current language."""
     st.markdown(tr(en, ko))

@@ -220,7 +220,7 @@ with tab_steps:
         chosen = tok.id_to_piece(steps[tstep].token)
         st.markdown(tr(f"Step {tstep + 1}: the model wrote **`{ins.label(chosen)}`** with probability "
                        f"{steps[tstep].prob:.3f}.", f"{tstep + 1}단계: 모델이 확률 {steps[tstep].prob:.3f}로 "
-                       f"**`{ins.label(chosen)}`**을(를) 썼습니다."))
+                       f"**`{ins.label(chosen)}`** 토큰을 썼습니다."))
         cross = att.stack("cross")[sl, 0, :, tstep].float().cpu()  # (H, Ls)
         c1, c2 = st.columns(2)
         with c1:

@@ -8,7 +8,7 @@ from app.charts import attention_heatmap, head_grid, matrix_heatmap
 from app.concepts import InputError, attention_maps, lift_title, mark_exact_zeros, piece_label, rows_csv
 from app.i18n import t, tr
 from app.resources import parameter_count
-from app.ui import explain, fail, show_matrix
+from app.ui import explain, fail, one_based_slider, show_matrix
 from model.attention import masked_softmax
 from model.config import PRESETS, TransformerConfig
 from model.masks import causal_mask, combine, padding_mask
@@ -188,7 +188,7 @@ try:
     c1, c2 = st.columns(2)
     which = c1.selectbox(tr("sentence to inspect", "살펴볼 문장"), list(range(B)),
                          format_func=lambda b: f"#{b + 1}: {lines[b][:40]}", key="mask_which")
-    head = c2.slider(t("head"), 1, model.config.n_heads, 1, key="mask_head")
+    head = one_based_slider(t("head"), model.config.n_heads, key="mask_head", container=c2)
     scores = _scores(model, batch, tok.pad_id)[which, head - 1]  # (L, L)
     n = lengths[which]
     st.caption(tr("Scores: QKᵀ/√d_k of layer 1 of the model's encoder, before any mask (one head).",
@@ -261,8 +261,8 @@ try:
         q_title, k_title = f"{side} ({t('query')})", f"{side} ({t('key')})"
         rule = t("rows_cols")
     c1, c2 = st.columns(2)
-    layer = c1.slider(t("layer"), 1, w.shape[0], 1, key="kind_layer")
-    head = c2.slider(t("head"), 1, w.shape[1], 1, key="kind_head")
+    layer = one_based_slider(t("layer"), w.shape[0], key="kind_layer", container=c1)
+    head = one_based_slider(t("head"), w.shape[1], key="kind_head", container=c2)
     left, right = st.columns([3, 2])
     with left:
         fig = lift_title(attention_heatmap(w[layer - 1, head - 1], q_labels, k_labels, query_title=q_title,

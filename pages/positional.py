@@ -58,7 +58,18 @@ dims_text = st.text_input(tr(f"dimensions to plot (0 … {d_model - 1}, up to 8,
                              f"그릴 차원 (0 … {d_model - 1}, 최대 8개, 쉼표로 구분)"),
                           "0, 1, 6, 20", key="pe_dims")
 try:
-    dims = parse_int_list(dims_text, 0, d_model - 1, 8, tr("dimension", "차원"))
+    # the slider can shrink d_model below a dimension typed earlier (the default 20 needs d_model ≥ 21):
+    # skip those with a note instead of failing; only dimensions that no d_model here has are errors
+    dims = parse_int_list(dims_text, 0, 511, 8, tr("dimension", "차원"))
+    beyond = [dim for dim in dict.fromkeys(dims) if dim >= d_model]
+    if beyond:
+        listed = ", ".join(map(str, beyond))
+        st.warning(tr(f"d_model = {d_model} has dimensions 0 … {d_model - 1} only: skipping {listed}.",
+                      f"d_model = {d_model}이면 차원은 0 … {d_model - 1}뿐입니다. {listed}은(는) 건너뜁니다."))
+    dims = [dim for dim in dims if dim < d_model]
+    if not dims:
+        raise InputError(f"No dimension to plot: pick numbers from 0 to {d_model - 1}.",
+                         f"그릴 차원이 없습니다. 0부터 {d_model - 1} 사이의 수를 고르세요.")
     series = {}
     for dim in dict.fromkeys(dims):
         i = dim // 2
