@@ -128,6 +128,9 @@ def make_layers(d: int, n_heads: int = 4, kernel: int = 3, recurrent: str = "gru
             (("self_attention", attn), ("recurrent", rnn), ("convolutional", conv))}
 
 
+MAX_SCORE_BYTES = 512 * 2**20  # protects the server's memory (and time) on the largest sizes
+
+
 @torch.inference_mode()
 def time_layers(n_values, d: int = 64, batch: int = 2, device=None, repeats: int = 3, *,
                 n_heads: int = 4, kernel: int = 3, recurrent: str = "gru", budget_s: float = 3.0,
@@ -166,7 +169,8 @@ def _time_layers(ns, d, batch, device, repeats, n_heads, kernel, recurrent, budg
         elapsed = time.perf_counter() - start
         # attention grows like n^2: skip a size that would overrun the budget (the smallest always runs)
         predicted = last[1] * (n / last[0]) ** 2 if last else 0.0
-        if last and elapsed + predicted > budget_s:
+        # and never a size whose (B, H, n, n) score matrix alone would take more than MAX_SCORE_BYTES
+        if batch * n_heads * n * n * 4 > MAX_SCORE_BYTES or (last and elapsed + predicted > budget_s):
             out["skipped"].append(n)
             continue
         t_n = time.perf_counter()

@@ -505,8 +505,9 @@ def main(argv=None) -> int:
                                      "out": args.resume})
     elif not args.out:
         parser.error("--out DIR is required (or --resume DIR)")
-    if args.steps <= 0:
-        parser.error("--steps must be positive")
+    for name in ("steps", "eval_every", "log_every", "ckpt_every", "batch_size", "warmup", "max_len"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive")
     return train(args)
 
 

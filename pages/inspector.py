@@ -114,9 +114,9 @@ steps = result = None
 if arch == "encoder-decoder":
     c1, c2 = st.columns([1, 2])
     methods = {"beam": tr("beam search", "빔 서치"), "greedy": tr("greedy", "그리디")}
-    method = c1.radio(tr("Decoding", "디코딩"), list(methods), horizontal=True, format_func=methods.get)
+    method = c1.radio(tr("Decoding", "디코딩"), list(methods), horizontal=True, format_func=methods.get, key="insp_method")
     beam = c2.slider(tr("beam size (length penalty α = 0.6)", "빔 크기 (길이 패널티 α = 0.6)"), 2, 8, 4,
-                     disabled=method == "greedy")
+                     disabled=method == "greedy", key="insp_beam")
     result = translation(path, tok.decode(ids), method == "greedy", beam)
     st.subheader(tr("Translation", "번역"))
     st.code(result.text or "∅", language=None)

@@ -184,11 +184,13 @@ if res and res["n"]:
                   + (f" with {res['threads']} CPU thread(s)" if res.get("threads") else "") + ".",
                   f"`{res['device']}`에서 {res['total_s']:.2f}초 동안 측정"
                   + (f", CPU 스레드 {res['threads']}개" if res.get("threads") else "") + "."))
-    if res["skipped"]:
-        st.warning(tr(f"Skipped n = {', '.join(map(str, res['skipped']))}: the 3-second measuring budget would "
-                      "have run out. Try a smaller batch, d or fewer repeats.",
-                      f"n = {', '.join(map(str, res['skipped']))}은(는) 건너뛰었습니다. 측정 시간 예산 3초를 넘길 "
-                      "것 같았습니다. batch, d나 반복 횟수를 줄여 보세요."))
+if res and res["skipped"]:
+    st.warning(tr(f"Skipped n = {', '.join(map(str, res['skipped']))}: the 3-second measuring budget would "
+                  "have run out, or the attention scores alone would need more than 512 MB. Try a smaller "
+                  "batch, d or fewer repeats.",
+                  f"n = {', '.join(map(str, res['skipped']))}은(는) 건너뛰었습니다. 측정 시간 예산 3초를 넘기거나 "
+                  "어텐션 점수 행렬만으로 512 MB를 넘을 것 같았습니다. batch, d나 반복 횟수를 줄여 보세요."))
+if res and res["n"]:
     explain(
         "On a CPU with few cores, attention's n² work eventually dominates and the curves can cross — "
         "the table's n·d² vs n²·d in the flesh. On a GPU the recurrent layer's n sequential steps leave "

@@ -68,3 +68,9 @@ def test_time_layers_lstm_budget_and_bad_input():
         time_layers([0, 4], d=8)
     with pytest.raises(ValueError):
         time_layers([4], d=0)
+
+
+def test_time_layers_skips_sizes_too_big_for_memory():
+    from model.complexity import time_layers
+    out = time_layers([8, 8192], d=8, batch=2, repeats=1, budget_s=30)
+    assert out["n"] == [8] and out["skipped"] == [8192]
