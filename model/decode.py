@@ -124,12 +124,12 @@ def greedy_decode_batch(model: Transformer, sources: list[list[int]], *, bos_id:
     pad = model.config.pad_id if pad_id is None else pad_id
     with _eval_mode(model):
         B, Ls = len(sources), max(len(s) for s in sources)
-        src = torch.full((B, Ls), pad, dtype=torch.long, device=model.device)  # (B, Ls)
+        src = torch.full((B, Ls), pad, dtype=torch.long)  # (B, Ls), filled on the CPU, moved once
+        src_mask = torch.zeros(B, Ls, dtype=torch.bool)  # (B, Ls), True = real
         for b, s in enumerate(sources):
             src[b, : len(s)] = torch.tensor(s, dtype=torch.long)
-        src_mask = torch.zeros(B, Ls, dtype=torch.bool, device=src.device)  # (B, Ls), True = real
-        for b, s in enumerate(sources):
             src_mask[b, : len(s)] = True
+        src, src_mask = src.to(model.device), src_mask.to(model.device)
         memory = model.encode(src, src_mask)  # (B, Ls, D)
         cache: list = []
         out = torch.zeros(B, 0, dtype=torch.long, device=src.device)  # (B, T)
@@ -162,7 +162,10 @@ def beam_search(model: Transformer, src_ids: list[int], *, bos_id: int, eos_id: 
     """Beam search, all beams in one batch through the KV cache. A hypothesis ends when it picks
     EOS among the top `beam_size` candidates of a step; its score is log P(Y) / lp(|Y|) with |Y|
     counting EOS. Search stops once `beam_size` hypotheses have ended and no live beam can beat
-    the best of them any more (or after max_len steps, when the unfinished beams compete too). beam_size=1 gives exactly the greedy result.
+    the best of them any more (or after max_len steps, when the unfinished beams compete too).
+    beam_size=1 is not always greedy: with alpha > 0 a hypothesis that outlives an early EOS can
+    win on its length-normalised score (as in tensor2tensor's beam search); translate() sends
+    beam_size <= 1 to greedy_decode.
     `steps` come from the final teacher-forced pass and describe the best hypothesis."""
     _check_encoder_decoder(model)
     if not src_ids:

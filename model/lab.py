@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from .attention import MultiHeadAttention, attention_scores, masked_softmax
+from .complexity import _sync
 
 
 # ---------------------------------------------------------------- scaled dot-product, stage by stage
@@ -181,9 +182,8 @@ def time_scoring(n: int, d: int, hidden: int, device: torch.device | str = "cpu"
     p = {name: t.float().to(device) for name, t in additive_params(d, d, hidden, seed).items()}
     chunk = max(1, (1 << 23) // max(1, n * hidden))  # at most ~8M floats in the intermediate
 
-    def sync():
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+    def sync():  # CUDA and MPS run asynchronously: wait, or we time only the kernel launch
+        _sync(device)
 
     def run(fn) -> float:
         fn()  # warm-up

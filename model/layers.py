@@ -12,14 +12,17 @@ from .attention import MultiHeadAttention
 
 def positional_encoding(length: int, d_model: int, device=None, dtype=torch.float32) -> torch.Tensor:
     """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)).
-    Returns (length, d_model)."""
-    pos = torch.arange(length, device=device, dtype=torch.float64)[:, None]  # (L, 1)
-    two_i = torch.arange(0, d_model, 2, device=device, dtype=torch.float64)  # (ceil(D/2),)
+    Returns (length, d_model). Computed in float64 on the CPU (MPS has no float64), then cast to
+    `dtype` and only then moved to `device` (default: torch's current default device)."""
+    device = torch.get_default_device() if device is None else torch.device(device)
+    cpu = torch.device("cpu")
+    pos = torch.arange(length, device=cpu, dtype=torch.float64)[:, None]  # (L, 1)
+    two_i = torch.arange(0, d_model, 2, device=cpu, dtype=torch.float64)  # (ceil(D/2),)
     angle = pos / torch.pow(10000.0, two_i / d_model)  # (L, ceil(D/2))
-    pe = torch.zeros(length, d_model, device=device, dtype=torch.float64)
+    pe = torch.zeros(length, d_model, device=cpu, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(angle)
     pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
-    return pe.to(dtype)
+    return pe.to(dtype).to(device)  # cast on the CPU first: float64 never reaches the device
 
 
 class Embedding(nn.Module):
@@ -27,7 +30,7 @@ class Embedding(nn.Module):
 
     def __init__(self, vocab_size, d_model, max_len, positional, dropout, token: nn.Embedding | None = None):
         super().__init__()
-        self.d_model, self.positional = d_model, positional
+        self.d_model, self.positional, self.max_len = d_model, positional, max_len
         self.token = token if token is not None else nn.Embedding(vocab_size, d_model)
         if positional == "learned":
             self.position = nn.Embedding(max_len, d_model)
@@ -37,6 +40,10 @@ class Embedding(nn.Module):
         self.use_positions = True  # the permutation experiment switches this off
 
     def positions(self, L: int, offset: int = 0) -> torch.Tensor:
+        if offset < 0 or offset + L > self.max_len:
+            # a clear error instead of a shape mismatch (sinusoidal) or, for the learned table on
+            # CUDA, a device-side assert that breaks the whole process's CUDA context
+            raise ValueError(f"positions {offset}..{offset + L - 1} exceed the model's max_len={self.max_len}")
         if self.positional == "learned":
             idx = torch.arange(offset, offset + L, device=self.position.weight.device)
             return self.position(idx)  # (L, D)

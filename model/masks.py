@@ -26,9 +26,13 @@ def combine(*masks: torch.Tensor | None) -> torch.Tensor | None:
 
 
 def as_key_mask(mask: torch.Tensor | None) -> torch.Tensor | None:
-    """Accept a (B, L) key mask (True = real token) or an already broadcastable 4-D mask."""
+    """Accept a (B, L) key mask (True = real token), a 3-D (B, Lq | 1, L) mask, or an already
+    broadcastable 4-D mask. A 3-D mask gets its head axis here: left as it is, it would broadcast
+    against (B, H, Lq, Lk) with its batch axis on the head axis (silently wrong when B == H)."""
     if mask is None:
         return None
     if mask.dim() == 2:
         return mask[:, None, None, :].bool()
+    if mask.dim() == 3:
+        return mask[:, None].bool()  # (B, 1, Lq | 1, Lk)
     return mask.bool()

@@ -71,7 +71,7 @@ def head_statistics(weights, causal: bool = False) -> list[dict]:
     Rows that are all zero (fully masked queries) are left out. With causal=True (decoder
     self-attention) row 0 is left out too, since it can only attend to itself, and row q counts
     q + 1 visible keys for entropy_norm. For cross-attention (Lq != Lk) positions are plain indices."""
-    w = torch.as_tensor(weights).detach().to("cpu", torch.float64)
+    w = torch.as_tensor(weights).detach().cpu().to(torch.float64)  # to the CPU first: MPS has no float64
     if w.dim() != 3:
         raise ValueError(f"expected (H, Lq, Lk), got shape {tuple(w.shape)}")
     H, Lq, Lk = w.shape

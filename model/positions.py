@@ -119,7 +119,7 @@ def encode_with_attention(model: Transformer, ids: list[int], positions: bool):
     model.set_positional(positions)
     try:
         rec = Intermediates()
-        out = model.encode(torch.tensor([ids]), None, rec)  # (1, L, D)
+        out = model.encode(torch.tensor([ids], device=model.device), None, rec)  # (1, L, D)
     finally:
         model.set_positional(True)
     return out[0], rec.stack("encoder_self")[:, 0]  # (L, D), (layers, H, L, L)
@@ -134,7 +134,7 @@ def permutation_experiment(model: Transformer, ids: list[int], perm: list[int]) 
     "attn_perm": ..., "out_diff": float, "attn_diff": float}} keyed by 'positions used'."""
     if sorted(perm) != list(range(len(ids))):
         raise ValueError("perm must be a permutation of range(len(ids))")
-    p = torch.tensor(perm)
+    p = torch.tensor(perm, device=model.device)
     res = {}
     for use_pe in (False, True):
         out, attn = encode_with_attention(model, ids, use_pe)

@@ -101,9 +101,10 @@ class SentencePieceTokenizer(_Base):
         return cls(data)
 
     def save(self, path: str | os.PathLike) -> Path:
+        from .checkpoint import atomic_write_bytes  # lazy: checkpoint imports torch
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        (path / self.FILENAME).write_bytes(self.model_proto)
+        atomic_write_bytes(path / self.FILENAME, self.model_proto)  # never a half-written model file
         return path / self.FILENAME
 
     @property
@@ -164,9 +165,9 @@ class SymbolTokenizer(_Base):
     def save(self, path: str | os.PathLike) -> Path:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
+        from .checkpoint import atomic_write_text  # lazy: checkpoint imports torch
         file = path / self.FILENAME
-        file.write_text(json.dumps({"kind": self.kind, "symbols": self.symbols}, ensure_ascii=False, indent=1),
-                        encoding="utf-8")
+        atomic_write_text(file, json.dumps({"kind": self.kind, "symbols": self.symbols}, ensure_ascii=False, indent=1))
         return file
 
     @property
