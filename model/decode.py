@@ -220,6 +220,9 @@ def beam_search(model: Transformer, src_ids: list[int], *, bos_id: int, eos_id: 
             for s, seq in zip(scores.tolist(), seqs):
                 if s > float("-inf"):
                     finished.append((s / length_penalty(len(seq), alpha), seq, False))
+        if not finished:  # (degenerate vocabularies) nothing ended and nothing could continue
+            finished = [(s / length_penalty(max(len(q), 1), alpha), q, False)
+                        for s, q in zip(scores.tolist(), seqs) if s > float("-inf")] or [(0.0, [], False)]
         best_score, best, ended = max(finished, key=lambda f: f[0])
         probs, attention = _final_pass(model, src, best, bos_id)  # (Lt, V)
         steps = _steps_from_probs(probs, best + ([eos_id] if ended else []))
