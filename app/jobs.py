@@ -19,6 +19,7 @@ the server-wide instance (st.cache_resource)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 import os
 import re
@@ -32,8 +33,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from model.checkpoint import atomic_write_json
-from model.corpus import TASKS, CorpusError, read_tsv_corpus
-from model.train import read_json
+from model.corpus import TASKS, CorpusError, read_tsv_corpus, split_pairs
+from model.train import STATES, read_json
 from model.train import read_metrics as _read_metrics_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,6 +46,7 @@ ALL_TASKS = TASKS + ("tsv",)
 SIZES = ("tiny", "small", "custom")
 SIZE_PRESET = {"tiny": "tiny", "small": "teaching", "custom": "teaching"}  # model.config.PRESETS names
 ACTIVE = ("queued", "running")
+STATE_KO = {"queued": "대기 중", "running": "학습 중", "done": "완료", "failed": "실패", "stopped": "멈춤"}
 
 # Limits that protect a shared machine (the page shows them).
 LIMITS = {
@@ -54,6 +56,7 @@ LIMITS = {
 }
 MAX_PARAMETERS = 20_000_000
 MAX_UPLOAD_BYTES = 5_000_000
+DUPLICATE_SECONDS = 10.0  # Start pressed again with the same choices this soon: a double click, not a new run
 MIN_PAIRS = 20  # a corpus must leave at least one validation pair (5 % split)
 MAX_LEN = 64    # tokens per sentence the trainer keeps (--max-len)
 
@@ -110,6 +113,8 @@ _CORPUS_KO = [
     (r"line (\d+): not valid UTF-8 \(byte (\d+) of the line\)",
      r"\1번째 줄: 올바른 UTF-8이 아닙니다 (그 줄의 \2번째 바이트)"),
     (r"line (\d+): empty line", r"\1번째 줄: 빈 줄입니다"),
+    (r"the corpus leaves (\d+) training and (\d+) validation pairs; both must be at least 1",
+     r"코퍼스를 나누면 학습 쌍이 \1개, 검증 쌍이 \2개입니다. 둘 다 1개 이상이어야 합니다"),
     (r"line (\d+): expected 2 tab-separated columns, found (\d+)",
      r"\1번째 줄: 탭으로 나뉜 열이 2개여야 하는데 \2개입니다"),
     (r"line (\d+): the first column is empty", r"\1번째 줄: 첫째 열이 비어 있습니다"),
@@ -125,10 +130,10 @@ def corpus_message_ko(message: str) -> str:
     return message
 
 
-def validate_upload(data: bytes | None, name: str = "") -> list[tuple[str, str]]:
+def validate_upload(data: bytes | None, name: str = "", seed: int = 0) -> list[tuple[str, str]]:
     """An uploaded TSV's pairs, or JobError naming the problem (and the bad line)."""
     label = f"{name}: " if name else ""
-    if not data:
+    if data is None:
         raise JobError("Upload a TSV file (source<TAB>target, one pair a line) for the own-corpus task.",
                        "직접 만든 코퍼스로 학습하려면 TSV 파일(소스<TAB>타깃, 한 줄에 한 쌍)을 올려 주세요.")
     if len(data) > MAX_UPLOAD_BYTES:
@@ -141,6 +146,13 @@ def validate_upload(data: bytes | None, name: str = "") -> list[tuple[str, str]]
     if len(pairs) < MIN_PAIRS:
         raise JobError(f"{label}only {len(pairs)} pairs; at least {MIN_PAIRS} are needed (5 % are kept for validation).",
                        f"{label}쌍이 {len(pairs)}개뿐입니다. 최소 {MIN_PAIRS}개가 필요합니다(5%는 검증용으로 떼어 둡니다).")
+    # The trainer's own split: sentences of the app's grammar from held-out combinations all go to test.
+    splits = split_pairs(pairs, seed=seed)
+    if not splits["train"] or not splits["valid"]:
+        raise JobError(f"{label}the split leaves {len(splits['train'])} training and {len(splits['valid'])} validation "
+                       f"pairs (the app's held-out English→Korean sentences all go to the test split); add other pairs.",
+                       f"{label}나누고 나면 학습 쌍 {len(splits['train'])}개, 검증 쌍 {len(splits['valid'])}개만 남습니다"
+                       f"(앱 문법에서 따로 떼어 둔 영어→한국어 문장은 모두 테스트용으로 갑니다). 다른 쌍을 더 넣어 주세요.")
     return pairs
 
 
@@ -180,7 +192,7 @@ def validate_options(o: TrainOptions) -> None:
         if o.positional not in ("sinusoidal", "learned"):
             raise JobError(f"Unknown positional encoding {o.positional!r}.", f"알 수 없는 위치 인코딩: {o.positional!r}.")
     if o.task == "tsv":
-        validate_upload(o.tsv_bytes, o.tsv_name)
+        validate_upload(o.tsv_bytes, o.tsv_name, o.seed)
 
 
 def train_arguments(o: TrainOptions) -> list[str]:
@@ -242,14 +254,41 @@ def clean_metrics(records: list[dict]) -> list[dict]:
     out: list[dict] = []
     last: dict[str, int] = {}
     for r in records:
+        if not isinstance(r, dict):
+            continue
         kind, step = r.get("kind"), r.get("step")
-        if not isinstance(step, (int, float)):
+        if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step):
             continue
         if kind in last and step <= last[kind]:
             out = [x for x in out if x.get("kind") != kind or x["step"] < step]
         out.append(r)
         last[kind] = step
     return out
+
+
+def _json_object(path: Path) -> dict:
+    """A JSON file that should hold an object; {} when it is missing, damaged or holds something else."""
+    obj = read_json(path, {})
+    return obj if isinstance(obj, dict) else {}
+
+
+def _number(v):
+    """A finite int/float from a file, else None (files can be damaged or hand-edited)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return v
+
+
+def _count(v) -> int:
+    v = _number(v)
+    return max(0, int(v)) if v is not None else 0
+
+
+def _samples(v) -> list[dict]:
+    """Sample predictions from status.json: dicts of strings only."""
+    if not isinstance(v, list):
+        return []
+    return [{k: str(s.get(k, "")) for k in ("source", "target", "prediction")} for s in v if isinstance(s, dict)]
 
 
 def _fmt_id_time(t: float) -> str:
@@ -285,10 +324,10 @@ class JobManager:
         return self.root / run_id
 
     def _job(self, d: Path) -> dict:
-        return read_json(d / "job.json", {}) or {}
+        return _json_object(d / "job.json")
 
     def _status(self, d: Path) -> dict:
-        return read_json(d / "status.json", {}) or {}
+        return _json_object(d / "status.json")
 
     def _set_status(self, d: Path, **fields) -> None:
         st = self._status(d)
@@ -312,6 +351,7 @@ class JobManager:
             except ImportError:  # Windows
                 yield
                 return
+            self.root.mkdir(parents=True, exist_ok=True)  # RUNS may have been deleted while the server runs
             with open(self.root / ".jobs.lock", "a+") as f:
                 fcntl.flock(f, fcntl.LOCK_EX)
                 try:
@@ -348,7 +388,7 @@ class JobManager:
                 launched = bool(job.get("pid")) or (state == "running")
                 if not launched:
                     if job.get("command"):  # a run this app queued (not one started by hand)
-                        waiting.append((job.get("queued_at", 0), d))
+                        waiting.append((_number(job.get("queued_at")) or 0, d))
                 elif self._is_live(d, st, job):
                     running += 1
                 else:
@@ -364,24 +404,25 @@ class JobManager:
         st = self._status(d)
         if st.get("state") not in ACTIVE:
             return
-        step = int(st.get("step") or 0)
+        step = _count(st.get("step"))
         if rc <= 0:
             name = signal.Signals(-rc).name if -rc in signal.Signals._value2member_map_ else f"signal {-rc}"
             how = f"was ended by {name}" if rc else "exited"
             self._set_status(d, state="stopped", message=f"the training process {how} at step {step}; "
                                                          f"resume to continue from the last checkpoint")
         else:
-            tail = self.log_tail(d.name, 6)
+            why = self.error_line(d.name)
             self._set_status(d, state="failed", message=f"the trainer exited with code {rc} at step {step}"
-                                                        + (f": {tail}" if tail else ""))
+                                                        + (f": {why}" if why else ""))
 
     def _mark_vanished(self, d: Path, st: dict) -> None:
         self._set_status(d, state="stopped", message=f"the training process is gone (server restart or crash) at step "
-                                                     f"{int(st.get('step') or 0)}; resume to continue from the last checkpoint")
+                                                     f"{_count(st.get('step'))}; resume to continue from the last checkpoint")
 
     def _launch(self, d: Path) -> None:
         job = self._job(d)
-        cmd = list(job.get("command") or [])
+        cmd = job.get("command")
+        cmd = list(cmd) if isinstance(cmd, list) and all(isinstance(c, str) for c in cmd) else []
         if job.get("resume") and (d / "args.json").exists():
             cmd = [self.python, "-m", "model.train", "--resume", str(d)]
         if not cmd:
@@ -412,8 +453,12 @@ class JobManager:
                            f"Make d_model, d_ff or the number of layers smaller.",
                            f"이 모델의 파라미터는 {est['parameters']:,}개로, 이곳의 한도 {MAX_PARAMETERS:,}개를 넘습니다. "
                            f"d_model, d_ff, 레이어 수를 줄여 주세요.")
+        digest = hashlib.sha256(options.tsv_bytes or b"").hexdigest()
         with self._exclusive():
             now = time.time()
+            twin = self._recent_twin(options.public(), digest, now)
+            if twin is not None:  # a double click on Start (or two tabs): one run, not two
+                return twin
             base = f"{options.task}-{_fmt_id_time(now)}"
             run_id, n = base, 1
             while (self.root / run_id).exists():
@@ -427,13 +472,24 @@ class JobManager:
                 args += ["--tsv", str(d / "corpus.tsv")]
             cmd = [self.python, "-m", "model.train", *args, "--threads", str(self.threads), "--out", str(d)]
             atomic_write_json(d / "job.json", {
-                "id": run_id, "created_at": now, "queued_at": now, "options": options.public(), "command": cmd,
+                "id": run_id, "created_at": now, "queued_at": now, "options": options.public(),
+                "tsv_sha256": digest, "command": cmd,
                 "estimate": {k: v for k, v in est.items() if k != "config"}, "config": est["config"], "pid": None})
             atomic_write_json(d / "status.json", {
                 "state": "queued", "step": 0, "total_steps": options.steps, "task": options.task,
                 "message": "waiting for a free training slot", "created_at": now, "updated_at": now})
         self.poll()
         return run_id
+
+    def _recent_twin(self, public: dict, digest: str, now: float) -> str | None:
+        """An active run created in the last DUPLICATE_SECONDS with exactly these options, if any."""
+        for d in self._run_dirs():
+            job = self._job(d)
+            created = _number(job.get("created_at"))
+            if (created is not None and 0 <= now - created < DUPLICATE_SECONDS and job.get("options") == public
+                    and job.get("tsv_sha256") == digest and self._status(d).get("state") in ACTIVE):
+                return d.name
+        return None
 
     def stop(self, run_id: str) -> None:
         """SIGTERM a running trainer (it checkpoints and writes "stopped"); a queued run is taken off the queue."""
@@ -463,8 +519,9 @@ class JobManager:
         with self._exclusive():
             st, job = self._status(d), self._job(d)
             if not self._resumable(d, st):
-                raise JobError(f"Run {run_id} cannot be resumed (state: {st.get('state', 'unknown')}).",
-                               f"{run_id} 실행은 이어서 학습할 수 없습니다 (상태: {st.get('state', '알 수 없음')}).")
+                state = st.get("state") if st.get("state") in STATES else "unknown"
+                raise JobError(f"Run {run_id} cannot be resumed (state: {state}).",
+                               f"{run_id} 실행은 이어서 학습할 수 없습니다 (상태: {STATE_KO.get(state, '알 수 없음')}).")
             if not job.get("command") and not (d / "args.json").exists():
                 raise JobError(f"Run {run_id} has neither args.json nor job.json: nothing to resume.",
                                f"{run_id} 실행에는 args.json도 job.json도 없어 이어서 할 수 없습니다.")
@@ -489,7 +546,11 @@ class JobManager:
     @staticmethod
     def _resumable(d: Path, st: dict) -> bool:
         state = st.get("state")
-        return state == "stopped" or (state == "failed" and (d / "checkpoint.pt").exists())
+        if state == "failed":
+            # A checkpoint the trainer could not read stays unreadable: resuming again would fail again.
+            message = st.get("message") if isinstance(st.get("message"), str) else ""
+            return (d / "checkpoint.pt").exists() and not message.startswith("cannot resume:")
+        return state == "stopped"
 
     # ---- reading
     def list_runs(self) -> list[dict]:
@@ -499,32 +560,41 @@ class JobManager:
         return sorted(out, key=lambda r: r["created_at"], reverse=True)
 
     def summary(self, run_id: str) -> dict:
+        """One run for the page. Every field is checked: a damaged or hand-edited file shows as
+        "unknown" / "–" with a message, never as an exception."""
         d = self.run_path(run_id)
         st, job = self._status(d), self._job(d)
-        args = read_json(d / "args.json", {}) or {}
-        cfg = read_json(d / "config.json") or job.get("config") or {}
-        created = job.get("created_at") or st.get("created_at") or st.get("started_at")
+        args = _json_object(d / "args.json")
+        cfg = _json_object(d / "config.json") or job.get("config") or {}
+        if not isinstance(cfg, dict):
+            cfg = {}
+        options = job.get("options") if isinstance(job.get("options"), dict) else {}
+        estimate = job.get("estimate") if isinstance(job.get("estimate"), dict) else {}
+        created = _number(job.get("created_at")) or _number(st.get("created_at")) or _number(st.get("started_at"))
         if not created:
             with contextlib.suppress(OSError):
                 created = d.stat().st_mtime
-        state = st.get("state", "unknown")
-        message = st.get("message", "")
+        state = st.get("state") if st.get("state") in STATES else "unknown"
+        message = st.get("message") if isinstance(st.get("message"), str) else ""
+        if not st and (d / "status.json").exists():
+            message = "status.json is damaged; the run's other files are untouched"
         if state == "queued" and job.get("pid"):
             message = "starting the trainer (loading PyTorch and the data)"
+        task = next((t for t in (st.get("task"), args.get("task"), options.get("task")) if isinstance(t, str) and t),
+                    "?")
         model = d / "model"
         return {
-            "id": run_id, "task": st.get("task") or args.get("task") or job.get("options", {}).get("task", "?"),
-            "state": state, "step": int(st.get("step") or 0),
-            "total": int(st.get("total_steps") or args.get("steps") or job.get("options", {}).get("steps") or 0),
-            "loss": st.get("loss"), "lr": st.get("lr"), "val_loss": st.get("val_loss"),
-            "val_token_acc": st.get("val_token_acc"), "val_exact": st.get("val_exact"),
-            "tokens_per_second": st.get("tokens_per_second"),
-            "eta_seconds": st.get("eta_seconds") if state == "running" else None,
-            "elapsed_seconds": st.get("elapsed_seconds"), "created_at": created or 0.0,
-            "message": message, "samples": st.get("samples") or [],
-            "parameters": st.get("parameters") or job.get("estimate", {}).get("parameters"),
-            "device": st.get("device"), "config": cfg, "options": job.get("options") or {},
-            "estimate": job.get("estimate") or {}, "managed": bool(job),
+            "id": run_id, "task": task, "state": state, "step": _count(st.get("step")),
+            "total": _count(st.get("total_steps")) or _count(args.get("steps")) or _count(options.get("steps")),
+            "loss": _number(st.get("loss")), "lr": _number(st.get("lr")), "val_loss": _number(st.get("val_loss")),
+            "val_token_acc": _number(st.get("val_token_acc")), "val_exact": _number(st.get("val_exact")),
+            "tokens_per_second": _number(st.get("tokens_per_second")),
+            "eta_seconds": _number(st.get("eta_seconds")) if state == "running" else None,
+            "elapsed_seconds": _number(st.get("elapsed_seconds")), "created_at": created or 0.0,
+            "message": message, "samples": _samples(st.get("samples")),
+            "parameters": _number(st.get("parameters")) or _number(estimate.get("parameters")),
+            "device": st.get("device"), "config": cfg, "options": options,
+            "estimate": estimate, "managed": bool(job),
             "resumable": self._resumable(d, st) and (bool(job.get("command")) or (d / "args.json").exists()),
             "inspectable": state not in ACTIVE and (model / "model.safetensors").is_file(),
             "path": str(d),
@@ -547,6 +617,14 @@ class JobManager:
         except OSError:
             return ""
         return "\n".join(text.strip().splitlines()[-lines:])
+
+    def error_line(self, run_id: str) -> str:
+        """The trainer's last error from train.log: the exception line, not the traceback's frames
+        (the page shows it to a learner; the whole log is one click away)."""
+        lines = [line.rstrip() for line in self.log_tail(run_id, 40).splitlines() if line.strip()]
+        useful = [line for line in lines if not line.startswith(("Traceback ", " ", "\t", "$ "))
+                  and set(line) - set("^~ ")]
+        return useful[-1][:300] if useful else ""
 
     # ---- estimates
     def vocab_size(self, task: str) -> int:

@@ -138,6 +138,10 @@ def fmt_pct(v) -> str:
 
 _MESSAGE_KO = [
     (r"starting the trainer \(loading PyTorch and the data\)", "학습 프로세스를 시작하는 중 (PyTorch와 데이터를 불러오는 중)"),
+    (r"status\.json is damaged; the run's other files are untouched",
+     "status.json 파일이 손상되었습니다. 이 실행의 다른 파일은 그대로 있습니다"),
+    (r"no checkpoint\.pt to resume from: training starts again from step 0",
+     "이어서 학습할 checkpoint.pt가 없어 0 스텝부터 다시 학습합니다"),
     (r"waiting for a free training slot \(resume\)", "학습 자리가 나기를 기다리는 중 (이어서 학습)"),
     (r"waiting for a free training slot", "학습 자리가 나기를 기다리는 중"),
     (r"finished (\d+) steps in (\d+) s", r"\1 스텝을 \2초 만에 마쳤습니다"),
@@ -149,6 +153,9 @@ _MESSAGE_KO = [
     (r"the training process (?:was ended by (\S+)|exited) at step (\d+); resume to continue from the last checkpoint",
      lambda m: f"학습 프로세스가 {m.group(2)} 스텝에서 끝났습니다" + (f"({m.group(1)})" if m.group(1) else "")
      + ". 마지막 체크포인트부터 이어서 학습할 수 있습니다"),
+    (r"the trainer exited with code (-?\d+) at step (\d+)(?:: ([\s\S]*))?",
+     lambda m: f"학습 프로세스가 {m.group(2)} 스텝에서 코드 {m.group(1)}로 끝났습니다"
+     + (f": {m.group(3)}" if m.group(3) else "")),
     (r"the loss became (\S+) at step (\d+) \(learning rate (\S+)\); training stopped\. The checkpoint from step (\d+) "
      r"is kept\. Try a lower learning-rate factor or more warm-up steps\.",
      r"\2 스텝에서 손실이 \1이(가) 되어 학습을 멈췄습니다(학습률 \3). \4 스텝의 체크포인트는 그대로 남아 있습니다. "

@@ -52,13 +52,15 @@ def read_metrics(path: Path) -> list[dict]:
     """All complete records of a metrics.jsonl (a half-written last line is skipped)."""
     out = []
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, "rb") as f:  # bytes: one damaged (non-UTF-8) line must not hide the others
             for line in f:
-                if line.endswith("\n"):
+                if line.endswith(b"\n"):
                     try:
-                        out.append(json.loads(line))
-                    except ValueError:
-                        pass
+                        record = json.loads(line.decode("utf-8"))
+                    except ValueError:  # also UnicodeDecodeError
+                        continue
+                    if isinstance(record, dict):
+                        out.append(record)
     except OSError:
         pass
     return out
@@ -102,6 +104,9 @@ def load_task(task: str, seed: int, tsv: str | None = None, max_len: int = 128) 
         splits = split_pairs(read_tsv_corpus(Path(tsv)), seed=seed)
     else:
         splits = task_pairs(task, seed=seed)
+    if not splits["train"] or not splits["valid"]:
+        raise CorpusError(f"the corpus leaves {len(splits['train'])} training and {len(splits['valid'])} "
+                          f"validation pairs; both must be at least 1")
     tok = build_tokenizer(task)
     limit = max_len - 2
 
@@ -198,7 +203,8 @@ class Run:
 
     def __init__(self, out: Path, writer: bool):
         self.out, self.writer = out, writer
-        self.status: dict = read_json(out / "status.json", {}) or {}
+        status = read_json(out / "status.json", {})
+        self.status: dict = status if isinstance(status, dict) else {}  # a damaged file: start afresh
 
     def update(self, **fields):
         self.status.update(fields, updated_at=time.time())
@@ -293,8 +299,10 @@ def train(args) -> int:
     opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=ADAM_BETAS, eps=ADAM_EPS)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, noam_lambda(cfg.d_model, args.warmup, args.lr_factor))
 
-    step, prior_seconds = 0, 0.0
+    step, prior_seconds, note = 0, 0.0, ""
     ckpt = out / "checkpoint.pt"
+    if args.resume and not ckpt.exists():  # say so: the curves restart instead of continuing
+        note = "no checkpoint.pt to resume from: training starts again from step 0"
     if args.resume and ckpt.exists():
         try:
             state = load_training_state(ckpt, model, opt, sched)
@@ -323,7 +331,7 @@ def train(args) -> int:
                                                        "source": "training page", "run": out.name})
 
     started = time.time()
-    run.update(state="running", step=step, total_steps=args.steps, message="", pid=os.getpid(),
+    run.update(state="running", step=step, total_steps=args.steps, message=note, pid=os.getpid(),
                task=args.task, device=describe_device(device), world_size=world,
                parameters=model.num_parameters(), started_at=run.status.get("started_at", started))
     n_train = len(data.train)
@@ -497,8 +505,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.resume:
         saved = read_json(Path(args.resume) / "args.json")
-        if saved is None:
-            parser.error(f"{args.resume}: no args.json, nothing to resume")
+        if not isinstance(saved, dict):
+            parser.error(f"{args.resume}: no readable args.json (missing or damaged), nothing to resume")
         explicit = {a.dest for a in parser._actions if any(o in (argv or sys.argv[1:]) for o in a.option_strings)}
         merged = {**saved, **{k: v for k, v in vars(args).items() if k in explicit}}
         args = argparse.Namespace(**{**vars(parser.parse_args([])), **merged, "resume": args.resume,

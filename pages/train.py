@@ -53,7 +53,18 @@ RECIPES = {"tiny": dict(steps=300, batch_size=32, warmup=100, lr_factor=0.5),
            "small": dict(steps=1000, batch_size=64, warmup=400, lr_factor=1.0),
            "custom": dict(steps=500, batch_size=32, warmup=200, lr_factor=0.5)}
 STATE_NAMES = {"queued": ("queued", "대기 중"), "running": ("running", "학습 중"), "done": ("done", "완료"),
-               "failed": ("failed", "실패"), "stopped": ("stopped", "멈춤")}
+               "failed": ("failed", "실패"), "stopped": ("stopped", "멈춤"), "unknown": ("unknown", "알 수 없음")}
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def check_upload(data: bytes, name: str) -> dict:
+    """validate_upload once per file, not on every rerun: the pair count and the first 400 pairs (all the
+    estimate reads), or the error in both languages."""
+    try:
+        pairs = validate_upload(data, name)
+    except JobError as e:
+        return {"error": (e.en, e.ko)}
+    return {"count": len(pairs), "sample": pairs[:400]}
 
 
 def state_name(state: str) -> str:
@@ -114,14 +125,15 @@ if task == "tsv":
                    "예시 줄: `I eat an apple.⇥나는 사과를 먹는다.` (⇥는 탭 문자)."))
     else:
         upload_bytes, upload_name = up.getvalue(), up.name
-        try:
-            pairs = validate_upload(upload_bytes, upload_name)
-        except JobError as e:
+        checked = check_upload(upload_bytes, upload_name)
+        if "error" in checked:
             upload_ok = False
-            st.error(tr(f"This file cannot be used: {e.en}", f"이 파일은 쓸 수 없습니다: {e.ko}"), icon="🚫")
+            en, ko = checked["error"]
+            st.error(tr(f"This file cannot be used: {en}", f"이 파일은 쓸 수 없습니다: {ko}"), icon="🚫")
         else:
-            st.success(tr(f"{upload_name}: {len(pairs):,} pairs, e.g. “{pairs[0][0]}” → “{pairs[0][1]}”.",
-                          f"{upload_name}: {len(pairs):,}쌍, 예: “{pairs[0][0]}” → “{pairs[0][1]}”."))
+            pairs, n_pairs = checked["sample"], checked["count"]
+            st.success(tr(f"{upload_name}: {n_pairs:,} pairs, e.g. “{pairs[0][0]}” → “{pairs[0][1]}”.",
+                          f"{upload_name}: {n_pairs:,}쌍, 예: “{pairs[0][0]}” → “{pairs[0][1]}”."))
 
 # -----------------------------------------------------------------------------
 # 2. model size
