@@ -11,3 +11,21 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch):
+    """An empty ATLAS_RUNS_DIR for one test; afterwards every trainer it started is stopped."""
+    from app.jobs import get_manager
+    root = tmp_path / "runs"
+    monkeypatch.setenv("ATLAS_RUNS_DIR", str(root))
+    yield root
+    m = get_manager(str(root.resolve()))
+    for r in m.list_runs():
+        if r["state"] in ("queued", "running"):
+            m.stop(r["id"])
+    for p in list(m._procs.values()):
+        try:
+            p.wait(20)
+        except Exception:
+            p.kill()

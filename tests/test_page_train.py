@@ -12,22 +12,6 @@ from tests.apptest_util import assert_clean, run_page
 PAGE = "train.py"
 
 
-@pytest.fixture
-def runs(tmp_path, monkeypatch):
-    root = tmp_path / "runs"
-    monkeypatch.setenv("ATLAS_RUNS_DIR", str(root))
-    yield root
-    m = get_manager(str(root.resolve()))
-    for r in m.list_runs():
-        if r["state"] in ("queued", "running"):
-            m.stop(r["id"])
-    for p in list(m._procs.values()):
-        try:
-            p.wait(20)
-        except Exception:
-            p.kill()
-
-
 def texts(at) -> str:
     parts = [e.value for kind in ("markdown", "caption", "info", "success", "warning", "error")
              for e in getattr(at, kind)]

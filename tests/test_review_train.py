@@ -19,22 +19,6 @@ PAGE = "train.py"
 FAST = dict(task="copy", size="tiny", batch_size=8, warmup=10, lr_factor=0.5)
 
 
-@pytest.fixture
-def runs(tmp_path, monkeypatch):
-    root = tmp_path / "runs"
-    monkeypatch.setenv("ATLAS_RUNS_DIR", str(root))
-    yield root
-    m = get_manager(str(root.resolve()))
-    for r in m.list_runs():
-        if r["state"] in ("queued", "running"):
-            m.stop(r["id"])
-    for p in list(m._procs.values()):
-        try:
-            p.wait(20)
-        except Exception:
-            p.kill()
-
-
 def fake_run(root, rid="copy-20250101-000000", status=None, metrics: bytes | None = None, job=None):
     """A finished run folder written by hand (no trainer needed)."""
     d = root / rid
