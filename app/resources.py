@@ -26,15 +26,12 @@ def preset_parameter_count(name: str) -> int:
 
 
 # ----------------------------------------------------------------------------- models
-import os  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+from app.jobs import runs_dir  # noqa: E402  (one rule for where runs live: $ATLAS_RUNS_DIR or runs/)
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = {"en-ko": ROOT / "assets" / "models" / "en-ko", "lm": ROOT / "assets" / "models" / "lm"}
-
-
-def runs_dir() -> Path:
-    return Path(os.environ.get("ATLAS_RUNS_DIR") or ROOT / "runs")
 
 
 def available_models() -> dict[str, Path]:
