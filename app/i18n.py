@@ -1,47 +1,138 @@
-"""UI strings in English and Korean.
+"""Every word the app shows, in English and Korean, through one mechanism.
 
-Two ways to write a bilingual string, both resolved against the language chosen in the sidebar:
-- `tr("en text", "한국어 텍스트")` for text that belongs to one page (both languages side by side);
-- `t("key")` for strings shared across pages, kept in STRINGS below.
-`lang()` works outside a Streamlit run too (it then returns "en"), so helpers stay testable."""
+- Short UI labels live in a catalogue per language: `app/locales/<lang>/<namespace>.toml`. A key is
+  `<namespace>.<name>` (nested TOML tables add dots): `t("attention.title")`.
+- Long explanatory prose lives in Markdown per page and language: `app/content/<lang>/<page>.md`,
+  cut into named sections by marker lines `<!-- section: name -->`: `prose("attention.intro")`.
+- Messages that travel from code that knows no language (model/, the trainer, the job manager) are
+  a `Message`: a catalogue key plus its arguments, translated only when shown (`say(msg)`).
+- Placeholders are `{name}` or `{name:format-spec}` and are filled only from the arguments given, so
+  LaTeX braces in prose stay as they are.
+
+Both languages must have exactly the same keys and sections, and every key the code names must
+exist (tests/test_i18n.py). `lang()` works outside a Streamlit run too (it then returns "en")."""
 from __future__ import annotations
+
+import functools
+import re
+import tomllib
+from pathlib import Path
+
+from model.messages import Message, UserError  # noqa: F401  (re-exported for pages)
 
 LANGS = {"en": "English", "ko": "한국어"}
 DEFAULT = "en"
-_state_key = "lang"
+STATE_KEY = "lang"
+HERE = Path(__file__).resolve().parent
+LOCALES = HERE / "locales"
+CONTENT = HERE / "content"
 
-STRINGS: dict[str, dict[str, str]] = {
-    "app_title": {"en": "Attention Atlas", "ko": "어텐션 아틀라스"},
-    "language": {"en": "Language", "ko": "언어"},
-    "device": {"en": "Compute device", "ko": "연산 장치"},
-    "rows_cols": {"en": "Rows are queries, columns are keys.", "ko": "행은 쿼리(query), 열은 키(key)입니다."},
-    "rows_cols_cross": {"en": "Rows: target (query) → columns: source (key).",
-                        "ko": "행: 타깃(쿼리) → 열: 소스(키)."},
-    "download_csv": {"en": "Download numbers (CSV)", "ko": "숫자 내려받기 (CSV)"},
-    "query": {"en": "query", "ko": "쿼리"},
-    "key": {"en": "key", "ko": "키"},
-    "weight": {"en": "weight", "ko": "가중치"},
-    "layer": {"en": "layer", "ko": "레이어"},
-    "head": {"en": "head", "ko": "헤드"},
-    "error_prefix": {"en": "Could not compute this", "ko": "계산할 수 없습니다"},
-}
+_SECTION = re.compile(r"^<!--\s*section:\s*([\w.-]+)\s*-->\s*$", re.M)
+_PLACEHOLDER = re.compile(r"\{(\w+)(?::([^{}]*))?\}")
 
+
+# ----------------------------------------------------------------------------- loading
+
+def _flatten(prefix: str, table: dict, out: dict[str, str]) -> None:
+    for name, value in table.items():
+        key = f"{prefix}.{name}"
+        if isinstance(value, dict):
+            _flatten(key, value, out)
+        elif isinstance(value, str):
+            out[key] = value
+        else:
+            raise TypeError(f"{key}: catalogue values are strings, got {type(value).__name__}")
+
+
+@functools.cache
+def catalogue(lang_code: str) -> dict[str, str]:
+    """All short labels of one language: {"namespace.name": text}."""
+    out: dict[str, str] = {}
+    for path in sorted((LOCALES / lang_code).glob("*.toml")):
+        with open(path, "rb") as f:
+            _flatten(path.stem, tomllib.load(f), out)
+    return out
+
+
+def parse_sections(text: str) -> dict[str, str]:
+    """Markdown cut at `<!-- section: name -->` lines; text before the first marker is ignored."""
+    parts = _SECTION.split(text)
+    return {parts[i]: parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
+
+
+@functools.cache
+def content(lang_code: str) -> dict[str, str]:
+    """All prose sections of one language: {"page.section": markdown}."""
+    out: dict[str, str] = {}
+    for path in sorted((CONTENT / lang_code).glob("*.md")):
+        for name, body in parse_sections(path.read_text(encoding="utf-8")).items():
+            out[f"{path.stem}.{name}"] = body
+    return out
+
+
+@functools.cache
+def glossary() -> dict[str, dict[str, str]]:
+    """One Korean word per term: {term: {"en": ..., "ko": ..., "not": [...]}}."""
+    with open(LOCALES / "glossary.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+# ----------------------------------------------------------------------------- language
 
 def lang() -> str:
     try:
         import streamlit as st
-        value = st.session_state.get(_state_key, DEFAULT)
+        value = st.session_state.get(STATE_KEY, DEFAULT)
     except Exception:  # outside a Streamlit script run
         value = DEFAULT
     return value if value in LANGS else DEFAULT
 
 
-def tr(en: str, ko: str) -> str:
-    """The text in the current language."""
-    return ko if lang() == "ko" else en
+def language_from_locale(locale: str | None) -> str:
+    """The first visit's language: Korean for a Korean browser locale ("ko", "ko-KR"), else English."""
+    return "ko" if (locale or "").lower().replace("_", "-").split("-")[0] == "ko" else DEFAULT
 
 
-def t(key: str, **fmt) -> str:
-    entry = STRINGS[key]
-    text = entry.get(lang(), entry["en"])
-    return text.format(**fmt) if fmt else text
+# ----------------------------------------------------------------------------- lookup
+
+def fill(text: str, args: dict) -> str:
+    """Replace `{name}` / `{name:spec}` for the names given; leave every other brace alone."""
+    if not args:
+        return text
+
+    def sub(m: re.Match) -> str:
+        name, spec = m.group(1), m.group(2)
+        if name not in args:
+            return m.group(0)
+        return format(args[name], spec or "")
+
+    return _PLACEHOLDER.sub(sub, text)
+
+
+def t(key: str, **args) -> str:
+    """The short label `key` in the current language, with its placeholders filled."""
+    table = catalogue(lang())
+    if key not in table:
+        raise KeyError(f"no UI string {key!r} in app/locales/{lang()}/")
+    return fill(table[key], args)
+
+
+def prose(key: str, **args) -> str:
+    """The prose section `page.section` in the current language (Markdown)."""
+    table = content(lang())
+    if key not in table:
+        raise KeyError(f"no prose section {key!r} in app/content/{lang()}/")
+    return fill(table[key], args)
+
+
+def say(message: Message) -> str:
+    """A message from language-free code, in the current language. Arguments that are themselves
+    Messages are translated first."""
+    args = {k: say(v) if isinstance(v, Message) else v for k, v in message.args.items()}
+    return t(message.code, **args)
+
+
+def options(prefix: str, values) -> dict:
+    """{value: label} for a selectbox/radio whose labels are the keys `prefix.<value>`."""
+    return {v: t(f"{prefix}.{v}") for v in values}
+

@@ -11,22 +11,30 @@ if str(ROOT) not in sys.path:  # streamlit puts only app/ on sys.path; pages imp
 import streamlit as st  # noqa: E402
 
 from app import i18n  # noqa: E402
-from app.i18n import t, tr  # noqa: E402
+from app.i18n import t  # noqa: E402
 from app.pages_list import PAGES, SECTIONS  # noqa: E402
 from app.resources import device_description  # noqa: E402
 
 st.set_page_config(page_title="Attention Atlas", page_icon="🧭", layout="wide")
 
+if i18n.STATE_KEY not in st.session_state:  # first visit: the browser's language if we speak it
+    try:
+        locale = st.context.locale
+    except Exception:  # no browser (AppTest) or an old client
+        locale = None
+    st.session_state[i18n.STATE_KEY] = i18n.language_from_locale(locale)
+
 with st.sidebar:
-    st.radio(t("language"), list(i18n.LANGS), format_func=i18n.LANGS.get, key="lang", horizontal=True)
+    st.radio(t("common.language"), list(i18n.LANGS), format_func=i18n.LANGS.get, key=i18n.STATE_KEY,
+             horizontal=True)
 
 sections: dict[str, list] = {}
 for i, p in enumerate(PAGES):
-    page = st.Page(str(ROOT / "pages" / p.file), title=tr(p.en, p.ko), icon=p.icon, url_path=p.url, default=(i == 0))
+    page = st.Page(str(ROOT / "pages" / p.file), title=p.title, icon=p.icon, url_path=p.url, default=(i == 0))
     sections.setdefault(p.section, []).append(page)
-nav = st.navigation({tr(en, ko): sections[key] for key, en, ko in SECTIONS if key in sections})
+nav = st.navigation({t(f"pages.section.{key}"): sections[key] for key in SECTIONS if key in sections})
 
 with st.sidebar:
-    st.caption(f"**{t('device')}:** {device_description()}")
+    st.caption(f"**{t('common.device')}:** {device_description()}")
 
 nav.run()

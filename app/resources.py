@@ -1,11 +1,15 @@
 """Cached, server-wide resources (one copy per Streamlit server, not per rerun)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
-import torch
+
+from app.jobs import runs_dir  # one rule for where runs live: $ATLAS_RUNS_DIR or runs/
 
 from model.config import PRESETS, TransformerConfig
 from model.device import best_device, describe_device
+from model.transformer import count_parameters
 
 
 @st.cache_resource(show_spinner=False)
@@ -15,20 +19,29 @@ def device_description() -> str:
 
 @st.cache_data(show_spinner=False)
 def parameter_count(config_dict: dict) -> int:
-    """Count parameters on the meta device: no memory is allocated, the count is exact."""
-    from model.transformer import Transformer
-    with torch.device("meta"):
-        return Transformer(TransformerConfig.from_dict(config_dict)).num_parameters()
+    """Exact parameter count of a configuration (counted on the meta device, nothing allocated)."""
+    return count_parameters(TransformerConfig.from_dict(config_dict))
 
 
 def preset_parameter_count(name: str) -> int:
     return parameter_count(PRESETS[name].to_dict())
 
 
-# ----------------------------------------------------------------------------- models
-from pathlib import Path  # noqa: E402
+@st.cache_resource(show_spinner=False)
+def shared_tokenizer():
+    """The shipped sentencepiece tokenizer (English and Korean)."""
+    from model.tokenizer import load_tokenizer
+    return load_tokenizer()
 
-from app.jobs import runs_dir  # noqa: E402  (one rule for where runs live: $ATLAS_RUNS_DIR or runs/)
+
+@st.cache_resource(show_spinner=False)
+def demo_model(vocab_size: int):
+    """The masks page's small encoder-decoder with seeded random weights (model.probe)."""
+    from model.probe import seeded_demo_model
+    return seeded_demo_model(vocab_size)
+
+
+# ----------------------------------------------------------------------------- models
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = {"en-ko": ROOT / "assets" / "models" / "en-ko", "lm": ROOT / "assets" / "models" / "lm"}
@@ -64,21 +77,15 @@ def load_model(path: Path):
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def training_piece_ids(path: str, stamp: float) -> frozenset[int]:
-    """Token ids the model met in training (its task's train split), to flag unseen pieces."""
-    from model.corpus import task_pairs
-    loaded = load_model(Path(path))
-    meta = loaded.meta or {}
-    task = meta.get("task")
-    if task not in ("en-ko", "lm", "copy", "reverse", "sort"):
-        return frozenset()
-    pairs = task_pairs(task)["train"]
-    tok = loaded.tokenizer
-    seen: set[int] = set()
-    for s, t in pairs:
-        seen.update(tok.encode(s))
-        seen.update(tok.encode(t))
-    return frozenset(seen)
+def _training_pieces(path: str, stamp: float) -> frozenset[int]:
+    from model.probe import training_piece_ids
+    return training_piece_ids(load_model(Path(path)))
+
+
+def training_pieces(path: Path) -> frozenset[int]:
+    """Token ids the model met in training (its task's train split), to flag unseen pieces; cached
+    per version of the weights."""
+    return _training_pieces(str(path), _stamp(Path(path)))
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -93,14 +100,12 @@ def translation(path: Path, text: str, greedy: bool, beam: int):
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _encoder_pass(path: str, stamp: float, ids: tuple[int, ...]):
-    import torch
-    loaded = load_model(Path(path))
-    with torch.inference_mode():
-        x = torch.tensor([list(ids)], device=loaded.model.device)
-        return loaded.model(x, return_attention=True)
+def _forward_pass(path: str, stamp: float, ids: tuple[int, ...]):
+    from model.probe import forward_attention
+    return forward_attention(load_model(Path(path)).model, list(ids))
 
 
 def forward_pass(path: Path, ids: list[int]):
-    """One recorded forward pass (encoder-only or decoder-only models)."""
-    return _encoder_pass(str(path), _stamp(Path(path)), tuple(ids))
+    """The attention (Intermediates) of one recorded forward pass of an encoder-only or decoder-only
+    model, cached per (model version, ids)."""
+    return _forward_pass(str(path), _stamp(Path(path)), tuple(ids))

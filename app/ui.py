@@ -1,12 +1,12 @@
-"""Small Streamlit helpers shared by pages."""
+"""Small Streamlit helpers shared by pages: figures with their downloads, prose, errors, sliders."""
 from __future__ import annotations
 
 import re
 
 import streamlit as st
 
-from app.charts import matrix_to_csv
-from app.i18n import t, tr
+from app.charts.export import matrix_csv
+from app.i18n import Message, UserError, prose, say, t
 
 # Toolbar with the PNG download button always visible; numbers come as CSV beside the figure.
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
@@ -20,12 +20,12 @@ def show_figure(fig, *, name: str, csv: str | None = None, key: str | None = Non
     """Draw a plotly figure (PNG download from its toolbar) and a CSV download of its numbers."""
     st.plotly_chart(fig, config=PLOT_CONFIG, key=key)
     if csv is not None:
-        st.download_button(t("download_csv"), csv, file_name=f"{_slug(name)}.csv", mime="text/csv",
+        st.download_button(t("common.download_csv"), csv, file_name=f"{_slug(name)}.csv", mime="text/csv",
                            key=f"csv-{key or _slug(name)}")
 
 
 def show_matrix(fig, values, *, name: str, row_labels=None, col_labels=None, key: str | None = None) -> None:
-    show_figure(fig, name=name, csv=matrix_to_csv(values, row_labels, col_labels), key=key)
+    show_figure(fig, name=name, csv=matrix_csv(values, row_labels, col_labels), key=key)
 
 
 def one_based_slider(label: str, n: int, *, key: str, container=None) -> int:
@@ -33,17 +33,21 @@ def one_based_slider(label: str, n: int, *, key: str, container=None) -> int:
     layer or one head has n = 1: then there is nothing to choose, so say so and return 1."""
     where = container if container is not None else st
     if n <= 1:
-        where.caption(f"{label}: 1 " + tr("(the only one)", "(하나뿐)"))
+        where.caption(f"{label}: 1 " + t("common.only_one"))
         return 1
     return where.slider(label, 1, n, 1, key=key)
 
 
-def explain(en: str, ko: str) -> None:
-    """An explanatory paragraph in the current language."""
-    st.markdown(tr(en, ko))
+def text(key: str, **args) -> None:
+    """A prose section (Markdown) of the current page, in the current language."""
+    st.markdown(prose(key, **args))
 
 
-def fail(message_en: str, message_ko: str, detail: str | None = None) -> None:
-    """A clear message instead of a traceback."""
-    msg = tr(message_en, message_ko)
-    st.error(f"{msg}" + (f"\n\n`{detail}`" if detail else ""))
+def error(problem: UserError | Message, detail: str | None = None, icon: str | None = None) -> None:
+    """A clear message instead of a traceback. The detail (a file name, the original exception text)
+    is shown verbatim as code, never as Markdown."""
+    if isinstance(problem, UserError):
+        detail = detail or problem.detail
+        problem = problem.message
+    st.error(say(problem) + (f"\n\n`{detail.replace('`', 'ʼ')}`" if detail else ""), icon=icon)
+

@@ -4,7 +4,7 @@
 
 1. tokenize + encode + greedy decode of a 12-word sentence with all attention recorded (p50, p90);
 2. the explicit path (weights kept) against the fused path (no weights) for one forward pass;
-3. building the layers × heads figure (app.charts.head_grid) and the detail heatmap."""
+3. building the layers × heads figure (app.charts.heatmaps.head_grid) and the detail heatmap."""
 from __future__ import annotations
 
 import argparse
@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from app.charts import attention_heatmap, head_grid  # noqa: E402
+from app.charts.heatmaps import attention_heatmap, head_grid  # noqa: E402
 from bench.common import machine, sync, table, write  # noqa: E402
 from model.checkpoint import load_model_dir  # noqa: E402
 from model.decode import greedy_decode  # noqa: E402

@@ -14,6 +14,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .masks import causal_mask
+
 
 def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """S = Q K^T / sqrt(d_k).   q: (..., Lq, d_k), k: (..., Lk, d_k) -> (..., Lq, Lk)."""
@@ -114,7 +116,7 @@ class MultiHeadAttention(nn.Module):
         Lq, Lk = q.size(2), k.size(2)
         if is_causal and (mask is not None or Lq != Lk or need_weights or need_details):
             # new queries sit at the end of the key sequence: query i sees keys up to Lk-Lq+i
-            causal = torch.ones(Lq, Lk, dtype=torch.bool, device=q.device).tril(Lk - Lq)
+            causal = causal_mask(Lq, Lk, device=q.device)  # (Lq, Lk)
             mask = causal if mask is None else (mask & causal)
             is_causal = False
         if need_weights or need_details:

@@ -17,6 +17,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn as nn
 
@@ -89,9 +90,14 @@ def complexity_table(n: int, d: int, k: int = 3, r: int = 16) -> list[Row]:
                 max_path_length(layer, n, k, r)) for layer in LAYERS]
 
 
-def crossover_n(d: int) -> int:
-    """Self-attention is cheaper than a recurrent layer while n^2 d < n d^2, i.e. n < d."""
-    return d
+def curves_over_n(n: int, d: int, k: int = 3, r: int = 16, points: int = 300) -> dict:
+    """The cost and path columns of Table 1 for every layer type over a log-spaced range of n, from
+    1 to max(10 n, 10 d, 100) (so both the chosen n and the crossover n = d are inside).
+    Returns {"n": (m,), "cost": {layer: (m,)}, "path": {layer: (m,)}}."""
+    ns = np.unique(np.geomspace(1, max(10 * n, 10 * d, 100), points).round())
+    return {"n": ns,
+            "cost": {layer: np.array([per_layer_cost(layer, x, d, k, r) for x in ns]) for layer in LAYERS},
+            "path": {layer: np.array([max_path_length(layer, x, k, r) for x in ns]) for layer in LAYERS}}
 
 
 # ----------------------------------------------------------------------------- measured
@@ -162,7 +168,8 @@ def _time_layers(ns, d, batch, device, repeats, n_heads, kernel, recurrent, budg
     layers = make_layers(d, n_heads, kernel, recurrent, device, seed)
     gen = torch.Generator().manual_seed(seed)
     out = {"n": [], "self_attention": [], "recurrent": [], "convolutional": [], "skipped": [],
-           "device": str(device), "threads": torch.get_num_threads() if device.type == "cpu" else None, "d": d, "batch": batch, "repeats": repeats, "recurrent_kind": recurrent}
+           "device": str(device), "threads": torch.get_num_threads() if device.type == "cpu" else None,
+           "d": d, "batch": batch, "repeats": repeats, "recurrent_kind": recurrent}
     start = time.perf_counter()
     last = None  # (n, seconds) of the previous size, to predict the next one
     for n in ns:
@@ -187,3 +194,20 @@ def _time_layers(ns, d, batch, device, repeats, n_heads, kernel, recurrent, budg
         last = (n, time.perf_counter() - t_n)
     out["total_s"] = time.perf_counter() - start
     return out
+
+
+TIMED = ("self_attention", "recurrent", "convolutional")
+
+
+def timing_summary(res: dict) -> dict:
+    """time_layers' result in the units the page shows. Returns {"ms": {layer: [ms per n]}, "rows":
+    [{"n", "recurrent_us_per_position", "ratio": recurrent / attention}], "growth": None or
+    {"length": n_last / n_first, "recurrent", "self_attention": time_last / time_first}}."""
+    ms = {layer: [t * 1e3 for t in res[layer]] for layer in TIMED}
+    rows = [{"n": n, "recurrent_us_per_position": res["recurrent"][i] / n * 1e6,
+             "ratio": res["recurrent"][i] / res["self_attention"][i]} for i, n in enumerate(res["n"])]
+    growth = None
+    if len(res["n"]) >= 2:
+        growth = {"length": res["n"][-1] / res["n"][0], **{layer: res[layer][-1] / res[layer][0]
+                                                           for layer in ("recurrent", "self_attention")}}
+    return {"ms": ms, "rows": rows, "growth": growth}

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from .messages import UserError
+
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 LEXICON_PATH = ASSETS / "en_ko_lexicon.json"
 
@@ -29,10 +31,6 @@ ALPHABET = "abcdefghijklmnopqrstuvwxyz"[:10]  # default symbols of the synthetic
 SYNTHETIC_SIZES = {"train": 20000, "valid": 500, "test": 500}
 SPLIT_FRACTIONS = {"valid": 0.05, "test": 0.10}  # the rest (85%) is train
 N_HELD_OUT = 5  # (subject, verb) combinations seen only in the test split
-
-
-class CorpusError(ValueError):
-    """A user corpus that cannot be used; the message names the first bad line."""
 
 
 # -----------------------------------------------------------------------------
@@ -270,7 +268,8 @@ def task_pairs(task: str, seed: int = 0) -> dict[str, list[tuple[str, str]]]:
 
 def read_tsv_corpus(path_or_text, max_bytes: int = 5_000_000,
                     max_lines: int = 200_000) -> list[tuple[str, str]]:
-    """Read and validate a parallel corpus in TSV form; raise CorpusError naming the first bad line.
+    """Read and validate a parallel corpus in TSV form; raise a UserError (code "train.corpus.<problem>")
+    naming the first bad line.
 
     path_or_text: bytes (e.g. an uploaded file's contents), a path (os.PathLike, or a str
     without tab or newline that names a file), or the TSV text itself (a str).
@@ -285,7 +284,7 @@ def read_tsv_corpus(path_or_text, max_bytes: int = 5_000_000,
             and os.path.isfile(path_or_text)):
         size = os.path.getsize(path_or_text)
         if size > max_bytes:
-            raise CorpusError(f"file is {size:,} bytes; the limit is {max_bytes:,} bytes")
+            raise UserError("train.corpus.too_big", size=size, limit=max_bytes)
         with open(path_or_text, "rb") as f:
             data = f.read()
     elif isinstance(path_or_text, str):
@@ -294,11 +293,11 @@ def read_tsv_corpus(path_or_text, max_bytes: int = 5_000_000,
         raise TypeError(f"expected bytes, str or a path, got {type(path_or_text).__name__}")
 
     if len(data) > max_bytes:
-        raise CorpusError(f"file is {len(data):,} bytes; the limit is {max_bytes:,} bytes")
+        raise UserError("train.corpus.too_big", size=len(data), limit=max_bytes)
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     if not data.strip():
-        raise CorpusError("the corpus is empty")
+        raise UserError("train.corpus.empty")
 
     lines = data.split(b"\n")
     if lines[-1] == b"":
@@ -306,21 +305,22 @@ def read_tsv_corpus(path_or_text, max_bytes: int = 5_000_000,
     pairs = []
     for lineno, raw in enumerate(lines, start=1):
         if lineno > max_lines:
-            raise CorpusError(f"line {lineno}: too many lines; the limit is {max_lines:,}")
+            raise UserError("train.corpus.too_many_lines", line=lineno, limit=max_lines)
         if raw.endswith(b"\r"):
             raw = raw[:-1]
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise CorpusError(f"line {lineno}: not valid UTF-8 (byte {e.start + 1} of the line)") from None
+            raise UserError("train.corpus.not_utf8", line=lineno, byte=e.start + 1) from None
         if not line.strip():
-            raise CorpusError(f"line {lineno}: empty line")
+            raise UserError("train.corpus.empty_line", line=lineno)
         cols = line.split("\t")
         if len(cols) != 2:
-            raise CorpusError(f"line {lineno}: expected 2 tab-separated columns, found {len(cols)}")
+            raise UserError("train.corpus.columns", line=lineno, found=len(cols))
         src, tgt = cols[0].strip(), cols[1].strip()
-        if not src or not tgt:
-            which = "first" if not src else "second"
-            raise CorpusError(f"line {lineno}: the {which} column is empty")
+        if not src:
+            raise UserError("train.corpus.first_empty", line=lineno)
+        if not tgt:
+            raise UserError("train.corpus.second_empty", line=lineno)
         pairs.append((src, tgt))
     return pairs

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from .masks import pad_batch
 from .transformer import Intermediates, Transformer
 
 TOP_K_SHOWN = 10
@@ -59,7 +60,8 @@ def _step_budget(model: Transformer, max_len: int) -> int:
     return max(1, min(max_len, model.config.max_len - 1))
 
 
-def _top(probs: torch.Tensor, k: int = TOP_K_SHOWN) -> list[tuple[int, float]]:
+def top_candidates(probs: torch.Tensor, k: int = TOP_K_SHOWN) -> list[tuple[int, float]]:
+    """The k most probable tokens of a distribution (V,), best first, as (id, probability)."""
     p, i = probs.topk(min(k, probs.numel()))  # (k,), (k,)
     return [(int(a), float(b)) for a, b in zip(i.tolist(), p.tolist())]
 
@@ -78,7 +80,7 @@ def _final_pass(model: Transformer, src: torch.Tensor, tokens: list[int], bos_id
 
 def _steps_from_probs(probs: torch.Tensor, chosen: list[int]) -> list[StepInfo]:
     """probs: (>= len(chosen), V); row t is the distribution that chose chosen[t]."""
-    return [StepInfo(tok, float(probs[t, tok]), _top(probs[t])) for t, tok in enumerate(chosen)]
+    return [StepInfo(tok, float(probs[t, tok]), top_candidates(probs[t])) for t, tok in enumerate(chosen)]
 
 
 # -----------------------------------------------------------------------------
@@ -104,7 +106,7 @@ def greedy_decode(model: Transformer, src_ids: list[int], *, bos_id: int, eos_id
             h = model.decode(new, memory, cache=cache, offset=t)  # (1, 1, D)
             probs = model.project(h[:, -1]).float().softmax(-1)[0]  # (V,)
             tok = int(probs.argmax())
-            steps.append(StepInfo(tok, float(probs[tok]), _top(probs)))
+            steps.append(StepInfo(tok, float(probs[tok]), top_candidates(probs)))
             score += math.log(max(float(probs[tok]), 1e-45))
             if tok == eos_id:
                 finished = True
@@ -123,12 +125,8 @@ def greedy_decode_batch(model: Transformer, sources: list[list[int]], *, bos_id:
         return []
     pad = model.config.pad_id if pad_id is None else pad_id
     with _eval_mode(model):
-        B, Ls = len(sources), max(len(s) for s in sources)
-        src = torch.full((B, Ls), pad, dtype=torch.long)  # (B, Ls), filled on the CPU, moved once
-        src_mask = torch.zeros(B, Ls, dtype=torch.bool)  # (B, Ls), True = real
-        for b, s in enumerate(sources):
-            src[b, : len(s)] = torch.tensor(s, dtype=torch.long)
-            src_mask[b, : len(s)] = True
+        src, src_mask = pad_batch(sources, pad)  # (B, Ls) each, filled on the CPU, moved once
+        B = src.size(0)
         src, src_mask = src.to(model.device), src_mask.to(model.device)
         memory = model.encode(src, src_mask)  # (B, Ls, D)
         cache: list = []
@@ -261,8 +259,11 @@ def lm_next_token(model: Transformer, ids: list[int], temperature: float = 1.0, 
 
 
 def lm_sample(model: Transformer, ids: list[int], *, temperature: float = 1.0, top_k: int = 0,
-              generator: torch.Generator | None = None) -> int:
-    """Draw one next token (a CPU torch.Generator makes it reproducible)."""
+              generator: torch.Generator | None = None, seed: int | None = None) -> int:
+    """Draw one next token. A CPU torch.Generator, or a seed (a fresh generator seeded with it),
+    makes the draw reproducible."""
+    if generator is None and seed is not None:
+        generator = torch.Generator().manual_seed(seed)
     probs, _ = _lm_forward(model, ids, temperature, top_k, record=False)
     return int(torch.multinomial(probs.cpu(), 1, generator=generator))
 

@@ -1,10 +1,12 @@
 """Small pure functions for the app's attention labs: the stages of scaled dot-product attention,
 why we divide by sqrt(d_k), additive (Bahdanau) scoring, multi-head attention step by step with
-the shape of every tensor, and cost counts. Plain PyTorch and numpy, no streamlit."""
+the shape of every tensor, and cost counts. Plain PyTorch and numpy, no streamlit.
+(The worked example the learner types, and the article's printed one, are in model/worked_example.py.)"""
 from __future__ import annotations
 
 import math
 import time
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,14 +14,27 @@ import torch
 
 from .attention import MultiHeadAttention, attention_scores, masked_softmax
 from .complexity import _sync
+from .layers import positional_encoding
+from .masks import causal_mask
+from .messages import UserError
 
 
 # ---------------------------------------------------------------- scaled dot-product, stage by stage
 
+STAGE_IDS = ("raw", "scaled", "masked", "weights", "output")  # in the order they are computed
+
+
 def causal_keep(n_queries: int, n_keys: int) -> torch.Tensor:
-    """(n, m) True where query i may attend key j. The queries sit at the end of the key sequence,
-    the convention of MultiHeadAttention: query i sees keys 0 .. (m - n) + i."""
-    return torch.ones(n_queries, n_keys, dtype=torch.bool).tril(n_keys - n_queries)
+    """(n, m) True where query i may attend key j, cut from model.masks.causal_mask. The queries sit
+    at the end of the key sequence, the convention of MultiHeadAttention: query i sees keys
+    0 .. (m - n) + i (none at all when that is negative)."""
+    size = max(n_queries, n_keys)
+    return causal_mask(size)[size - n_queries:, size - n_keys:]
+
+
+def visible_stages(causal: bool) -> list[str]:
+    """The stage ids worth showing: the mask stage only when there is a mask."""
+    return [s for s in STAGE_IDS if causal or s != "masked"]
 
 
 @dataclass
@@ -31,6 +46,22 @@ class Stages:
     weights: np.ndarray  # A = softmax(S') row by row   (n, m)
     output: np.ndarray  # O = A V                      (n, d_v)
     d_k: int
+
+    def stage(self, stage_id: str) -> np.ndarray | None:
+        """The matrix of one stage by its id (STAGE_IDS)."""
+        if stage_id not in STAGE_IDS:
+            raise KeyError(stage_id)
+        return getattr(self, stage_id)
+
+    @property
+    def row_sums(self) -> np.ndarray:
+        """Σ_j A_ij for every query: 1, or 0 for a query that may see no key."""
+        return self.weights.sum(1)
+
+    @property
+    def finite(self) -> bool:
+        return bool(np.isfinite(self.raw).all() and np.isfinite(self.scaled).all()
+                    and np.isfinite(self.weights).all() and np.isfinite(self.output).all())
 
 
 def attention_stages(q, k, v, causal: bool = False) -> Stages:
@@ -44,6 +75,16 @@ def attention_stages(q, k, v, causal: bool = False) -> Stages:
     out = weights @ v  # (n, d_v)
     return Stages(raw.numpy(), scaled.numpy(), None if masked is None else masked.numpy(),
                   weights.numpy(), out.numpy(), int(q.size(-1)))
+
+
+def checked_stages(q, k, v, causal: bool = False) -> Stages:
+    """attention_stages for numbers the learner typed: a dot product or an output so large that it
+    overflows float64 raises UserError("attention.errors.overflow") instead of showing NaNs."""
+    with np.errstate(all="ignore"):
+        st = attention_stages(q, k, v, causal=causal)
+    if not st.finite:
+        raise UserError("attention.errors.overflow")
+    return st
 
 
 def softmax_rows(x) -> np.ndarray:
@@ -140,6 +181,73 @@ def gradient_vs_scale(base, scales) -> dict[str, np.ndarray]:
             "max_weight": np.array(top)}
 
 
+@dataclass
+class DotSamples:
+    """Random dot products q·k (entries of q, k independent, mean 0, variance 1) and the same
+    divided by sqrt(d_k)."""
+    d_k: int
+    raw: np.ndarray  # (n_samples,)
+    scaled: np.ndarray  # (n_samples,)
+
+    @property
+    def var_raw(self) -> float:  # about d_k
+        return float(self.raw.var())
+
+    @property
+    def var_scaled(self) -> float:  # about 1
+        return float(self.scaled.var())
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.raw.size)
+
+
+def dot_product_samples(d_k: int, n_samples: int = 4000, seed: int = 0) -> DotSamples:
+    return DotSamples(d_k, *sample_dot_products(d_k, n_samples, seed))
+
+
+@dataclass
+class Saturation:
+    """softmax of some scores and of the same scores multiplied by `factor`."""
+    small: np.ndarray
+    big: np.ndarray
+    p_small: np.ndarray
+    p_big: np.ndarray
+    factor: float
+
+    @property
+    def top_small(self) -> float:
+        return float(self.p_small.max())
+
+    @property
+    def top_big(self) -> float:
+        return float(self.p_big.max())
+
+
+def saturation_example(scores=(1.0, 2.0, 3.0), factor: float = 10.0) -> Saturation:
+    """Big scores saturate the softmax: softmax([1, 2, 3]) against softmax([10, 20, 30])."""
+    small = np.asarray(scores, dtype=np.float64)
+    big = small * factor
+    return Saturation(small, big, softmax_rows(small[None])[0], softmax_rows(big[None])[0], float(factor))
+
+
+@dataclass
+class GradientReport:
+    """The softmax Jacobian of scores c·base over a range of scales c (log-spaced), and its largest
+    entry at c = 1 and at c = sqrt(d_k), the factor by which unscaled scores are larger."""
+    curve: dict[str, np.ndarray]  # gradient_vs_scale(base, scales)
+    sqrt_dk: float
+    at_one: float
+    at_sqrt_dk: float
+
+
+def gradient_report(d_k: int, base=(1.0, 2.0, 3.0), max_scale: float = 40.0, points: int = 61) -> GradientReport:
+    scales = np.logspace(-1, np.log10(max_scale), points)
+    root = math.sqrt(d_k)
+    at = gradient_vs_scale(base, [1.0, root])["max_abs"]
+    return GradientReport(gradient_vs_scale(base, scales), root, float(at[0]), float(at[1]))
+
+
 # ---------------------------------------------------------------- additive (Bahdanau) scoring
 
 def additive_params(d_q: int, d_k: int, hidden: int, seed: int = 0) -> dict[str, torch.Tensor]:
@@ -162,6 +270,15 @@ def additive_scores(q, k, w_q, w_k, v, chunk: int | None = None) -> torch.Tensor
                       for i in range(0, pq.size(0), chunk)])
 
 
+def additive_weights(q, k, hidden: int, seed: int = 0, causal: bool = False) -> np.ndarray:
+    """softmax over keys of the additive scores of q (n, d_k) against k (m, d_k), with seeded
+    (untrained) W_q, W_k, v and optionally the causal mask of attention_stages. (n, m) float64."""
+    q, k = (torch.as_tensor(np.asarray(a, dtype=np.float64)) for a in (q, k))
+    p = additive_params(q.size(1), k.size(1), hidden, seed)
+    keep = causal_keep(q.size(0), k.size(0)) if causal else None
+    return masked_softmax(additive_scores(q, k, p["w_q"], p["w_k"], p["v"]), keep).numpy()
+
+
 def scoring_flops(n: int, m: int, d: int, hidden: int) -> dict[str, int]:
     """Floating-point operations to score n queries against m keys (a multiply-add counts 2).
     dot: Q K^T -> 2 n m d, then n m divisions by sqrt(d).
@@ -174,7 +291,8 @@ def scoring_flops(n: int, m: int, d: int, hidden: int) -> dict[str, int]:
 
 def time_scoring(n: int, d: int, hidden: int, device: torch.device | str = "cpu", repeats: int = 5,
                  seed: int = 0) -> dict[str, float]:
-    """Median seconds to compute the (n, n) score matrix both ways on `device` (float32)."""
+    """Median seconds to compute the (n, n) score matrix both ways on `device` (float32), and how
+    many times slower the additive way is (`ratio`)."""
     device = torch.device(device)
     g = torch.Generator().manual_seed(seed)
     q = torch.randn(n, d, generator=g).to(device)
@@ -199,7 +317,7 @@ def time_scoring(n: int, d: int, hidden: int, device: torch.device | str = "cpu"
     with torch.no_grad():
         t_dot = run(lambda: attention_scores(q, k))
         t_add = run(lambda: additive_scores(q, k, p["w_q"], p["w_k"], p["v"], chunk=chunk))
-    return {"dot": t_dot, "additive": t_add}
+    return {"dot": t_dot, "additive": t_add, "ratio": t_add / max(t_dot, 1e-12)}
 
 
 # ---------------------------------------------------------------- multi-head attention, step by step
@@ -264,7 +382,6 @@ def multihead_flops(steps: list[MHAStep], n_heads: int) -> dict[str, int]:
 def word_embeddings(words: list[str], d_model: int) -> torch.Tensor:
     """A simple deterministic embedding: each distinct word gets a unit-variance random vector
     seeded by a stable hash of its text (same word -> same vector, on every run). (L, D)."""
-    import zlib
     rows = []
     for w in words:
         g = torch.Generator().manual_seed(zlib.crc32(w.encode("utf-8")))
@@ -279,3 +396,126 @@ def seeded_mha(d_model: int, n_heads: int, seed: int = 0) -> MultiHeadAttention:
         torch.manual_seed(seed)
         mha = MultiHeadAttention(d_model, n_heads, self_attention=True)
     return mha.eval()
+
+
+def parameter_count(module: torch.nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+# ---------------------------------------------------------------- the multi-head page's demo
+
+D_CHOICES = (8, 16, 24, 32, 48, 64, 96, 128, 256, 512)  # d_model values offered
+MAX_TOKENS = 64  # longest sentence the page runs
+MAX_HEADS = 64
+
+
+def head_choices(d_model: int, max_heads: int = MAX_HEADS) -> list[int]:
+    """The head counts H that split d_model evenly (d_h = D / H), at most max_heads."""
+    return [h for h in range(1, min(d_model, max_heads) + 1) if d_model % h == 0]
+
+
+def default_heads(choices: list[int], preferred: int = 8) -> int:
+    """`preferred` when allowed, else the largest allowed count below it."""
+    return preferred if preferred in choices else max(h for h in choices if h <= preferred)
+
+
+def sentence_input(words: list[str], d_model: int, positions: bool = True) -> torch.Tensor:
+    """(1, L, D): word_embeddings of the words, plus the sinusoidal positional encoding."""
+    x = word_embeddings(words, d_model)
+    if positions:
+        x = x + positional_encoding(len(words), d_model)
+    return x[None]
+
+
+@dataclass
+class HeadCost:
+    """The work of one forward pass with `heads` heads (matmul FLOPs read off the real shapes)."""
+    heads: int
+    d_head: int
+    scores_shape: tuple[int, ...]
+    projections: int
+    scores: int
+    weighted_sum: int
+    output_projection: int
+    softmax_entries: int
+    parameters: int
+
+    @property
+    def matmul(self) -> int:
+        return self.projections + self.scores + self.weighted_sum + self.output_projection
+
+
+def head_costs(x: torch.Tensor, d_model: int, heads, seed: int = 0) -> list[HeadCost]:
+    """Run seeded_mha for every head count in `heads` on x (B, L, D) and count its work."""
+    rows = []
+    for h in heads:
+        mha = seeded_mha(d_model, h, seed)
+        with torch.no_grad():
+            _, steps = multihead_steps(mha, x)
+        f = multihead_flops(steps, h)
+        rows.append(HeadCost(h, d_model // h, tuple(step_tensor(steps, "scores").shape), f["projections"],
+                             f["scores"], f["weighted_sum"], f["output_projection"], f["softmax_entries"],
+                             parameter_count(mha)))
+    return rows
+
+
+@dataclass
+class MultiheadDemo:
+    """Everything the multi-head page shows for one sentence, D, H and seed."""
+    d_model: int
+    n_heads: int
+    length: int
+    steps: list[MHAStep]
+    module_gap: float  # max |step-by-step output - the module's own output|
+    matches: bool  # ... within float32 tolerance
+    weights: np.ndarray  # (H, L, L) attention of every head
+    single_weights: np.ndarray  # (L, L) the one head of seeded_mha(D, 1) with the same seed
+    single_gap: float  # max |output with H heads - output with 1 head|
+    params_single: int
+    params_multi: int
+    same_params: bool  # the very same weights for 1 and H heads
+    costs: list[HeadCost]  # one row per allowed H
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def mean_weights(self) -> np.ndarray:
+        return self.weights.mean(0)
+
+    @property
+    def param_formula(self) -> int:
+        """4·D² + 4·D: W_qkv (D × 3D) and W^O (D × D) with their biases."""
+        return 4 * self.d_model ** 2 + 4 * self.d_model
+
+    @property
+    def matmul_totals(self) -> list[int]:
+        """The distinct matmul FLOP totals over all H: a single value, since H does not change them."""
+        return sorted({c.matmul for c in self.costs})
+
+
+def multihead_demo(words: list[str], d_model: int, n_heads: int, seed: int = 0, positions: bool = True,
+                   cost_heads=None) -> MultiheadDemo:
+    """Self-attention of a seeded, untrained MultiHeadAttention over the words, step by step, checked
+    against the module's own forward; the same with one head; and the cost for every H in
+    cost_heads (default: head_choices(d_model)). No words raises UserError."""
+    if not words:
+        raise UserError("multihead.errors.no_words")
+    x = sentence_input(words, d_model, positions)
+    mha, single = seeded_mha(d_model, n_heads, seed), seeded_mha(d_model, 1, seed)
+    with torch.no_grad():
+        out, steps = multihead_steps(mha, x)
+        module_out = mha(x)[0]  # the module's own (fused) path
+        out1, steps1 = multihead_steps(single, x)
+    return MultiheadDemo(
+        d_model=d_model, n_heads=n_heads, length=len(words), steps=steps,
+        module_gap=float((out - module_out).abs().max()),
+        matches=bool(torch.allclose(out, module_out, atol=1e-5, rtol=1e-4)),
+        weights=step_tensor(steps, "weights")[0].numpy(),
+        single_weights=step_tensor(steps1, "weights")[0, 0].numpy(),
+        single_gap=float((out - out1).abs().max()),
+        params_single=parameter_count(single), params_multi=parameter_count(mha),
+        same_params=all(torch.equal(a, b) for a, b in zip(single.parameters(), mha.parameters())),
+        costs=head_costs(x, d_model, head_choices(d_model) if cost_heads is None else cost_heads, seed),
+    )

@@ -10,15 +10,21 @@ import torch.nn as nn
 from .attention import MultiHeadAttention
 
 
+def pe_frequencies(d_model: int) -> torch.Tensor:
+    """(ceil(D/2),) float64 on the CPU: the angular frequency w_i = 1 / 10000^(2i/d_model) of the
+    i-th (sin, cos) pair. The one formula behind the encoding and every experiment on it."""
+    two_i = torch.arange(0, d_model, 2, device=torch.device("cpu"), dtype=torch.float64)
+    return 1.0 / torch.pow(10000.0, two_i / d_model)
+
+
 def positional_encoding(length: int, d_model: int, device=None, dtype=torch.float32) -> torch.Tensor:
-    """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)).
+    """PE(pos, 2i) = sin(pos * w_i), PE(pos, 2i+1) = cos(pos * w_i), w_i = 1 / 10000^(2i/d_model).
     Returns (length, d_model). Computed in float64 on the CPU (MPS has no float64), then cast to
     `dtype` and only then moved to `device` (default: torch's current default device)."""
     device = torch.get_default_device() if device is None else torch.device(device)
     cpu = torch.device("cpu")
     pos = torch.arange(length, device=cpu, dtype=torch.float64)[:, None]  # (L, 1)
-    two_i = torch.arange(0, d_model, 2, device=cpu, dtype=torch.float64)  # (ceil(D/2),)
-    angle = pos / torch.pow(10000.0, two_i / d_model)  # (L, ceil(D/2))
+    angle = pos * pe_frequencies(d_model)[None, :]  # (L, ceil(D/2))
     pe = torch.zeros(length, d_model, device=cpu, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(angle)
     pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])

@@ -1,18 +1,37 @@
-"""Masks. One convention everywhere: a boolean mask is True where a query MAY attend to a key
-(the same convention as torch.nn.functional.scaled_dot_product_attention)."""
+"""Masks and padding. One convention everywhere: a boolean mask is True where a query MAY attend
+to a key (the same convention as torch.nn.functional.scaled_dot_product_attention)."""
 from __future__ import annotations
+
+from typing import Sequence
 
 import torch
 
 
-def causal_mask(n: int, device=None) -> torch.Tensor:
-    """(n, n) lower-triangular: position i sees keys 0..i and nothing after it."""
-    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
+def causal_mask(n_queries: int, n_keys: int | None = None, device=None) -> torch.Tensor:
+    """(n, m) True where query i may attend key j; square (n, n) lower-triangular when n_keys is
+    None. The queries sit at the END of the key sequence (decoding with a KV cache: the new
+    queries come after the cached keys), so query i sees keys 0 .. (m - n) + i."""
+    m = n_queries if n_keys is None else n_keys
+    return torch.ones(n_queries, m, dtype=torch.bool, device=device).tril(m - n_queries)
 
 
 def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     """(B, L) token ids -> (B, 1, 1, L): True for real tokens, False for padding keys."""
     return (ids != pad_id)[:, None, None, :]
+
+
+def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad sequences of ids to the longest one. Returns (ids (B, L) long, keep (B, L) bool,
+    True for real tokens), both on the CPU: move them to the model's device once."""
+    if not seqs:
+        raise ValueError("pad_batch needs at least one sequence")
+    L = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), L), pad_id, dtype=torch.long)  # (B, L)
+    keep = torch.zeros(len(seqs), L, dtype=torch.bool)  # (B, L)
+    for b, s in enumerate(seqs):
+        ids[b, : len(s)] = torch.tensor(list(s), dtype=torch.long)
+        keep[b, : len(s)] = True
+    return ids, keep
 
 
 def combine(*masks: torch.Tensor | None) -> torch.Tensor | None:

@@ -117,3 +117,21 @@ def summarize_heads(intermediates, kind: str) -> list[dict]:
         for stats in head_statistics(w[0], causal=(kind == "decoder_self")):
             rows.append({"layer": layer, "kind": kind, **stats})
     return rows
+
+
+AVERAGED = ("entropy", "mean_distance", "diagonal", "previous", "first", "max_weight")
+
+
+def layer_averages(stats: list[dict], keys: Sequence[str] = AVERAGED) -> list[dict]:
+    """The mean of each statistic per layer (NaNs ignored), then over all layers and heads.
+    One dict per layer, {"layer": 0-based index, key: mean, ...}; the overall row has layer None."""
+    import numpy as np
+
+    groups: dict = {}
+    for s in stats:
+        groups.setdefault(s["layer"], []).append(s)
+    mean = lambda items, k: float(np.nanmean([i[k] for i in items]))
+    rows = [{"layer": layer, **{k: mean(items, k) for k in keys}} for layer, items in sorted(groups.items())]
+    if stats:
+        rows.append({"layer": None, **{k: mean(stats, k) for k in keys}})
+    return rows

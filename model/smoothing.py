@@ -85,3 +85,22 @@ def target_entropy(vocab_size: int, eps: float) -> float:
     q = target_distribution(vocab_size, eps)
     q = q[q > 0]
     return float(-(q * q.log()).sum())
+
+
+def smoothing_demo(vocab_size: int, eps: float, points: int = 400) -> dict:
+    """What the label-smoothing section shows for (V, eps).
+
+    Returns {"target": (V,) smoothed target, "confidence": a grid in (0, 1) that includes the
+    optimum, "plain" / "smoothed": the loss at each confidence without / with smoothing, "best":
+    (confidence, loss) found numerically, "formula": 1 - eps + eps/V, "entropy": of the target,
+    "loss_top": an upper y limit that shows the smoothed curve's rise (at least 3.5)}."""
+    formula = optimal_confidence(vocab_size, eps)
+    conf = torch.linspace(0.005, 0.9995, points, dtype=torch.float64)
+    conf = torch.unique(torch.cat([conf, torch.tensor([formula], dtype=torch.float64)]))
+    conf = conf[conf < 1]
+    smoothed = loss_vs_confidence(conf, vocab_size, eps)
+    return {"target": target_distribution(vocab_size, eps).numpy(), "confidence": conf.numpy(),
+            "plain": loss_vs_confidence(conf, vocab_size, 0.0).numpy(), "smoothed": smoothed.numpy(),
+            "best": minimise_confidence(vocab_size, eps), "formula": formula,
+            "entropy": target_entropy(vocab_size, eps),
+            "loss_top": max(float(smoothed[conf > 0.05].max()), 3.5)}

@@ -19,6 +19,7 @@ from typing import Iterable
 
 import sentencepiece as spm
 
+from .atomic import atomic_write_bytes, atomic_write_text
 from .corpus import ALPHABET, ASSETS, generate_pairs
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
@@ -101,7 +102,6 @@ class SentencePieceTokenizer(_Base):
         return cls(data)
 
     def save(self, path: str | os.PathLike) -> Path:
-        from .checkpoint import atomic_write_bytes  # lazy: checkpoint imports torch
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(path / self.FILENAME, self.model_proto)  # never a half-written model file
@@ -165,7 +165,6 @@ class SymbolTokenizer(_Base):
     def save(self, path: str | os.PathLike) -> Path:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        from .checkpoint import atomic_write_text  # lazy: checkpoint imports torch
         file = path / self.FILENAME
         atomic_write_text(file, json.dumps({"kind": self.kind, "symbols": self.symbols}, ensure_ascii=False, indent=1))
         return file

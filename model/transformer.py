@@ -151,3 +151,10 @@ class Transformer(nn.Module):
         eps = self.config.label_smoothing if label_smoothing is None else label_smoothing
         return F.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1),
                                ignore_index=self.config.pad_id, label_smoothing=eps)
+
+
+def count_parameters(config: TransformerConfig) -> int:
+    """Parameters of the model a config describes, counted on PyTorch's meta device: exact, and no
+    memory is allocated (even the paper's big model counts instantly)."""
+    with torch.device("meta"):
+        return Transformer(config).num_parameters()

@@ -13,6 +13,13 @@ def one_thread():
     torch.set_num_threads(n)
 
 
+@pytest.fixture(autouse=True)
+def private_runs_dir(tmp_path_factory, monkeypatch):
+    """No test writes into the repository's runs/: every test gets its own empty ATLAS_RUNS_DIR
+    (tests that start trainers use the `runs` fixture below, which also stops them)."""
+    monkeypatch.setenv("ATLAS_RUNS_DIR", str(tmp_path_factory.mktemp("runs-auto")))
+
+
 @pytest.fixture
 def runs(tmp_path, monkeypatch):
     """An empty ATLAS_RUNS_DIR for one test; afterwards every trainer it started is stopped."""
@@ -29,3 +36,10 @@ def runs(tmp_path, monkeypatch):
             p.wait(20)
         except Exception:
             p.kill()
+
+
+def pytest_collection_modifyitems(items):
+    """Browser tests are slow too: `-m "not slow"` is the inner loop, the README's command runs all."""
+    for item in items:
+        if item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)

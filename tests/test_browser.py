@@ -39,10 +39,30 @@ def set_language(page, lang):
 
 def open_page(page, lang, info):
     """Click the page's link in the sidebar navigation (the session, and its language, stay)."""
-    title = info.ko if lang == "ko" else info.en
+    title = info.title_in(lang)
     page.locator("[data-testid='stSidebarNav']").get_by_role("link", name=title, exact=True).click()
     wait_idle(page)
     assert page.locator("[role='dialog']").count() == 0, page.locator("[role='dialog']").first.inner_text()
+
+
+READABILITY_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((gd, i) => {
+    const size = gd._fullLayout && gd._fullLayout._size;
+    const ticks = Array.from(gd.querySelectorAll('.xtick text, .ytick text')).map(t => t.textContent);
+    return {i, width: gd.clientWidth, plotW: size ? size.w : 0, plotH: size ? size.h : 0,
+            blankTicks: ticks.filter(t => t.trim() === '').length, ticks: ticks.length,
+            title: (gd._fullLayout && gd._fullLayout.title && gd._fullLayout.title.text) || ''};
+})"""
+
+
+def assert_charts_readable(page, where):
+    """Every Plotly chart has a plot area of a readable size and no blank tick label (a raw `<s>` token
+    label is read as HTML by plotly: the label vanishes and the plot is squashed)."""
+    page.wait_for_timeout(300)
+    for c in page.evaluate(READABILITY_JS):
+        if c["width"] == 0:  # inside a collapsed expander or a hidden tab
+            continue
+        assert c["blankTicks"] == 0, f"{where}: chart {c['i']} ({c['title']}) has blank tick labels"
+        assert c["plotH"] >= 60 and c["plotW"] >= 0.25 * c["width"], f"{where}: chart {c['i']} squashed: {c}"
 
 
 def assert_no_exception(page, where):
@@ -59,8 +79,26 @@ def test_every_page_in_browser(browser_page, lang):
     for info in PAGES:
         open_page(page, lang, info)
         assert_no_exception(page, f"{info.file} ({lang})")
+        assert_charts_readable(page, f"{info.file} ({lang})")
         heading = page.locator("[data-testid='stMain'] h1").first.inner_text()
         assert heading.strip()
         if lang == "ko":
             assert any("\uac00" <= ch <= "\ud7a3" for ch in heading) or info.url == "overview", heading
         page.screenshot(path=str(SHOTS / f"browser-{info.url}-{lang}.png"), full_page=True)
+
+
+def test_first_visit_follows_the_browser_locale(browser_page):
+    """A browser that asks for Korean gets the Korean app on its first visit; English otherwise."""
+    url, page = browser_page
+    browser = page.context.browser
+    for locale, lang in (("ko-KR", "ko"), ("en-US", "en")):
+        ctx = browser.new_context(locale=locale, viewport={"width": 1400, "height": 900})
+        try:
+            fresh = ctx.new_page()
+            fresh.goto(url)
+            wait_idle(fresh)
+            nav = fresh.locator("[data-testid='stSidebarNav']")
+            title = PAGES[1].title_in(lang)
+            assert nav.get_by_role("link", name=title, exact=True).count() == 1, (locale, nav.inner_text())
+        finally:
+            ctx.close()

@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from model import PRESETS, Transformer
-from model.checkpoint import (CheckpointError, atomic_write_bytes, atomic_write_json, atomic_write_text,
-                              load_model_dir, load_training_state, save_model_dir, save_training_state)
+from model.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+from model.checkpoint import (CheckpointError, load_model_dir, load_training_state, save_model_dir,
+                              save_training_state)
 
 
 class FakeTokenizerError(ValueError):

@@ -4,8 +4,10 @@ import math
 import pytest
 import torch
 
-from model.complexity import (LAYERS, complexity_table, crossover_n, max_path_length, per_layer_cost,
-                              sequential_ops, time_layers)
+import numpy as np
+
+from model.complexity import (LAYERS, TIMED, complexity_table, curves_over_n, max_path_length, per_layer_cost,
+                              sequential_ops, time_layers, timing_summary)
 
 
 def test_per_layer_cost_formulas():
@@ -36,8 +38,7 @@ def test_table_rows_and_crossover():
     assert rows[2].path_formula == "O(log_k n)" and rows[3].path_formula == "O(n/r)"
     assert rows[0].cost == 100 ** 2 * 512 and rows[1].cost == 100 * 512 ** 2
     assert rows[0].cost < rows[1].cost  # n < d: attention is cheaper
-    d = 64
-    assert crossover_n(d) == d
+    d = 64  # the crossover: equal cost at n = d, attention dearer beyond
     assert per_layer_cost("self_attention", d, d) == per_layer_cost("recurrent", d, d)
     assert per_layer_cost("self_attention", 2 * d, d) > per_layer_cost("recurrent", 2 * d, d)
     with pytest.raises(ValueError):
@@ -45,6 +46,27 @@ def test_table_rows_and_crossover():
     # huge numbers stay finite floats / ints, no overflow error
     big = complexity_table(10_000_000, 100_000, 64, 1024)
     assert all(math.isfinite(r.cost) for r in big)
+
+
+def test_curves_over_n_cover_n_and_the_crossover():
+    out = curves_over_n(n=100, d=512, k=3, r=16)
+    ns = out["n"]
+    assert ns[0] == 1 and ns[-1] == 5120 and (np.diff(ns) > 0).all()
+    assert set(out["cost"]) == set(out["path"]) == set(LAYERS)
+    i = int(np.searchsorted(ns, 512))
+    assert out["cost"]["self_attention"][i] == per_layer_cost("self_attention", ns[i], 512)
+    assert (out["path"]["self_attention"] == 1).all() and (out["path"]["recurrent"] == ns).all()
+    assert curves_over_n(n=10, d=4)["n"][-1] == 100  # at least up to 100
+
+
+def test_timing_summary_units_and_growth():
+    res = {"n": [4, 16], "self_attention": [0.001, 0.002], "recurrent": [0.004, 0.032], "convolutional": [1e-4, 4e-4]}
+    s = timing_summary(res)
+    assert s["ms"] == {layer: pytest.approx([t * 1e3 for t in res[layer]]) for layer in TIMED}
+    assert s["rows"][1]["n"] == 16 and s["rows"][1]["recurrent_us_per_position"] == pytest.approx(2000)
+    assert s["rows"][0]["ratio"] == pytest.approx(4)
+    assert s["growth"] == {"length": 4, "recurrent": pytest.approx(8), "self_attention": pytest.approx(2)}
+    assert timing_summary({**res, **{k: v[:1] for k, v in res.items()}})["growth"] is None
 
 
 def test_time_layers_tiny_sizes_positive_and_finite():

@@ -5,9 +5,10 @@ from functools import lru_cache
 
 import pytest
 
-from model.corpus import (ASSETS, CorpusError, N_HELD_OUT, generate_pairs, generate_sentences,
-                          held_out_combinations, load_lexicon, read_tsv_corpus, split_pairs,
-                          synthetic_pairs, task_pairs)
+from app.i18n import say
+from model.corpus import (ASSETS, N_HELD_OUT, generate_pairs, generate_sentences, held_out_combinations,
+                          load_lexicon, read_tsv_corpus, split_pairs, synthetic_pairs, task_pairs)
+from model.messages import Message, UserError
 
 GRAMMAR_EXAMPLES = [
     ("I go to school.", "나는 학교에 간다."),
@@ -214,28 +215,36 @@ def test_tsv_good(tmp_path):
     assert read_tsv_corpus(f) == read_tsv_corpus(str(f)) == read_tsv_corpus(f.read_bytes())
 
 
-@pytest.mark.parametrize("data,message", [
-    ("a\tb\nc\td\ne\tf\ng\th\ni\tj\nk\tl\nonly one column\n", "line 7: expected 2 tab-separated columns, found 1"),
-    ("a\tb\nc\td\te\n", "line 2: expected 2 tab-separated columns, found 3"),
-    ("a\tb\n\nc\td\n", "line 2: empty line"),
-    ("a\tb\n   \n", "line 2: empty line"),
-    ("a\t \n", "line 1: the second column is empty"),
-    ("\tb\n", "line 1: the first column is empty"),
-    (b"a\tb\nc\td\n\xff\xfe\tx\n", "line 3: not valid UTF-8"),
-    ("", "empty"),
+@pytest.mark.parametrize("data, code, args, english", [
+    ("a\tb\nc\td\ne\tf\ng\th\ni\tj\nk\tl\nonly one column\n", "columns", {"line": 7, "found": 1},
+     "line 7: expected 2 tab-separated columns, found 1"),
+    ("a\tb\nc\td\te\n", "columns", {"line": 2, "found": 3}, "line 2: expected 2 tab-separated columns, found 3"),
+    ("a\tb\n\nc\td\n", "empty_line", {"line": 2}, "line 2: empty line"),
+    ("a\tb\n   \n", "empty_line", {"line": 2}, "line 2: empty line"),
+    ("a\t \n", "second_empty", {"line": 1}, "line 1: the second column is empty"),
+    ("\tb\n", "first_empty", {"line": 1}, "line 1: the first column is empty"),
+    (b"a\tb\nc\td\n\xff\xfe\tx\n", "not_utf8", {"line": 3, "byte": 1}, "line 3: not valid UTF-8 (byte 1 of the line)"),
+    ("", "empty", {}, "the corpus is empty"),
 ])
-def test_tsv_errors(data, message):
-    with pytest.raises(CorpusError, match=re.escape(message)):
+def test_tsv_errors(data, code, args, english):
+    """Each problem is a UserError naming the line; its message is a catalogue key plus arguments."""
+    with pytest.raises(UserError) as e:
         read_tsv_corpus(data)
+    assert e.value.message == Message(f"train.corpus.{code}", args)
+    assert say(e.value.message) == english
 
 
 def test_tsv_limits(tmp_path):
-    with pytest.raises(CorpusError, match="limit"):
+    with pytest.raises(UserError) as e:
         read_tsv_corpus("a\tb\n" * 100, max_bytes=50)
+    assert e.value.message == Message("train.corpus.too_big", {"size": 400, "limit": 50})
+    assert say(e.value.message) == "file is 400 bytes; the limit is 50 bytes"
     f = tmp_path / "big.tsv"
     f.write_text("a\tb\n" * 100, encoding="utf-8")
-    with pytest.raises(CorpusError, match="limit"):
+    with pytest.raises(UserError) as e:
         read_tsv_corpus(f, max_bytes=50)
-    with pytest.raises(CorpusError, match="line 11: too many lines"):
+    assert e.value.message.code == "train.corpus.too_big"
+    with pytest.raises(UserError) as e:
         read_tsv_corpus("a\tb\n" * 20, max_lines=10)
-    assert issubclass(CorpusError, ValueError)
+    assert say(e.value.message) == "line 11: too many lines; the limit is 10"
+    assert issubclass(UserError, ValueError)

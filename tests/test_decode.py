@@ -8,7 +8,7 @@ import torch
 from model import PRESETS, Transformer
 from model.checkpoint import LoadedModel
 from model.decode import (beam_search, greedy_decode, greedy_decode_batch, length_penalty, lm_next_token,
-                          lm_sample, translate)
+                          lm_sample, top_candidates, translate)
 from model.transformer import Intermediates
 
 BOS, EOS = 2, 3
@@ -184,5 +184,15 @@ def test_lm_next_token(lm):
     draws = [lm_sample(lm, ids, temperature=1.0, top_k=3, generator=torch.Generator().manual_seed(s)) for s in range(5)]
     again = [lm_sample(lm, ids, temperature=1.0, top_k=3, generator=torch.Generator().manual_seed(s)) for s in range(5)]
     assert draws == again and set(draws) <= set(probs.topk(3).indices.tolist())
+    seeded = [lm_sample(lm, ids, temperature=1.0, top_k=3, seed=s) for s in range(5)]  # what the inspector uses
+    assert seeded == draws
     with pytest.raises(ValueError):
         greedy_decode(lm, [5], bos_id=BOS, eos_id=EOS)
+
+
+def test_top_candidates_best_first():
+    probs = torch.tensor([0.1, 0.4, 0.05, 0.3, 0.15])
+    top = top_candidates(probs, 3)
+    assert [i for i, _ in top] == [1, 3, 4]
+    assert [p for _, p in top] == pytest.approx([0.4, 0.3, 0.15])
+    assert len(top_candidates(probs, 10)) == 5  # never more than the vocabulary

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from model.metrics import bleu, exact_match, head_statistics, summarize_heads
+from model.metrics import bleu, exact_match, head_statistics, layer_averages, summarize_heads
 from model.transformer import Intermediates
 
 KO = ["나는 오늘 뜨거운 커피를 마셨다.", "그녀는 어제 학교에 갔다."]
@@ -103,3 +103,16 @@ def test_summarize_heads():
     assert len(rows) == 2 * H
     assert [(r["layer"], r["head"]) for r in rows] == [(l, h) for l in range(2) for h in range(H)]
     assert all(r["kind"] == "decoder_self" for r in rows)
+
+
+def test_layer_averages():
+    stats = [{"layer": 0, "entropy": 1.0, "diagonal": math.nan}, {"layer": 0, "entropy": 3.0, "diagonal": 0.5},
+             {"layer": 1, "entropy": 2.0, "diagonal": 1.0}]
+    rows = layer_averages(stats, keys=("entropy", "diagonal"))
+    assert rows == [{"layer": 0, "entropy": 2.0, "diagonal": 0.5},  # NaNs are left out of the mean
+                    {"layer": 1, "entropy": 2.0, "diagonal": 1.0},
+                    {"layer": None, "entropy": 2.0, "diagonal": 0.75}]
+    assert layer_averages([]) == []
+    rec = Intermediates(decoder_self=[torch.eye(3)[None, None].expand(1, 2, 3, 3)])
+    (only, overall) = layer_averages(summarize_heads(rec, "decoder_self"))
+    assert only["layer"] == 0 and overall["layer"] is None and only["diagonal"] == pytest.approx(1.0)

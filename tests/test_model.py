@@ -1,14 +1,21 @@
-"""Unit tests of model/: the maths of the paper, checked so that a wrong formula fails."""
+"""Unit tests of model/: the maths of the paper, checked so that a wrong formula fails, and device
+safety. (Attention and masks: tests/test_attention.py; decoding: tests/test_decode.py.)
+
+No GPU here, so device safety is checked on PyTorch's "meta" device: an op that mixes a CPU tensor
+into a meta computation would mix it into a CUDA/MPS one too, and a float64 tensor made on meta
+would be a float64 tensor made on MPS (which has no float64)."""
 import math
+import os
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
-from model import (PAPER_PARAMS, PRESETS, Transformer, TransformerConfig, causal_mask, noam_lr,
-                   padding_mask, positional_encoding, scaled_dot_product_attention)
-from model.attention import MultiHeadAttention, fused_attention
+from model import PAPER_PARAMS, PRESETS, Transformer, TransformerConfig, noam_lr, positional_encoding
 from model.device import best_device, describe_device
 from model.schedule import noam_peak
+from model.transformer import count_parameters
 
 TINY = PRESETS["tiny"]
 
@@ -27,97 +34,6 @@ def test_config_dict_round_trip_and_validation():
         TINY.replace(n_heads=5)  # 64 not divisible by 5
     with pytest.raises(ValueError):
         TINY.replace(architecture="rnn")
-
-
-def test_explicit_and_fused_paths_agree():
-    q, k, v = (torch.randn(2, 4, 7, 16) for _ in range(3))
-    mask = torch.rand(2, 1, 7, 7) > 0.3
-    mask[..., 0] = True  # keep every row attendable
-    for m in (None, mask):
-        out, w = scaled_dot_product_attention(q, k, v, m)
-        torch.testing.assert_close(out, fused_attention(q, k, v, m), atol=1e-5, rtol=0)
-    out, _ = scaled_dot_product_attention(q, k, v, causal_mask(7))
-    torch.testing.assert_close(out, fused_attention(q, k, v, is_causal=True), atol=1e-5, rtol=0)
-
-
-def test_explicit_path_matches_formula():
-    q, k, v = torch.randn(3, 5, dtype=torch.float64), torch.randn(4, 5, dtype=torch.float64), torch.randn(4, 2, dtype=torch.float64)
-    out, w, s = scaled_dot_product_attention(q, k, v, return_scores=True)
-    expected_s = (q @ k.T) / math.sqrt(5)
-    torch.testing.assert_close(s, expected_s)
-    e = torch.exp(expected_s - expected_s.max(-1, keepdim=True).values)
-    torch.testing.assert_close(w, e / e.sum(-1, keepdim=True))
-    torch.testing.assert_close(out, w @ v)
-
-
-def test_rows_sum_to_one_and_huge_scores_stay_finite():
-    q = torch.tensor([[1e30, 1.0], [0.0, 0.0]])
-    k = torch.tensor([[1.0, 0.0], [2.0, 0.0], [-1.0, 0.0]])
-    out, w = scaled_dot_product_attention(q, k, torch.eye(3))
-    assert torch.isfinite(w).all() and torch.isfinite(out).all()
-    torch.testing.assert_close(w.sum(-1), torch.ones(2))
-    assert w[0, 1] == 1.0  # the largest score takes all the weight
-
-
-def test_multihead_rows_sum_to_one():
-    mha = MultiHeadAttention(32, 4)
-    x = torch.randn(2, 6, 32)
-    _, w, _ = mha(x, need_weights=True)
-    assert w.shape == (2, 4, 6, 6)
-    torch.testing.assert_close(w.sum(-1), torch.ones(2, 4, 6))
-
-
-def test_causal_mask_exact_zeros_and_no_future_leak():
-    assert torch.equal(causal_mask(3), torch.tensor([[1, 0, 0], [1, 1, 0], [1, 1, 1]], dtype=torch.bool))
-    model = Transformer(TINY.replace(architecture="decoder-only")).eval()
-    seq = torch.randint(4, 64, (1, 8))
-    out = model(seq, return_attention=True)
-    for w in out.attention.decoder_self:
-        upper = torch.triu(torch.ones(8, 8, dtype=torch.bool), 1)
-        assert (w[..., upper] == 0).all()  # exact zeros, not just small
-    changed = seq.clone()
-    changed[0, 5:] = (changed[0, 5:] + 7) % 60 + 4
-    out2 = model(changed)
-    torch.testing.assert_close(out.logits[0, :5], out2.logits[0, :5], atol=1e-5, rtol=0)
-    assert not torch.allclose(out.logits[0, 5:], out2.logits[0, 5:])
-
-
-def test_encoder_decoder_future_target_tokens_do_not_leak():
-    model = Transformer(TINY).eval()
-    src, tgt = torch.randint(4, 64, (1, 6)), torch.randint(4, 64, (1, 7))
-    a = model(src, tgt).logits
-    tgt2 = tgt.clone()
-    tgt2[0, 4:] = 5
-    b = model(src, tgt2).logits
-    torch.testing.assert_close(a[0, :4], b[0, :4], atol=1e-5, rtol=0)
-
-
-def test_padding_mask_zero_weight_on_padded_keys():
-    ids = torch.tensor([[5, 6, 7, 0, 0], [5, 6, 7, 8, 9]])
-    m = padding_mask(ids, 0)
-    assert m.shape == (2, 1, 1, 5)
-    model = Transformer(TINY).eval()
-    out = model(ids, torch.tensor([[2, 5, 6], [2, 7, 8]]), src_pad_mask=ids != 0, return_attention=True)
-    for w in out.attention.encoder_self + out.attention.cross:
-        assert (w[0, :, :, 3:] == 0).all()
-        torch.testing.assert_close(w.sum(-1), torch.ones_like(w.sum(-1)))
-    # fused path agrees with the recorded path on padded input
-    plain = model(ids, torch.tensor([[2, 5, 6], [2, 7, 8]]), src_pad_mask=ids != 0)
-    torch.testing.assert_close(plain.logits, out.logits, atol=1e-5, rtol=0)
-
-
-def test_fully_masked_row_gives_no_nan():
-    q = torch.randn(1, 2, 3, 4)
-    mask = torch.ones(1, 1, 3, 3, dtype=torch.bool)
-    mask[..., 1, :] = False  # query 1 may attend nowhere
-    out, w = scaled_dot_product_attention(q, q, q, mask)
-    assert not torch.isnan(out).any() and not torch.isnan(w).any()
-    assert (w[..., 1, :] == 0).all()
-    assert not torch.isnan(fused_attention(q, q, q, mask)).any()
-    model = Transformer(TINY.replace(architecture="encoder-only")).eval()
-    ids = torch.zeros(1, 4, dtype=torch.long)  # all padding
-    out = model(ids, src_pad_mask=ids != 0, return_attention=True)
-    assert torch.isfinite(out.logits).all()
 
 
 def test_permutation_equivariance_without_positions_only():
@@ -234,3 +150,114 @@ def test_device_override_falls_back_when_absent(monkeypatch):
 def test_device_description():
     assert best_device().type in ("cpu", "cuda", "mps")
     assert "CPU" in describe_device(torch.device("cpu"))
+
+
+
+def test_count_parameters_on_the_meta_device():
+    for name in ("tiny", "paper_base"):
+        with torch.device("meta"):
+            expected = Transformer(PRESETS[name]).num_parameters()
+        assert count_parameters(PRESETS[name]) == expected
+    assert count_parameters(TINY.replace(architecture="encoder-only")) < count_parameters(TINY)
+
+
+class DeviceWatch(TorchDispatchMode):
+    """Records ops that mix tensors of several device types, and float64 tensors made off the CPU."""
+
+    def __init__(self):
+        super().__init__()
+        self.mixed, self.float64 = [], []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor) and t.dim() > 0]
+        if len({t.device.type for t in tensors}) > 1 and func is not torch.ops.aten._to_copy.default:
+            self.mixed.append(str(func))
+        out = func(*args, **kwargs)
+        for t in tree_leaves(out):
+            if isinstance(t, torch.Tensor) and t.device.type != "cpu" and t.dtype == torch.float64:
+                self.float64.append(str(func))
+        return out
+
+
+def test_positional_encoding_makes_no_float64_on_the_device():
+    with DeviceWatch() as w:
+        pe = positional_encoding(16, 8, device="meta")
+    assert pe.device.type == "meta" and pe.dtype == torch.float32
+    assert not w.float64, f"float64 made on the device (fails on MPS): {w.float64}"
+    with DeviceWatch() as w, torch.device("meta"):  # a model built under a device context
+        Transformer(PRESETS["tiny"])
+    assert not w.float64, w.float64
+    # the numbers are unchanged: float64 on the CPU, then cast
+    ref = positional_encoding(16, 8, dtype=torch.float64)
+    torch.testing.assert_close(positional_encoding(16, 8), ref.float())
+
+
+@pytest.mark.parametrize("positional", ["sinusoidal", "learned"])
+def test_positions_beyond_max_len_raise_a_clear_error(positional):
+    cfg = PRESETS["tiny"].replace(positional=positional, architecture="encoder-only", max_len=8)
+    m = Transformer(cfg).eval()
+    m(torch.full((1, 8), 5))  # exactly max_len is fine
+    with pytest.raises(ValueError, match="max_len"):  # was a shape error, or an index error that
+        m(torch.full((1, 9), 5))  # becomes a device-side assert (a dead CUDA context) on a GPU
+    dec = Transformer(PRESETS["tiny"].replace(positional=positional, max_len=8)).eval()
+    mem = dec.encode(torch.full((1, 3), 5))
+    with pytest.raises(ValueError, match="max_len"):
+        dec.decode(torch.full((1, 1), 2), mem, cache=[], offset=8)
+
+
+def test_encode_with_attention_keeps_inputs_on_the_model_device():
+    from model.positions import encode_with_attention, seeded_encoder
+    model = seeded_encoder(vocab_size=16, d_model=8, n_heads=2, n_layers=1, max_len=8).to("meta")
+    with DeviceWatch() as w:
+        out, attn = encode_with_attention(model, [4, 5, 6], positions=True)
+    assert out.device.type == "meta" and attn.shape == (1, 2, 3, 3)
+    assert not w.mixed, f"CPU tensors mixed into device ops: {w.mixed}"
+
+
+@pytest.mark.parametrize("positional", ["sinusoidal", "learned"])
+def test_model_forward_and_cached_decoding_do_not_mix_devices(positional):
+    """Guard (passes before the review too): every tensor the model makes follows the weights."""
+    cfg = PRESETS["tiny"].replace(positional=positional)
+    m = Transformer(cfg).to("meta").eval()
+    src = torch.full((2, 5), 5, device="meta")
+    tgt = torch.full((2, 4), 5, device="meta")
+    mask = torch.ones(2, 5, dtype=torch.bool, device="meta")
+    with DeviceWatch() as w, torch.no_grad():
+        m(src, tgt, src_pad_mask=mask, return_attention=True, return_details=True)
+        m(src, tgt)
+        mem = m.encode(src, mask)
+        cache = []
+        for t in range(3):
+            m.decode(tgt[:, :1], mem, mask, cache=cache, offset=t)
+    assert not w.mixed, w.mixed
+    assert not w.float64, w.float64
+
+
+def test_tokenizer_save_is_atomic(tmp_path, monkeypatch):
+    """A crash while saving must leave the previous tokenizer file whole (model dirs are atomic)."""
+    from model.tokenizer import SentencePieceTokenizer, SymbolTokenizer, load_tokenizer
+    d = tmp_path / "tok"
+    SymbolTokenizer(list("abc")).save(d)
+    before = (d / "tokenizer.json").read_bytes()
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        SymbolTokenizer(list("xyz")).save(d)
+    assert (d / "tokenizer.json").read_bytes() == before
+    assert sorted(p.name for p in d.iterdir()) == ["tokenizer.json"]  # no temp file left behind
+    monkeypatch.undo()
+
+    sp_dir = tmp_path / "sp"
+    sp = load_tokenizer()  # the shipped sentencepiece model
+    sp.save(sp_dir)
+    good = (sp_dir / "tokenizer.model").read_bytes()
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        SentencePieceTokenizer(good).save(sp_dir)
+    monkeypatch.undo()
+    assert (sp_dir / "tokenizer.model").read_bytes() == good
+    assert load_tokenizer(sp_dir).encode("I go to school.") == sp.encode("I go to school.")

@@ -1,43 +1,29 @@
-"""The scaled dot-product attention page and its helpers (app/attention_lab.py, model/lab.py)."""
+"""The scaled dot-product attention page and its text helpers (app/attention_lab.py). The numbers are
+tested in tests/test_lab.py and tests/test_worked_example.py."""
 from __future__ import annotations
 
-import base64
-import json
 import math
 
 import numpy as np
 import pytest
-import torch
 
 from app import attention_lab as lab
+from app.format import compact, vector
+from app.i18n import t
 from model import lab as mlab
+from model import worked_example as wx
+from tests.apptest_read import figures, title, z_of
 from tests.apptest_util import assert_clean, run_page
 
-Q, K, V = lab.EXAMPLE_Q, lab.EXAMPLE_K, lab.EXAMPLE_V
+Q, K, V = wx.EXAMPLE_Q, wx.EXAMPLE_K, wx.EXAMPLE_V
 
 
 # ---------------------------------------------------------------- helpers
-
-def figures(at) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-
-
-def title(fig: dict) -> str:
-    return fig["layout"].get("title", {}).get("text", "")
-
 
 def fig_by_title(at, text: str) -> dict:
     matches = [f for f in figures(at) if title(f) == text]
     assert matches, [title(f) for f in figures(at)]
     return matches[0]
-
-
-def heat_z(fig: dict) -> np.ndarray:
-    z = fig["data"][0]["z"]
-    if isinstance(z, dict):  # plotly's binary encoding
-        arr = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
-        return arr.reshape([int(s) for s in str(z["shape"]).split(",")])
-    return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)
 
 
 def outlined(fig: dict) -> set[tuple[int, int]]:
@@ -67,125 +53,78 @@ def with_inputs(q=None, k=None, v=None, tokens_q=None, tokens_k=None, lang="en",
     return run_page("attention.py", lang, setup=setup)
 
 
-# ---------------------------------------------------------------- pure helpers
+# ---------------------------------------------------------------- text helpers (app/attention_lab.py)
 
-def test_parse_matrix_accepts_spaces_commas_and_brackets():
-    a = lab.parse_matrix("0.1 0.3 0.5\n0.4, 0.2, 0.6\n", "Q")
-    b = lab.parse_matrix("[[0.1, 0.3, 0.5], [0.4, 0.2, 0.6]]", "Q")
-    c = lab.parse_matrix("  −1e30 ; 2\n\n3\t4  ", "Q")
-    assert a.shape == (2, 3) and np.allclose(a, b)
-    assert c.tolist() == [[-1e30, 2.0], [3.0, 4.0]]
-    assert np.allclose(lab.parse_matrix(lab.matrix_to_text(Q), "Q"), Q)
-
-
-@pytest.mark.parametrize("text, fragment", [
-    ("", "empty"), ("   \n  ", "empty"), ("1 2\n3", "different lengths"), ("1 x 3", "'x' is not a number"),
-    ("nan 1", "not a finite number"), ("1 inf", "not a finite number"), ("-inf", "not a finite number"),
-    ("\n".join(["1"] * 65), "at most 64"), (" ".join(["1"] * 65), "at most 64"),
-])
-def test_parse_matrix_rejects_bad_input_in_both_languages(text, fragment):
-    with pytest.raises(lab.InputProblem) as e:
-        lab.parse_matrix(text, "Q")
-    assert fragment in e.value.problem.en
-    assert e.value.problem.ko and e.value.problem.ko != e.value.problem.en
-
-
-def test_shape_checks():
-    q, k, v = np.ones((2, 3)), np.ones((4, 3)), np.ones((4, 5))
-    assert lab.check_shapes(q, k, v) is None  # cross-attention shapes are fine
-    assert "d_k" in lab.check_shapes(q, np.ones((4, 2)), v).en
-    assert "every key needs" in lab.check_shapes(q, k, np.ones((3, 5))).en
+def test_matrix_text_round_trip():
+    assert lab.matrix_to_text([[0.1, 2.0], [-1e30, 3.5]]) == "0.1 2\n-1e+30 3.5"
+    assert np.allclose(wx.parse_matrix(lab.matrix_to_text(Q), "Q"), Q)
 
 
 def test_tokens_and_labels():
     assert lab.parse_tokens(" 나는 , 학교에,간다 ,, 🙂 ") == ["나는", "학교에", "간다", "🙂"]
     assert lab.labels_for(["a", "b"], 2, "q") == (["a", "b"], True)
     assert lab.labels_for(["a"], 3, "q") == (["q1", "q2", "q3"], False)
+    assert lab.labels_for(["x" * 30], 1, "q")[0] == ["x" * 24]
 
 
 def test_term_by_term_text():
-    assert lab.dot_product_text(Q[0], K[0]) == "0.1×0.2 + 0.3×0.1 + 0.5×0.3 = 0.02 + 0.03 + 0.15 = 0.2"
-    assert lab.dot_product_text(Q[2], K[2]).endswith("= 1.51")  # 0.7·0.9 + 0.8·0.2 + 0.9·0.8
-    long = lab.dot_product_text(np.ones(64), np.ones(64))
+    assert lab.dot_product_text(wx.dot_terms(Q[0], K[0])) == "0.1×0.2 + 0.3×0.1 + 0.5×0.3 = 0.02 + 0.03 + 0.15 = 0.2"
+    assert lab.dot_product_text(wx.dot_terms(Q[2], K[2])).endswith("= 1.51")  # 0.7·0.9 + 0.8·0.2 + 0.9·0.8
+    long = lab.dot_product_text(wx.dot_terms(np.ones(64), np.ones(64)))
     assert "(n = 64)" in long and long.endswith("= 64")
     a = mlab.attention_stages(Q, K, V)
-    assert lab.weighted_sum_text(a.weights[0], V).endswith(lab.fmt_vec(a.output[0]))
-    assert lab.softmax_text(a.scaled[0], 0).endswith(f"= {lab.fmt(a.weights[0, 0])}")
-    assert lab.softmax_text([1.0, -math.inf], 1).endswith("= 0")
-    assert lab.fmt(1e30) == "1e+30" and lab.fmt(-math.inf) == "−∞" and lab.fmt(0.115470) == "0.1155"
+    assert lab.weighted_sum_text(wx.weighted_sum(a.weights[0], V)).endswith(vector(a.output[0]))
+    assert lab.softmax_text(wx.softmax_term(a.scaled[0], 0)).endswith(f"= {compact(a.weights[0, 0])}")
+    assert lab.softmax_text(wx.softmax_term([1.0, -math.inf], 1)).endswith("= 0")
+    assert compact(1e30) == "1e+30" and compact(-math.inf) == "−∞" and compact(0.115470) == "0.1155"
 
 
-def test_stages_match_hand_computation_and_torch():
-    st = mlab.attention_stages(Q, K, V)
-    q, k, v = (np.array(x) for x in (Q, K, V))
-    s = q @ k.T
-    assert st.raw[2, 2] == pytest.approx(0.7 * 0.9 + 0.8 * 0.2 + 0.9 * 0.8) == pytest.approx(1.51)
-    assert np.allclose(st.scaled, s / math.sqrt(3))
-    e = np.exp(s / math.sqrt(3))
-    assert np.allclose(st.weights, e / e.sum(1, keepdims=True))
-    ref = torch.nn.functional.scaled_dot_product_attention(*(torch.tensor(x)[None] for x in (Q, K, V)))[0]
-    assert np.allclose(st.output, ref.numpy())
-    causal = mlab.attention_stages(Q, K, V, causal=True)
-    assert np.isneginf(causal.masked[0, 1]) and causal.weights[0, 0] == 1.0 and causal.weights[0, 2] == 0.0
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_stage_names(lang, monkeypatch):
+    monkeypatch.setattr("app.i18n.lang", lambda: lang)
+    names = [lab.stage_name(s) for s in mlab.STAGE_IDS]
+    assert names == ["S = QKᵀ", "S′ = S / √dₖ", "mask (−∞)" if lang == "en" else "마스크 (−∞)", "A = softmax(S′)",
+                     "O = AV"]
 
 
-def test_huge_values_stay_finite_and_overflow_is_reported():
-    q = np.array([[1e30, 0.0], [0.0, 1.0]])
-    st, problem = lab.safe_stages(q, q, q, causal=False)
-    assert problem is None and np.isfinite(st.weights).all() and np.allclose(st.weights.sum(1), 1)
-    st, problem = lab.safe_stages(q * 1e200, q * 1e200, q, causal=False)  # 1e230 · 1e230 > 1.8e308
-    assert st is None and "too large" in problem.en
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_cell_lines(lang, monkeypatch):
+    monkeypatch.setattr("app.i18n.lang", lambda: lang)
+    w = wx.worked_from_text(lab.matrix_to_text(Q), lab.matrix_to_text(K), lab.matrix_to_text(V), causal=True)
+    lines = lab.cell_lines(wx.cell_trace(w, 0, 1), "나`는", "학교에")
+    assert lines[0] == "**S[나ˋ는, 학교에]** = q1 · k2 = `0.1×0.5 + 0.3×0.7 + 0.5×0.4 = 0.05 + 0.21 + 0.2 = 0.46`"
+    assert lines[1] == "**S′** = S ÷ √3 = `0.46 ÷ 1.732 = 0.2656`"
+    assert lines[2] == t("attention.cell.masked", query_no=1, key_no=2)
+    assert ("mask" if lang == "en" else "마스크") in lines[2]
+    assert lines[3].endswith("`exp(−∞) / (…) = 0`") and len(lines) == 5
+    assert len(lab.cell_lines(wx.cell_trace(w, 1, 0), "a", "b")) == 4  # no mask line for a visible key
 
 
-def test_printed_example_check_flags_the_right_cells():
-    r = lab.example_report()
-    # S: only S[2][0] = 0.7·0.2 + 0.8·0.1 + 0.9·0.3 = 0.49 is printed right
-    assert r.differs["S"].sum() == 8 and not r.differs["S"][2, 0]
-    assert r.rounded["S"][2, 2] == pytest.approx(1.51)
-    # chain: S' follows from printed S / √3; S, A and O do not follow from the stage before
-    assert {n: c.consistent for n, c in r.chain.items()} == {"S": False, "S'": True, "A": False, "O": False}
-    assert r.chain["S"].off.sum() == 8
-    en, ko = lab.chain_verdict(r)
-    assert "S, A, O" in en and "S′" in en and "S, A, O" in ko
-    sentences = lab.chain_sentences(r)
-    assert len(sentences) == 4 and "**consistent**" in sentences[1][0] and "**inconsistent**" in sentences[2][0]
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_chain_check_text(lang, monkeypatch):
+    monkeypatch.setattr("app.i18n.lang", lambda: lang)
+    r = wx.example_report()
+    rows = wx.chain_rows(r)
+    verdict = lab.chain_verdict(r)
+    assert verdict == t("attention.chain.verdict_mixed", bad="S, A, O", good="S′")
+    sentences = lab.chain_sentences(rows)
+    assert len(sentences) == 4
+    ok, off = ("**consistent**", "**inconsistent**") if lang == "en" else ("**일치**", "**불일치**")
+    assert ok in sentences[1] and off in sentences[2] and "S′" in sentences[1]
+    table = lab.chain_table(rows)
+    no, yes = t("attention.chain.inconsistent"), t("attention.chain.consistent")
+    assert [list(row.values())[-1] for row in table] == [no, yes, no, no]
+    assert list(table[0].values())[:3] == ["S", t("attention.chain.source.raw"), "8 / 9"]
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_a_correctly_rounded_example_passes_the_chain_check(seed):
-    """The tolerance must accept any honest example printed to 2 decimals."""
-    g = np.random.default_rng(seed)
-    n, m, d = g.integers(1, 6), g.integers(1, 6), g.integers(1, 8)
-    q, k, v = (np.round(g.uniform(-1, 1, shape), 1) for shape in ((n, d), (m, d), (m, d)))
-    st = mlab.attention_stages(q, k, v)
-    s = np.round(st.raw, 2)
-    s2 = np.round(s / math.sqrt(d), 2)
-    a = np.round(mlab.softmax_rows(s2), 2)
-    o = np.round(a @ v, 2)
-    checks = mlab.check_printed_chain(q, k, v, s, s2, a, o)
-    assert all(c.consistent for c in checks.values()), {n: c.max_abs_diff for n, c in checks.items()}
-
-
-def test_softmax_jacobian_and_scaling_facts():
-    s = np.array([0.3, -1.2, 2.0, 0.5])
-    assert np.allclose(mlab.softmax_jacobian(s), mlab.softmax_jacobian_autograd(s))
-    g = mlab.gradient_vs_scale([1.0, 2.0, 3.0], [1.0, 10.0, 100.0])
-    assert g["max_abs"][0] > g["max_abs"][1] > g["max_abs"][2]
-    raw, scaled = mlab.sample_dot_products(256, 4000, seed=0)
-    assert raw.var() == pytest.approx(256, rel=0.1) and scaled.var() == pytest.approx(1, rel=0.1)
-
-
-def test_additive_scores_and_flops():
-    p = mlab.additive_params(3, 3, 5, seed=1)
-    q, k = torch.tensor(Q, dtype=torch.float64), torch.tensor(K, dtype=torch.float64)
-    e = mlab.additive_scores(q, k, p["w_q"], p["w_k"], p["v"])
-    ref = torch.tensor([[float(p["v"] @ torch.tanh(p["w_q"] @ q[i] + p["w_k"] @ k[j])) for j in range(3)]
-                        for i in range(3)], dtype=torch.float64)
-    assert torch.allclose(e, ref)
-    assert torch.allclose(mlab.additive_scores(q, k, p["w_q"], p["w_k"], p["v"], chunk=2), e)
-    f = mlab.scoring_flops(n=4, m=5, d=3, hidden=2)
-    assert f["dot"] == 2 * 4 * 5 * 3 + 4 * 5
-    assert f["additive"] == 2 * 4 * 3 * 2 + 2 * 5 * 3 * 2 + 4 * 4 * 5 * 2
+def test_chain_verdict_when_all_agree_or_none_do():
+    r = wx.example_report()
+    for c in r.chain.values():
+        c.off[:] = False
+    assert lab.chain_verdict(r) == t("attention.chain.verdict_all")
+    for c in r.chain.values():
+        c.off[:] = True
+    assert lab.chain_verdict(r) == t("attention.chain.verdict_none", bad="S, S′, A, O")
 
 
 # ---------------------------------------------------------------- the page
@@ -196,7 +135,7 @@ def test_page_shows_the_corrected_example(lang):
     assert_clean(at)
     assert not at.error
     s = fig_by_title(at, "S = QKᵀ")
-    assert np.allclose(heat_z(s), np.array(Q) @ np.array(K).T)
+    assert np.allclose(z_of(s), np.array(Q) @ np.array(K).T)
     assert s["data"][0]["text"][2][2] == "1.51"  # not the printed 1.20
     text = page_text(at)
     assert "0.1×0.2 + 0.3×0.1 + 0.5×0.3 = 0.02 + 0.03 + 0.15 = 0.2" in text
@@ -227,7 +166,7 @@ def test_stepper_cell_explorer_and_all_stages():
     text = page_text(at)
     assert "0.7×0.9 + 0.8×0.2 + 0.9×0.8 = 0.63 + 0.16 + 0.72 = 1.51" in text
     assert "1.51 ÷ 1.732 = 0.8718" in text
-    w = heat_z(fig_by_title(at, "A = softmax(S′)"))
+    w = z_of(fig_by_title(at, "A = softmax(S′)"))
     assert np.allclose(w.sum(1), 1) and fig_by_title(at, "A = softmax(S′)")["data"][0]["zmax"] == 1
     by_key(at.toggle, "att_all").set_value(True)
     by_key(at.toggle, "att_causal").set_value(True)
@@ -238,7 +177,7 @@ def test_stepper_cell_explorer_and_all_stages():
         assert name in titles
     masked = fig_by_title(at, "mask (−∞)")
     assert masked["data"][0]["text"][0][1] == "−∞" and masked["data"][0]["text"][1][0] != "−∞"
-    causal_w = heat_z(fig_by_title(at, "A = softmax(S′)"))
+    causal_w = z_of(fig_by_title(at, "A = softmax(S′)"))
     assert np.allclose(np.triu(causal_w, 1), 0) and causal_w[0, 0] == pytest.approx(1)
 
 
@@ -274,7 +213,7 @@ def test_huge_numbers_one_token_and_cross_attention():
     assert s["data"][0]["text"][0] == ["1e+30", "-1e+60"]
     assert s["data"][0]["y"] == ["🙂"] and s["data"][0]["x"] == ["가", "b"]
     add = fig_by_title(at, "Additive weights (h = 16)")
-    assert np.allclose(heat_z(add).sum(1), 1)
+    assert np.allclose(z_of(add).sum(1), 1)
 
 
 def test_sixty_four_tokens_hide_cell_text():
@@ -285,7 +224,7 @@ def test_sixty_four_tokens_hide_cell_text():
     assert_clean(at)
     assert not at.error and not at.warning[:-1]
     s = fig_by_title(at, "S = QKᵀ")
-    assert heat_z(s).shape == (64, 64) and not s["data"][0].get("text")
+    assert z_of(s).shape == (64, 64) and not s["data"][0].get("text")
     assert s["layout"]["height"] <= 900
 
 
@@ -308,3 +247,12 @@ def test_sqrt_dk_section_and_timing():
     assert_clean(at)
     labels = [m.label for m in at.metric]
     assert "dot-product" in labels and "additive (h = 16)" in labels
+
+
+def test_reset_brings_back_the_example_after_bad_input():
+    at = with_inputs(q="1 x")
+    assert at.error
+    by_key(at.button, "att_reset").click()
+    at.run()
+    assert_clean(at)
+    assert not at.error and at.session_state["att_q"] == lab.matrix_to_text(Q)

@@ -1,12 +1,15 @@
-"""The multi-head attention page and the step-by-step helper it relies on (model/lab.py)."""
+"""The multi-head attention page (its numbers come from model/lab.py, tested in tests/test_lab.py)."""
 from __future__ import annotations
 
-import json
+import csv
+import io
 
+import numpy as np
 import pytest
-import torch
 
-from model import lab as mlab
+from app.attention_lab import heads_csv
+from app.i18n import catalogue
+from tests.apptest_read import figures
 from tests.apptest_util import assert_clean, run_page
 
 SHAPE_COL = {"en": "shape (this run)", "ko": "모양 (이번 실행)"}
@@ -29,50 +32,6 @@ def run_with(lang="en", **state):
     return run_page("multihead.py", lang, setup=setup)
 
 
-# ---------------------------------------------------------------- the helper mirrors the module
-
-@pytest.mark.parametrize("D, H, L", [(8, 1, 1), (16, 4, 5), (48, 6, 7), (64, 64, 3)])
-def test_step_by_step_equals_module(D, H, L):
-    mha = mlab.seeded_mha(D, H, seed=3)
-    x = torch.randn(2, L, D, generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        out, steps = mlab.multihead_steps(mha, x)
-        fused, _, _ = mha(x)
-        explicit, w, _ = mha(x, need_weights=True)
-    assert torch.allclose(out, fused, atol=1e-5) and torch.allclose(out, explicit, atol=1e-6)
-    assert torch.allclose(mlab.step_tensor(steps, "weights"), w)
-    shapes = {s.name: s.shape for s in steps}
-    dh = D // H
-    assert shapes["split"] == (2, L, H, dh) and shapes["transpose"] == (2, H, L, dh)
-    assert shapes["scores"] == (2, H, L, L) and shapes["heads"] == (2, H, L, dh) and shapes["output"] == (2, L, D)
-
-
-def test_seeded_weights_do_not_depend_on_heads_or_touch_global_rng():
-    torch.manual_seed(123)
-    before = torch.random.get_rng_state()
-    a, b = mlab.seeded_mha(32, 1, seed=7), mlab.seeded_mha(32, 8, seed=7)
-    assert torch.equal(torch.random.get_rng_state(), before)
-    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
-
-
-def test_flops_do_not_change_with_heads():
-    x = torch.randn(1, 9, 64)
-    counts = []
-    for h in (1, 2, 4, 8, 16, 64):
-        with torch.no_grad():
-            _, steps = mlab.multihead_steps(mlab.seeded_mha(64, h), x)
-        f = mlab.multihead_flops(steps, h)
-        counts.append(f["projections"] + f["scores"] + f["weighted_sum"] + f["output_projection"])
-        assert f["scores"] == 2 * 9 * 9 * 64 and f["softmax_entries"] == h * 81
-    assert len(set(counts)) == 1
-
-
-def test_word_embeddings_are_deterministic():
-    a = mlab.word_embeddings(["나는", "🙂", "나는"], 16)
-    assert torch.equal(a[0], a[2]) and not torch.equal(a[0], a[1])
-    assert torch.equal(a, mlab.word_embeddings(["나는", "🙂", "나는"], 16))
-
-
 # ---------------------------------------------------------------- the page
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
@@ -81,7 +40,7 @@ def test_default_page_shapes(lang):
     assert_clean(at)
     assert not at.error
     assert shapes_shown(at, lang) == expected_shapes(6, 64, 8)
-    figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    figs = figures(at)
     assert len(figs) == 1 + 2  # all heads tiled, then single head vs mean of heads
     assert [a["text"] for a in figs[0]["layout"]["annotations"]] == [
         f"<b>{'head' if lang == 'en' else '헤드'} {h}</b>" for h in range(1, 9)]
@@ -103,14 +62,14 @@ def test_changing_d_and_h_changes_the_shapes():
     at.run()
     assert_clean(at)
     assert shapes_shown(at) == expected_shapes(4, 48, 12)
-    tiles = json.loads(at.get("plotly_chart")[0].proto.spec)
+    tiles = figures(at)[0]
     assert len(tiles["layout"]["annotations"]) == 12
     assert tiles["layout"]["xaxis"]["ticktext"][:4] == ["나는", "학교에", "간다", "🙂"]
     assert tiles["data"][0]["zmin"] == 0 and tiles["data"][0]["zmax"] == 1
     at.selectbox(key="mh_h").set_value(24)  # more than 16 heads: the compact grid plus one labelled head
     at.run()
     assert_clean(at)
-    labelled = json.loads(at.get("plotly_chart")[1].proto.spec)["data"][0]
+    labelled = figures(at)[1]["data"][0]
     assert labelled["x"] == ["나는", "학교에", "간다", "🙂"] and labelled["zmax"] == 1
 
 
@@ -124,13 +83,25 @@ def test_invalid_h_after_changing_d_falls_back_to_a_divisor():
     assert shapes_shown(at)[5] == str([1, H, 6, 24 // H])
 
 
-def test_empty_and_too_long_sentences():
-    at = run_with(mh_sentence="   ")
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_empty_sentence_says_so(lang):
+    at = run_with(lang, mh_sentence="   ")
     assert_clean(at)
-    assert at.error
+    assert [e.value for e in at.error] == [catalogue(lang)["multihead.errors.no_words"]]
+
+
+def test_heads_csv_has_every_head_in_one_table():
+    w = np.random.default_rng(0).dirichlet(np.ones(3), size=(2, 3))  # (H=2, L=3, L=3)
+    rows = list(csv.reader(io.StringIO(heads_csv(w, ["a", "b,c", "<s>"]))))
+    assert rows[0] == ["head", "", "a", "b,c", "<s>"] and len(rows) == 1 + 2 * 3
+    assert [r[:2] for r in rows[1:]] == [["1", "a"], ["1", "b,c"], ["1", "<s>"], ["2", "a"], ["2", "b,c"], ["2", "<s>"]]
+    assert np.allclose(np.array([[float(x) for x in r[2:]] for r in rows[1:]]).reshape(2, 3, 3), w)
+
+
+def test_too_long_sentence():
     at = run_with("ko", mh_sentence=" ".join(f"단어{i}" for i in range(70)), mh_d=16, mh_h=2)
     assert_clean(at)
     assert at.warning and "64" in at.warning[0].value
     assert shapes_shown(at, "ko")[6] == str([1, 2, 64, 64])
-    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    fig = figures(at)[0]
     assert not fig["data"][0].get("text")  # 64×64 maps hide the numbers in their cells

@@ -1,12 +1,18 @@
 """The training page in AppTest (no browser): both languages, a tiny run started from the page and
-followed to the end, stop / delete with confirmation, and clear messages for bad uploads."""
+followed to the end, stop / delete with confirmation, clear messages for bad uploads, damaged or old
+run folders that never crash the page; plus its text helpers (app/train_ui.py)."""
 from __future__ import annotations
 
+import json
+import shutil
 import time
 
 import pytest
 
+from app import i18n
 from app.jobs import get_manager
+from app.train_ui import fmt_duration, plain, status_text
+from model.messages import Message
 from tests.apptest_util import assert_clean, run_page
 
 PAGE = "train.py"
@@ -16,6 +22,10 @@ def texts(at) -> str:
     parts = [e.value for kind in ("markdown", "caption", "info", "success", "warning", "error")
              for e in getattr(at, kind)]
     return "\n".join(str(p) for p in parts)
+
+
+def label(lang: str, key: str, **args) -> str:
+    return i18n.fill(i18n.catalogue(lang)[key], args)
 
 
 def wait_until(at, runs, rid, states, timeout=90):
@@ -28,6 +38,31 @@ def wait_until(at, runs, rid, states, timeout=90):
             return m.summary(rid)
         time.sleep(0.3)
     raise AssertionError(f"{rid}: {m.summary(rid)}\n{m.log_tail(rid)}")
+
+
+# Page runs take about a second each; those that start a real trainer are marked slow.
+GOOD_METRICS = b'{"kind": "train", "step": 10, "loss": 3.0, "lr": 0.001}\n'
+
+
+def fake_run(root, rid="copy-20250101-000000", status=None, metrics: bytes | None = None, job=None):
+    """A finished run folder written by hand (no trainer needed); its status message is the English
+    sentence the previous version stored."""
+    d = root / rid
+    d.mkdir(parents=True)
+    st = {"state": "done", "step": 20, "total_steps": 20, "task": "copy", "message": "finished 20 steps in 1 s",
+          "loss": 2.5, "lr": 1e-3, "val_loss": 2.0, "val_token_acc": 0.5, "val_exact": 0.1,
+          "samples": [{"source": "a b", "target": "a b", "prediction": "a"}]}
+    (d / "status.json").write_text(json.dumps(st) if status is None else status, encoding="utf-8")
+    if metrics is None:
+        metrics = b"".join(json.dumps(r).encode() + b"\n" for r in (
+            {"kind": "train", "step": 10, "loss": 3.0, "lr": 1e-3, "tokens_per_second": 900.0},
+            {"kind": "eval", "step": 10, "val_loss": 2.5, "val_token_acc": 0.3, "val_exact": 0.0},
+            {"kind": "train", "step": 20, "loss": 2.5, "lr": 1e-3, "tokens_per_second": 950.0}))
+    (d / "metrics.jsonl").write_bytes(metrics)
+    (d / "args.json").write_text(json.dumps({"task": "copy", "steps": 20}))
+    if job is not None:
+        (d / "job.json").write_text(job, encoding="utf-8")
+    return d
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
@@ -44,6 +79,7 @@ def test_page_in_both_languages(runs, lang):
     assert ("No runs yet" if lang == "en" else "아직 실행이 없습니다") in texts(at)
 
 
+@pytest.mark.slow
 def test_start_a_tiny_run_and_follow_it(runs):
     at = run_page(PAGE, "en")
     at.number_input(key="train_steps_tiny").set_value(20)
@@ -76,6 +112,7 @@ def test_start_a_tiny_run_and_follow_it(runs):
     assert handed == model_dir or rid in str(at.session_state["insp_model"])
 
 
+@pytest.mark.slow
 def test_stop_then_delete_with_confirmation(runs):
     at = run_page(PAGE, "en")
     at.number_input(key="train_steps_tiny").set_value(5000)
@@ -132,23 +169,111 @@ def test_good_upload_and_a_bad_custom_size(runs):
     assert not any(p.is_dir() for p in runs.glob("*"))
 
 
-def test_figure_helpers_are_pure():
-    from app import train_ui as ui
-    recs = [{"kind": "train", "step": s, "loss": 3.0 / s, "lr": 1e-3 * s, "tokens_per_second": 1000.0}
-            for s in (10, 20)] + [{"kind": "eval", "step": 20, "val_loss": 0.5, "val_token_acc": 0.9,
-                                   "val_exact": 0.4, "samples": []}]
-    fig = ui.loss_figure(recs, title="Loss", train_name="training", val_name="validation", x_title="step",
-                         y_title="loss")
-    assert [t.name for t in fig.data] == ["training", "validation"]
-    assert list(fig.data[0].x) == [10, 20] and list(fig.data[1].y) == [0.5]
-    lr = ui.lr_figure(recs, title="lr", lr_name="learning rate", tps_name="tokens / s", x_title="step")
-    assert lr.layout.yaxis2.title.text == "tokens / s" and lr.layout.yaxis.title.text == "learning rate"
-    cmp = ui.compare_figure({"a": recs, "b": recs[:1]}, "train", "loss", title="t", x_title="x", y_title="y")
-    assert [t.name for t in cmp.data] == ["a", "b"]
-    csv = ui.metrics_csv(recs)
-    assert csv.splitlines()[0] == ",".join(ui.CSV_FIELDS) and len(csv.splitlines()) == 4
-    assert ui.compare_csv({"a": recs, "b": recs}).count("\n") == 7
-    assert ui.fmt_duration(75) == "1 min 15 s" and ui.fmt_duration(75, "ko") == "1분 15초"
-    assert ui.fmt_duration(None) == "–" and ui.fmt_bytes(11_500_000) == "11.5 MB"
-    assert ui.message_ko("stopped at step 12; resume to continue") == "12 스텝에서 멈췄습니다. 이어서 학습할 수 있습니다"
-    assert ui.message_ko("something new") == "something new"
+# -- status.json / job.json holding valid JSON of the wrong shape (a list, a string, a step "abc", samples
+#    that are not objects) crashed the page; a truncated status.json showed a bare "unknown".
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("case", ["metrics-not-utf8", "metrics-not-objects", "status-list", "status-truncated",
+                                  "status-bad-types", "samples-bad", "job-string", "config-list",
+                                  "running-bad-step", "message-unknown-code", "message-bad-args"])
+def test_damaged_run_files_never_crash_the_page(runs, lang, case):
+    kw = {}
+    if case == "metrics-not-utf8":
+        kw["metrics"] = GOOD_METRICS + b"\xff\xfe garbage\n"
+    elif case == "metrics-not-objects":
+        kw["metrics"] = GOOD_METRICS + b"5\n[1]\nnull\n"
+    elif case == "status-list":
+        kw["status"] = "[1, 2]"
+    elif case == "status-truncated":
+        kw["status"] = '{"state": "done", "st'
+    elif case == "status-bad-types":
+        kw["status"] = json.dumps({"state": ["x"], "step": "abc", "total_steps": None, "loss": "1",
+                                   "lr": True, "samples": "x", "message": 7, "task": ["copy"]})
+    elif case == "samples-bad":
+        kw["status"] = json.dumps({"state": "done", "step": 3, "samples": [1, None, {"source": 3}]})
+    elif case == "running-bad-step":  # a vanished trainer whose status holds a damaged step
+        kw["status"] = json.dumps({"state": "running", "step": "abc", "pid": 2 ** 22 + 17})
+        kw["job"] = json.dumps({"id": "copy-20250101-000000", "queued_at": "yesterday", "pid": 2 ** 22 + 17})
+    elif case == "job-string":
+        kw["job"] = '"x"'
+    elif case == "message-unknown-code":  # a newer version's code, or a hand-edited file
+        kw["status"] = json.dumps({"state": "done", "step": 3, "message": {"code": "train.status.nope", "args": {}}})
+    elif case == "message-bad-args":
+        kw["status"] = json.dumps({"state": "done", "step": 3,
+                                   "message": {"code": "train.status.finished", "args": {"total": 3, "seconds": "x"}}})
+    d = fake_run(runs, **kw)
+    if case == "config-list":
+        (d / "config.json").write_text("[1]")
+        fake_run(runs, rid="copy-20250101-000001")  # two runs: the comparison reads both configs
+    at = run_page(PAGE, lang)
+    assert_clean(at)
+    table = at.dataframe[0].value
+    assert d.name in list(table.iloc[:, 0])
+    if case == "status-truncated":
+        text = " ".join(str(e.value) for e in at.info)
+        assert label(lang, "jobs.status.damaged") in text
+        assert table.iloc[0, 2] == label(lang, "jobs.state.unknown")
+    if case == "running-bad-step":
+        assert json.loads((d / "status.json").read_text())["state"] == "stopped"
+    if case == "message-unknown-code":
+        assert plain("train.status.nope") in " ".join(str(e.value) for e in at.success)
+    assert d.is_dir() and (d / "metrics.jsonl").is_file()  # nothing lost
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_an_old_run_with_an_english_message_displays_it_verbatim(runs, lang):
+    """status.json written by the previous version: "message" is an English sentence. It is shown as
+    it is, in both languages, as plain text (Markdown characters escaped), never translated."""
+    old = "cannot resume: /runs/x/checkpoint.pt: damaged or not a *training* checkpoint ($1 [bad zip])"
+    d = fake_run(runs, status=json.dumps({"state": "failed", "step": 20, "total_steps": 40, "task": "copy",
+                                          "message": old}))
+    (d / "checkpoint.pt").write_bytes(b"x")
+    at = run_page(PAGE, lang)
+    assert_clean(at)
+    assert [e.value for e in at.error] == [plain(old)]
+    assert all(b.key != f"resume-{d.name}" for b in at.button)  # an unreadable checkpoint: no Resume
+
+
+@pytest.mark.slow
+def test_double_click_on_start_in_the_page(runs):
+    at = run_page(PAGE, "en")
+    at.number_input(key="train_steps_tiny").set_value(10)
+    at.button(key="train_start").click().run()
+    at.button(key="train_start").click().run()
+    assert_clean(at)
+    assert len([p for p in runs.iterdir() if p.is_dir()]) == 1
+
+
+# -- deleting the runs folder while the server runs made every refresh raise FileNotFoundError
+#    (the queue's lock file lives in it).
+def test_runs_folder_deleted_while_the_page_is_open(runs):
+    fake_run(runs)
+    at = run_page(PAGE, "en")
+    assert_clean(at)
+    shutil.rmtree(runs)
+    at.run()
+    assert_clean(at)
+    assert "No runs yet" in " ".join(str(e.value) for e in at.info)
+    get_manager(str(runs.resolve())).poll()
+    assert runs.is_dir()
+
+
+# -----------------------------------------------------------------------------
+# text helpers (no page run)
+
+@pytest.mark.parametrize("seconds, en, ko", [
+    (75, "1 min 15 s", "1분 15초"), (3725, "1 h 2 min", "1시간 2분"), (9.6, "10 s", "10초"),
+    (None, "–", "–"), (float("nan"), "–", "–"),
+])
+def test_fmt_duration(seconds, en, ko):
+    assert fmt_duration(seconds, "en") == en and fmt_duration(seconds, "ko") == ko
+
+
+def test_status_text(monkeypatch):
+    monkeypatch.setattr(i18n, "lang", lambda: "ko")
+    assert status_text(Message("train.status.stopped", {"at": 12})) == "12 스텝에서 멈췄습니다. 이어서 학습할 수 있습니다"
+    assert status_text(Message("jobs.errors.cannot_resume", {"id": "r", "state": Message("jobs.state.done")})) == \
+        "r 실행은 이어서 학습할 수 없습니다 (상태: 완료)."
+    assert status_text("something new") == "something new"  # an older version's sentence: as it is
+    assert status_text("*x* $y$") == r"\*x\* \$y\$"
+    assert status_text(Message("no.such.code", {"n": 1})) == plain("no.such.code {'n': 1}")
+    assert status_text(None) == ""

@@ -1,6 +1,7 @@
 """SentencePiece and symbol tokenizers: round trips, byte fallback, save/load, errors."""
 import random
 from functools import lru_cache
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +119,12 @@ def test_load_errors(tmp_path):
     with pytest.raises(TokenizerError):
         load_tokenizer(sym)
     assert issubclass(TokenizerError, ValueError)
+
+
+def test_tokenizer_does_not_import_checkpoint():
+    """The atomic writes both need live in model/atomic.py: model.tokenizer never imports model.checkpoint
+    (which imports the tokenizer lazily), so the two no longer import each other."""
+    import ast
+    tree = ast.parse((Path(__file__).resolve().parent.parent / "model" / "tokenizer.py").read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "atomic" in imported and "checkpoint" not in imported and "model.checkpoint" not in imported

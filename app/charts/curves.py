@@ -1,0 +1,101 @@
+"""Curves: one bar builder, one line builder, one histogram builder, and the positional circle."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+
+from app.charts.style import colour, labels as escaped_labels, legend_below, margins, to_np
+
+
+def _axis(log: bool) -> dict:
+    """Log axes label only the powers of ten, written as powers (no '2 5 2' minor ticks, no '1µ')."""
+    return dict(type="log", dtick=1, exponentformat="power") if log else dict(type="linear")
+
+
+def log_coordinate(value: float) -> float:
+    """Annotations on a log axis take log10 coordinates (shapes such as add_vline take data ones)."""
+    return math.log10(value)
+
+
+def bar_chart(labels, values, *, title="", x_title="", y_title="", y_range=None, decimals=3, colors=None,
+              horizontal=False, height=None, text_outside=False) -> go.Figure:
+    """One bar per label with its value written on it. `colors`: one colour or one per bar; `y_range`:
+    the value axis range, or "fit" for 0…max with room for the text above the bars."""
+    vals = to_np(values).ravel()
+    names = escaped_labels(labels)  # a category axis would merge a repeated token into one bar
+    text = [f"{v:.{decimals}f}" for v in vals]
+    marker = colors if colors is not None else colour(0)
+    value_range = [0, max(1e-9, float(vals.max(initial=0))) * 1.18] if y_range == "fit" else y_range
+    position = "outside" if text_outside else "auto"
+    if horizontal:
+        fig = go.Figure(go.Bar(x=vals, y=names, orientation="h", marker_color=marker, text=text, textposition=position))
+        fig.update_yaxes(autorange="reversed", type="category", title=y_title)
+        fig.update_xaxes(title=x_title, range=value_range)
+        height = height or max(240, 26 * len(names) + 80)
+    else:
+        fig = go.Figure(go.Bar(x=names, y=vals, marker_color=marker, text=text, textposition=position))
+        fig.update_xaxes(type="category", title=x_title)
+        fig.update_yaxes(title=y_title, range=value_range)
+        height = height or 300
+    fig.update_layout(title=title, height=height, margin=margins(title, 50 if title else 20))
+    return fig
+
+
+def line_chart(x, series: dict, *, title="", x_title="", y_title="", log_x=False, log_y=False, mode="lines",
+               vline=None, vline_label="", markers: dict | None = None, height=380) -> go.Figure:
+    """Several named curves over a shared x. `vline` draws a dashed marker at that x; `markers`
+    ({name: (xs, ys, texts)}) draws labelled points (e.g. each schedule's peak)."""
+    fig = go.Figure()
+    xs = to_np(x)
+    for i, (name, ys) in enumerate(series.items()):
+        fig.add_trace(go.Scatter(x=xs, y=to_np(ys), mode=mode, name=name, line=dict(color=colour(i), width=2)))
+    if vline is not None:  # a trace, not a shape: shapes and annotations misplace x on log axes
+        ys = np.concatenate([to_np(v).ravel() for v in series.values()]) if series else np.array([])
+        ys = ys[np.isfinite(ys) & ((ys > 0) if log_y else True)]
+        lo, hi = (ys.min(), ys.max()) if ys.size else (0.0, 1.0)
+        fig.add_trace(go.Scatter(x=[vline, vline], y=[lo, hi], mode="lines", name=vline_label,
+                                 line=dict(color="#555", dash="dash", width=1.5)))
+    for name, (mx, my, texts) in (markers or {}).items():
+        fig.add_trace(go.Scatter(x=list(mx), y=list(my), name=name, mode="markers+text", text=list(texts),
+                                 textposition="top center", marker=dict(size=10, symbol="star", color="black")))
+    fig.update_xaxes(title=x_title, **_axis(log_x))
+    fig.update_yaxes(title=y_title, **_axis(log_y))
+    fig.update_layout(title=title, height=height, margin=margins(title, 50 if title else 20), legend=legend_below())
+    return fig
+
+
+def histogram_overlay(series: dict, *, title="", x_title="", y_title="", nbins=80, height=360) -> go.Figure:
+    """Overlaid, semi-transparent histograms of several samples, normalised to probability density."""
+    fig = go.Figure()
+    for i, (name, values) in enumerate(series.items()):
+        fig.add_trace(go.Histogram(x=to_np(values), name=name, nbinsx=nbins, opacity=0.6,
+                                   histnorm="probability density", marker_color=colour(i)))
+    fig.update_layout(barmode="overlay", title=title, height=height, xaxis_title=x_title, yaxis_title=y_title,
+                      margin=margins(title, 50 if title else 20), legend=legend_below())
+    return fig
+
+
+def circle_figure(sin_vals, cos_vals, p: int, k: int, *, title="", pos_label="position", height=420) -> go.Figure:
+    """The (sin, cos) pair of every position as a point on the unit circle; position p and p+k
+    highlighted with an arrow: shifting by k turns the point by the same angle everywhere."""
+    s, c = to_np(sin_vals), to_np(cos_vals)
+    n = len(s)
+    fig = go.Figure()
+    th = np.linspace(0, 2 * np.pi, 200)
+    fig.add_trace(go.Scatter(x=np.sin(th), y=np.cos(th), mode="lines", line=dict(color="#cccccc"),
+                             hoverinfo="skip", showlegend=False))
+    fig.add_trace(go.Scatter(x=s, y=c, mode="markers", marker=dict(size=6, color=np.arange(n),
+                             colorscale="Viridis", colorbar=dict(title=pos_label)),
+                             text=[f"{pos_label} {i}" for i in range(n)], hovertemplate="%{text}<extra></extra>",
+                             showlegend=False))
+    if 0 <= p < n and 0 <= p + k < n:
+        for i, idx in enumerate((p, p + k)):
+            fig.add_trace(go.Scatter(x=[0, s[idx]], y=[0, c[idx]], mode="lines+markers+text",
+                                     line=dict(color=colour(i), width=3), marker=dict(size=[0, 12], color=colour(i)),
+                                     text=["", f"{pos_label} {idx}"], textposition="top center", showlegend=False))
+    fig.update_xaxes(title="sin(p·ω)", range=[-1.3, 1.3], zeroline=True)
+    fig.update_yaxes(title="cos(p·ω)", range=[-1.3, 1.3], scaleanchor="x", zeroline=True)
+    fig.update_layout(title=title, height=height, margin=margins(title, 50 if title else 20))
+    return fig

@@ -1,0 +1,188 @@
+"""Heatmaps: labelled matrices, attention maps on the shared 0…1 scale, every layer × head at a
+glance, several heads tiled, large numeric matrices, and the stages of the attention computation.
+Rows are queries and columns keys in every attention figure."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from app.charts.style import (ATTN_SCALE, DIVERGING, OUTLINE, esc, labels, lift_title, margins, to_np,
+                              value_scale)
+from app.format import compact
+
+TEXT_LIMIT = 16  # heatmaps bigger than this hide the numbers in their cells
+
+
+def cell_text(z: np.ndarray, decimals: int = 2) -> list[list[str]]:
+    """Numbers written in cells: fixed decimals for ordinary sizes, compact for huge values, ±∞, NaN,
+    and a plain 0 for exact zeros (e.g. masked attention weights)."""
+    def one(v):
+        if v == 0:
+            return "0"
+        if np.isfinite(v) and abs(v) < 1e4:
+            return f"{v:.{decimals}f}"
+        return compact(v)
+    return [[one(v) for v in row] for row in z]
+
+
+def matrix_heatmap(values, x_labels=None, y_labels=None, *, title="", x_title="", y_title="",
+                   zmin=None, zmax=None, colorscale=DIVERGING, reversescale=True, decimals=2,
+                   show_text=True, height=None, highlight=None, zmid=None) -> go.Figure:
+    """A labelled heatmap with the numbers written in the cells. `highlight` is an optional
+    boolean matrix; marked cells get a red outline (e.g. cells that differ from a printed value)."""
+    z = to_np(values)
+    n_rows, n_cols = z.shape
+    xs = labels(x_labels if x_labels is not None else [str(j) for j in range(n_cols)])
+    ys = labels(y_labels if y_labels is not None else [str(i) for i in range(n_rows)])
+    fig = go.Figure(go.Heatmap(
+        z=np.where(np.isfinite(z), z, np.nan), x=xs, y=ys,
+        text=cell_text(z, decimals) if show_text else None, texttemplate="%{text}" if show_text else None,
+        colorscale=colorscale, reversescale=reversescale, zmin=zmin, zmax=zmax, zmid=zmid,
+        hovertemplate=f"{y_title} %{{y}} · {x_title} %{{x}}<br>%{{z:.4g}}<extra></extra>",
+        xgap=1, ygap=1,
+    ))
+    if highlight is not None:
+        for i, j in zip(*np.nonzero(np.asarray(highlight, dtype=bool))):
+            fig.add_shape(type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5,
+                          line=dict(color=OUTLINE, width=3), xref="x", yref="y")
+    fig.update_yaxes(autorange="reversed", title=y_title, type="category")
+    fig.update_xaxes(title=x_title, side="top", type="category")
+    fig.update_layout(title=title, margin=margins(title), height=height or max(220, 46 * n_rows + 120))
+    return fig
+
+
+def attention_heatmap(weights, query_labels, key_labels, *, title="", query_title="query",
+                      key_title="key", show_text=None, height=None, highlight=None, decimals=2) -> go.Figure:
+    """Attention weights (Lq, Lk) on the shared 0..1 scale; rows are queries, columns keys."""
+    w = to_np(weights)
+    if show_text is None:
+        show_text = max(w.shape) <= TEXT_LIMIT
+    return matrix_heatmap(w, key_labels, query_labels, title=title, x_title=f"{key_title} →",
+                          y_title=f"{query_title} ↓", zmin=0.0, zmax=1.0, colorscale=ATTN_SCALE,
+                          reversescale=False, show_text=show_text, height=height, highlight=highlight,
+                          decimals=decimals)
+
+
+def head_grid(weights, *, layer_title="layer", head_title="head", gap: int = 1, height=None) -> go.Figure:
+    """All layers × heads at a glance, tiled into ONE heatmap (much faster than subplots).
+    weights: (layers, heads, Lq, Lk)."""
+    w = to_np(weights)
+    n_layers, n_heads, lq, lk = w.shape
+    canvas = np.full((n_layers * lq + (n_layers - 1) * gap, n_heads * lk + (n_heads - 1) * gap), np.nan)
+    for l in range(n_layers):
+        for h in range(n_heads):
+            r, c = l * (lq + gap), h * (lk + gap)
+            canvas[r:r + lq, c:c + lk] = w[l, h]
+    fig = go.Figure(go.Heatmap(z=canvas, colorscale=ATTN_SCALE, zmin=0, zmax=1, hoverongaps=False,
+                               hovertemplate="%{z:.3f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", showticklabels=True, tickmode="array",
+                     tickvals=[l * (lq + gap) + (lq - 1) / 2 for l in range(n_layers)],
+                     ticktext=[f"{layer_title} {l + 1}" for l in range(n_layers)], scaleanchor="x")
+    fig.update_xaxes(side="top", tickmode="array",
+                     tickvals=[h * (lk + gap) + (lk - 1) / 2 for h in range(n_heads)],
+                     ticktext=[f"{head_title} {h + 1}" for h in range(n_heads)])
+    fig.update_layout(margin=margins(top=40), height=height or min(900, 120 + 170 * n_layers),
+                      plot_bgcolor="white")
+    return fig
+
+
+def head_tiles(weights, query_labels, key_labels, *, head_title="head", query_title="query", key_title="key",
+               per_row=4, show_text=None, height=None) -> go.Figure:
+    """Several heads' attention maps (H, Lq, Lk) tiled side by side in ONE heatmap on the shared 0..1
+    scale, with token labels and a title over each head (one heatmap builds far faster than subplots)."""
+    w = to_np(weights)
+    n_heads, lq, lk = w.shape
+    q_labels, k_labels = [esc(q) for q in query_labels], [esc(k) for k in key_labels]
+    per_row = max(1, min(per_row, n_heads))
+    n_block_rows = -(-n_heads // per_row)
+    rows = n_block_rows * lq + (n_block_rows - 1)
+    cols = per_row * lk + (per_row - 1)
+    canvas = np.full((rows, cols), np.nan)
+    text = [["" for _ in range(cols)] for _ in range(rows)]
+    hover = [["" for _ in range(cols)] for _ in range(rows)]
+    if show_text is None:
+        show_text = max(lq, lk) <= 8
+    annotations = []
+    for h in range(n_heads):
+        br, bc = divmod(h, per_row)
+        y0, x0 = br * (lq + 1), bc * (lk + 1)
+        canvas[y0:y0 + lq, x0:x0 + lk] = w[h]
+        for i in range(lq):
+            for j in range(lk):
+                v = w[h, i, j]
+                text[y0 + i][x0 + j] = f"{v:.2f}" if show_text else ""
+                hover[y0 + i][x0 + j] = (f"{head_title} {h + 1}<br>{query_title}: {q_labels[i]}<br>"
+                                         f"{key_title}: {k_labels[j]}<br>{v:.4f}")
+        annotations.append(dict(x=x0 + (lk - 1) / 2, y=y0 - 0.5, yshift=10, text=f"<b>{head_title} {h + 1}</b>",
+                                showarrow=False, xref="x", yref="y", yanchor="bottom"))
+    fig = go.Figure(go.Heatmap(z=canvas, text=text if show_text else None,
+                               texttemplate="%{text}" if show_text else None,
+                               hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", hoverongaps=False,
+                               colorscale=ATTN_SCALE, zmin=0, zmax=1, xgap=1, ygap=1,
+                               colorbar=dict(title=dict(text=""), thickness=14)))
+    fig.update_xaxes(tickmode="array", tickvals=[bc * (lk + 1) + j for bc in range(per_row) for j in range(lk)],
+                     ticktext=[k for _ in range(per_row) for k in k_labels],
+                     title=f"{key_title} →", showgrid=False, zeroline=False, range=[-0.5, cols - 0.5])
+    fig.update_yaxes(tickmode="array", tickvals=[br * (lq + 1) + i for br in range(n_block_rows) for i in range(lq)],
+                     ticktext=[q for _ in range(n_block_rows) for q in q_labels], autorange="reversed",
+                     title=f"{query_title} ↓", showgrid=False, zeroline=False)
+    fig.update_layout(annotations=annotations, plot_bgcolor="rgba(0,0,0,0)", margin=margins(top=40),
+                      height=height or min(1000, 110 + n_block_rows * (lq * 34 + 40)))
+    return fig
+
+
+def numeric_heatmap(z, x=None, y=None, *, title="", x_title="", y_title="", colorscale=DIVERGING,
+                    reversescale=True, zmin=None, zmax=None, zmid=None, height=420, vlines=(),
+                    colorbar_title="") -> go.Figure:
+    """A heatmap for large matrices (numeric axes, no cell text). z: (rows, cols)."""
+    z = to_np(z).astype(np.float32)  # compact: plotly sends float32 arrays as binary
+    x = np.arange(z.shape[1]) if x is None else np.asarray(x)
+    y = np.arange(z.shape[0]) if y is None else np.asarray(y)
+    fig = go.Figure(go.Heatmap(z=z, x=x, y=y, colorscale=colorscale, reversescale=reversescale, zmin=zmin,
+                               zmax=zmax, zmid=zmid, colorbar=dict(title=colorbar_title),
+                               hovertemplate=f"{y_title} %{{y}} · {x_title} %{{x}}<br>%{{z:.4f}}<extra></extra>"))
+    for v in vlines:
+        fig.add_vline(x=v, line=dict(color="black", width=2, dash="dash"))
+    fig.update_yaxes(autorange="reversed", title=y_title)
+    fig.update_xaxes(title=x_title)
+    fig.update_layout(title=title, height=height, margin=margins(title, 50 if title else 20))
+    return fig
+
+
+# ----------------------------------------------------------------------------- attention stages
+
+def stage_height(n_rows: int) -> int:
+    return max(240, 46 * n_rows + 150) if n_rows <= TEXT_LIMIT else min(900, 12 * n_rows + 220)
+
+
+def _title_room(fig: go.Figure) -> go.Figure:
+    """Keep the figure title clear of the key labels on the top axis."""
+    if fig.layout.title.text:
+        fig.update_layout(title=dict(y=0.995, yanchor="top", x=0.0, xanchor="left", font=dict(size=15)),
+                          margin=dict(t=95))
+    return fig
+
+
+def stage_figure(stage: str, values, query_labels, key_labels, *, title: str, query_title: str = "query",
+                 key_title: str = "key", dim_title: str = "dimension", highlight=None, decimals: int = 2) -> go.Figure:
+    """One stage of QKᵀ → ÷√dₖ → mask → softmax → ×V as a labelled heatmap. Rows are queries; columns
+    are keys (value dimensions for the output O). Attention weights use the shared 0..1 scale; scores
+    a diverging scale around 0; the output a scale that fits its signs."""
+    z = to_np(values)
+    show_text = max(z.shape) <= TEXT_LIMIT
+    height = stage_height(z.shape[0])
+    if stage == "weights":
+        return _title_room(attention_heatmap(z, query_labels, key_labels, title=title, query_title=query_title,
+                                             key_title=key_title, show_text=show_text, height=height,
+                                             highlight=highlight, decimals=decimals))
+    if stage == "output":
+        cols, x_title = [f"{j + 1}" for j in range(z.shape[1])], f"{dim_title} →"
+    else:
+        cols, x_title = key_labels, f"{key_title} →"
+    return _title_room(matrix_heatmap(z, cols, query_labels, title=title, x_title=x_title, y_title=f"{query_title} ↓",
+                                      decimals=decimals, show_text=show_text, height=height, highlight=highlight,
+                                      **value_scale(z)))
+
+
+__all__ = ["TEXT_LIMIT", "attention_heatmap", "cell_text", "head_grid", "head_tiles", "lift_title",
+           "matrix_heatmap", "numeric_heatmap", "stage_figure", "stage_height"]

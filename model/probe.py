@@ -1,0 +1,211 @@
+"""Running a model on given ids and collecting what the app's figures need: the seeded demo model
+and padded batch of the masks page, masked scores and their softmax, the three kinds of attention
+of an encoder-decoder, the pieces a model met in training, and per-layer / per-head selections of
+recorded attention. Plain PyTorch and numpy, no streamlit."""
+from __future__ import annotations
+
+import functools
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from .attention import masked_softmax
+from .config import TransformerConfig
+from .masks import causal_mask, combine, pad_batch
+from .messages import UserError
+from .transformer import Intermediates, Transformer
+
+SEED = 0
+MASK_KINDS = ("causal", "padding", "causal_padding")  # the masks page's three views of one sentence
+EXAMPLES_FILE = Path(__file__).resolve().parent.parent / "assets" / "examples.toml"
+
+
+@functools.cache
+def examples() -> dict:
+    """The pages' example sentences (assets/examples.toml): {"inspector": {task: [sentence, ...]},
+    "masks": {"batch": [...], "source": ..., "target": ...}}."""
+    with open(EXAMPLES_FILE, "rb") as f:
+        return tomllib.load(f)
+
+
+# ----------------------------------------------------------------------------- models
+
+def seeded_demo_model(vocab_size: int, seed: int = SEED) -> Transformer:
+    """A small encoder-decoder with seeded random weights (no training), in eval mode: its
+    attention patterns are arbitrary, but the masks and the shapes are exactly those of the real
+    thing. The global random state is left as it was."""
+    cfg = TransformerConfig(vocab_size=vocab_size, d_model=64, n_heads=4, d_ff=256, n_encoder_layers=2,
+                            n_decoder_layers=2, dropout=0.0, max_len=128)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return Transformer(cfg).eval()
+
+
+def training_piece_ids(loaded) -> frozenset[int]:
+    """Token ids a LoadedModel met in training (its task's train split, both sides), to flag pieces
+    it never saw. Empty when the model's task is unknown or it has no tokenizer."""
+    from .corpus import TASKS, task_pairs
+    task = (loaded.meta or {}).get("task")
+    tok = loaded.tokenizer
+    if task not in TASKS or tok is None:
+        return frozenset()
+    seen: set[int] = set()
+    for s, t in task_pairs(task)["train"]:
+        seen.update(tok.encode(s))
+        seen.update(tok.encode(t))
+    return frozenset(seen)
+
+
+# ----------------------------------------------------------------------------- masks, before and after softmax
+
+@dataclass
+class MaskedScores:
+    """One mask applied to one head's pre-softmax scores (all (Lq, Lk), on the CPU)."""
+    mask: torch.Tensor  # True where the query may attend
+    masked: torch.Tensor  # the scores with -inf where the mask forbids
+    weights: torch.Tensor  # softmax of the masked scores: exact zeros where masked
+    n_masked: int  # how many cells the mask forbids
+    max_on_masked: float  # the largest weight on a forbidden cell (0 when the mask works)
+    max_row_error: float  # max |row sum - 1| over rows that may attend somewhere
+
+    @property
+    def size(self) -> int:
+        """Rows (queries) shown: fewer than the batch length for the causal view of a short sentence."""
+        return int(self.mask.shape[0])
+
+
+def apply_mask(scores: torch.Tensor, mask: torch.Tensor) -> MaskedScores:
+    """Masked scores and their softmax (model.attention.masked_softmax), with the numbers that show
+    the mask works: zero weight on masked cells, rows still summing to 1."""
+    scores, mask = scores.float().cpu(), mask.cpu().bool().expand_as(scores)
+    masked = scores.masked_fill(~mask, float("-inf"))  # (Lq, Lk)
+    weights = masked_softmax(scores, mask)  # (Lq, Lk), exact zeros where masked
+    forbidden = ~mask
+    on_masked = float(weights[forbidden].abs().max()) if bool(forbidden.any()) else 0.0
+    live = mask.any(-1)  # (Lq,) rows that may attend somewhere
+    error = float((weights.sum(-1)[live] - 1).abs().max()) if bool(live.any()) else 0.0
+    return MaskedScores(mask, masked, weights, int(forbidden.sum()), on_masked, error)
+
+
+def mask_views(scores: torch.Tensor, keep: torch.Tensor) -> dict[str, MaskedScores]:
+    """The three masks on one sentence of a right-padded batch. scores: (L, L) of one head;
+    keep: (L,) True for the sentence's real tokens.
+        causal          its own n real tokens only: causal_mask(n)
+        padding         every query sees every real key: the <pad> columns are forbidden
+        causal_padding  combine(causal_mask(L), padding): earlier real tokens only"""
+    L = scores.shape[-1]
+    n = int(keep.sum())
+    key_keep = keep.bool()[None, :]  # (1, L): the same key mask for every query
+    return {
+        "causal": apply_mask(scores[:n, :n], causal_mask(n)),
+        "padding": apply_mask(scores, key_keep.expand(L, L)),
+        "causal_padding": apply_mask(scores, combine(causal_mask(L), key_keep)),
+    }
+
+
+@torch.no_grad()
+def first_layer_scores(model: Transformer, ids: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """Pre-softmax scores QK^T/sqrt(d_k) of the first encoder layer, before any mask: (B, H, L, L)."""
+    rec = Intermediates()
+    was_training = model.training
+    model.eval()
+    try:
+        model.encode(ids.to(model.device), keep.to(model.device), rec, details=True)
+    finally:
+        model.train(was_training)
+    return rec.details["encoder_self"][0].scores.float().cpu()
+
+
+@dataclass
+class MaskBatch:
+    """A right-padded batch and the first encoder layer's scores on it."""
+    ids: list[list[int]]  # (B, L) ids, padded with pad_id
+    keep: torch.Tensor  # (B, L) True for real tokens
+    lengths: list[int]  # real tokens per sentence
+    scores: torch.Tensor  # (B, H, L, L) before any mask
+
+    @property
+    def keep_matrix(self) -> np.ndarray:
+        """(B, L) 1.0 for a real token, 0.0 for <pad> (the padding mask as a picture)."""
+        return self.keep.float().numpy()
+
+    def views(self, sentence: int, head: int) -> dict[str, MaskedScores]:
+        """mask_views for one sentence (0-based) and one head (0-based)."""
+        return mask_views(self.scores[sentence, head], self.keep[sentence])
+
+
+def mask_batch(model: Transformer, seqs: Sequence[Sequence[int]], pad_id: int) -> MaskBatch:
+    """Pad the sentences (model.masks.pad_batch) and run the encoder's first layer on them."""
+    ids, keep = pad_batch(seqs, pad_id)
+    return MaskBatch(ids.tolist(), keep, [len(s) for s in seqs], first_layer_scores(model, ids, keep))
+
+
+# ----------------------------------------------------------------------------- the three attentions
+
+@torch.no_grad()
+def attention_maps(model: Transformer, src_ids: list[int], tgt_ids: list[int]) -> dict[str, np.ndarray]:
+    """Every attention of an encoder-decoder model on one (source, decoder input) pair.
+
+    Works for any model.Transformer with architecture "encoder-decoder" (the seeded demo model or a
+    trained one). tgt_ids is the decoder input as fed in training (usually starting with BOS).
+    Returns {kind: (layers, heads, L_query, L_key)} float arrays."""
+    if not src_ids or not tgt_ids:
+        raise UserError("masks.errors.no_tokens")
+    was_training = model.training
+    model.eval()
+    try:
+        dev = model.device
+        out = model(torch.tensor([src_ids], device=dev), torch.tensor([tgt_ids], device=dev),
+                    return_attention=True)
+    finally:
+        model.train(was_training)
+    rec = out.attention
+    return {kind: rec.stack(kind)[:, 0].float().cpu().numpy() for kind in rec.kinds()}
+
+
+def all_heads_matrix(weights) -> np.ndarray:
+    """(layers, H, Lq, Lk) -> (layers * H * Lq, Lk): every head's rows one under the other (CSV)."""
+    w = np.asarray(weights)
+    return w.reshape(-1, w.shape[-1])
+
+
+def max_future_weight(weights) -> float:
+    """The largest weight any query gives a LATER key (0 under a working causal mask).
+    weights: (..., L, L)."""
+    w = np.asarray(weights)
+    return float(np.triu(w, 1).max()) if w.shape[-1] > 1 else 0.0
+
+
+# ----------------------------------------------------------------------------- recorded attention
+
+@torch.inference_mode()
+def forward_attention(model: Transformer, ids: list[int]) -> Intermediates:
+    """One recorded forward pass of an encoder-only or decoder-only model over one sequence."""
+    was_training = model.training
+    model.eval()
+    try:
+        x = torch.tensor([list(ids)], device=model.device)  # (1, L)
+        return model(x, return_attention=True).attention
+    finally:
+        model.train(was_training)
+
+
+def kind_weights(record: Intermediates, kind: str) -> torch.Tensor:
+    """Batch item 0 of one kind of attention: (layers, H, Lq, Lk) float on the CPU."""
+    return record.stack(kind)[:, 0].float().cpu()
+
+
+def pick_map(weights: torch.Tensor, layer: int, head: int) -> torch.Tensor:
+    """One (Lq, Lk) map from (layers, H, Lq, Lk); layer or head -1 averages over them (a mean of
+    rows that sum to 1 still sums to 1)."""
+    w = weights.mean(0) if layer < 0 else weights[layer]  # (H, Lq, Lk)
+    return w.mean(0) if head < 0 else w[head]  # (Lq, Lk)
+
+
+def step_cross_attention(record: Intermediates, layer: int, step: int) -> torch.Tensor:
+    """Decoding step `step`'s cross-attention row in one layer, averaged over heads: (L_src,)."""
+    return record.stack("cross")[layer, 0, :, step].float().cpu().mean(0)

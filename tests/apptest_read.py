@@ -1,0 +1,62 @@
+"""Reading what an AppTest run shows: metrics by label, error texts, rendered text, plotly figures
+and their data."""
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import numpy as np
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def metric(at, startswith: str) -> float:
+    """The value of the first metric whose label starts with `startswith`, as a number."""
+    hits = [v for k, v in metrics(at).items() if k.startswith(startswith)]
+    assert hits, (startswith, list(metrics(at)))
+    return float(hits[0].replace(",", ""))
+
+
+def errors(at) -> list[str]:
+    return [e.value for e in at.error]
+
+
+def figures(at) -> list[dict]:
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def title(fig: dict) -> str:
+    t = fig["layout"].get("title") or {}
+    return t.get("text", "") if isinstance(t, dict) else str(t)
+
+
+def z_of(fig: dict) -> np.ndarray:
+    """The first trace's z, whether plotly sent it as a list or as typed binary (plotly >= 6)."""
+    z = fig["data"][0]["z"]
+    if isinstance(z, dict):
+        arr = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
+        shape = z.get("shape")
+        if isinstance(shape, str):
+            shape = [int(x) for x in shape.split(",")]
+        return arr.reshape(shape) if shape else arr
+    return np.array(z, dtype=float)
+
+
+# CommonMark: a closing `*`/`**` preceded by punctuation and followed by a letter is not a closing
+# delimiter, so Korean particles glued to emphasis (`*정렬(alignment)*이`, `**`x`**을`) show raw stars.
+_BROKEN_EMPHASIS = re.compile(r"(?<=[^\s\w*])\*{1,3}(?=[가-힣])")
+
+
+def rendered_text(at) -> list[str]:
+    """Every Markdown-rendered text of the run: markdown, captions and alert boxes."""
+    return [e.value for kind in ("markdown", "caption", "info", "warning", "error", "success")
+            for e in getattr(at, kind)]
+
+
+def broken_emphasis(at) -> list[str]:
+    """Snippets around emphasis that CommonMark would leave as raw stars (empty when all is well)."""
+    return [m.string[max(0, m.start() - 30):m.end() + 10] for text in rendered_text(at)
+            for m in _BROKEN_EMPHASIS.finditer(text)]

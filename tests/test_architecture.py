@@ -1,0 +1,73 @@
+"""The house rules, checked on the source: computation lives in model/, figures in app/charts/, words in
+the catalogues; pages are thin."""
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = sorted((ROOT / "pages").glob("*.py"))
+MODEL = sorted((ROOT / "model").rglob("*.py"))
+APP = sorted((ROOT / "app").rglob("*.py"))
+HANGUL = re.compile(r"[\uac00-\ud7a3]")
+# Korean that is data, not UI text: the corpus lexicon and the worked example's tokens.
+KOREAN_DATA_OK = {"model/corpus.py", "model/metrics.py", "app/i18n.py", "model/worked_example.py"}
+
+
+def imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+    return out
+
+
+def rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+@pytest.mark.parametrize("path", PAGES, ids=rel)
+def test_pages_do_not_import_torch(path):
+    assert not any(m == "torch" or m.startswith("torch.") for m in imports(path))
+
+
+@pytest.mark.parametrize("path", PAGES, ids=rel)
+def test_pages_define_no_computing_functions(path):
+    """A function in a page may lay out widgets; one that touches numpy, torch or math belongs in model/."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            if names & {"np", "torch", "math", "F"}:
+                bad.append(node.name)
+    assert bad == []
+
+
+@pytest.mark.parametrize("path", MODEL, ids=rel)
+def test_model_knows_no_streamlit_and_no_app(path):
+    mods = imports(path)
+    assert not any(m.split(".")[0] in ("streamlit", "app", "plotly") for m in mods), mods
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "app" / "charts").glob("*.py")), ids=rel)
+def test_charts_are_pure(path):
+    mods = imports(path)
+    assert not any(m.split(".")[0] in ("streamlit", "torch") for m in mods), mods
+
+
+@pytest.mark.parametrize("path", PAGES + APP + MODEL, ids=rel)
+def test_no_inline_translations(path):
+    """One mechanism for two languages: no inline (en, ko) helpers, no Korean UI text in code."""
+    text = path.read_text(encoding="utf-8")
+    assert not re.search(r"(?<![.\w])(tr|explain|fail)\(", text), "inline bilingual text: use t()/text()/error()"
+    if rel(path) not in KOREAN_DATA_OK:
+        assert not HANGUL.search(text), "Korean text in code: move it to app/locales or app/content"
+
+
+def test_no_app_pages_folder():
+    assert not (ROOT / "app" / "pages").exists(), "Streamlit would auto-detect app/pages/"

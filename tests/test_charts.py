@@ -1,0 +1,106 @@
+"""The figure package: pure builders (no Streamlit), one escaping of token labels, one CSV writer."""
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+
+from app.charts import curves, export, headview, heatmaps, style, training
+
+TOKENS = ["<s>", "a&b", "<b>x</b>", "a", "a"]
+RECORDS = [{"kind": "train", "step": s, "loss": 3.0 / s, "lr": 1e-3 * s, "tokens_per_second": 1000.0}
+           for s in (10, 20)] + [{"kind": "eval", "step": 20, "val_loss": 0.5, "val_token_acc": 0.9,
+                                  "val_exact": 0.4, "samples": []}]
+
+
+def _figures_with_tokens():
+    n = len(TOKENS)
+    w = np.full((n, n), 1.0 / n)
+    yield "matrix_heatmap", heatmaps.matrix_heatmap(w, TOKENS, TOKENS)
+    yield "attention_heatmap", heatmaps.attention_heatmap(w, TOKENS, TOKENS)
+    yield "head_tiles", heatmaps.head_tiles(np.stack([w, w]), TOKENS, TOKENS)
+    for stage in ("raw", "weights", "output"):
+        yield f"stage_figure-{stage}", heatmaps.stage_figure(stage, w, TOKENS, TOKENS, title="t")
+    yield "bar_chart", curves.bar_chart(TOKENS, np.arange(n) / n)
+    yield "bar_chart-h", curves.bar_chart(TOKENS, np.arange(n) / n, horizontal=True)
+    yield "head_view", headview.head_view(np.stack([w]), TOKENS, TOKENS, [0])
+    yield "compare_figure", training.compare_figure({"<run>": RECORDS}, "train", "loss", title="", x_title="",
+                                                    y_title="")
+
+
+def _strings(obj):
+    """Every string inside a figure's JSON that a token could have reached."""
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _strings(v)
+
+
+@pytest.mark.parametrize("name,fig", list(_figures_with_tokens()), ids=lambda x: x if isinstance(x, str) else "")
+def test_every_builder_escapes_token_labels(name, fig):
+    """A raw `<s>` is read by plotly as HTML: the label vanishes and the figure is squashed."""
+    texts = list(_strings(json.loads(fig.to_json())["data"])) + list(_strings(json.loads(fig.to_json())["layout"]))
+    joined = "\n".join(texts)
+    assert "<s>" not in joined and "<b>x" not in joined and "a&b" not in joined
+    assert "&lt;s&gt;" in joined or "&lt;run&gt;" in joined
+
+
+def test_labels_escape_and_stay_distinct():
+    out = style.labels(TOKENS)
+    assert out[0] == "&lt;s&gt;" and out[1] == "a&amp;b"
+    assert len(set(out)) == len(out) and out[3] == "a" and "(2)" in out[4]
+
+
+def test_bar_chart_keeps_repeated_tokens_apart():
+    for horizontal in (True, False):
+        fig = curves.bar_chart(["a", "a", "b"], [0.2, 0.3, 0.5], horizontal=horizontal)
+        cats = fig.data[0].y if horizontal else fig.data[0].x
+        assert len(set(cats)) == 3
+
+
+def test_log_axes_label_only_powers_of_ten():
+    fig = curves.line_chart([1, 10, 100], {"y": [1e-6, 1e-3, 1]}, log_x=True, log_y=True)
+    assert fig.layout.xaxis.type == "log" and fig.layout.xaxis.dtick == 1
+    assert fig.layout.yaxis.exponentformat == "power"
+
+
+def test_value_scale_follows_the_signs():
+    assert style.value_scale(np.array([[0.1, 0.9]]))["colorscale"] == style.SEQUENTIAL
+    signed = style.value_scale(np.array([[-2.0, 1.0]]))
+    assert signed["colorscale"] == style.DIVERGING and signed["zmin"] == -2.0 and signed["zmid"] == 0
+
+
+def test_exact_zeros_are_written_as_zero():
+    text = heatmaps.cell_text(np.array([[0.0, 0.25, -np.inf, 1e30]]))
+    assert text == [["0", "0.25", "−∞", "1e+30"]]
+
+
+def test_training_figures_are_pure():
+    fig = training.loss_figure(RECORDS, title="Loss", train_name="training", val_name="validation",
+                               x_title="step", y_title="loss")
+    assert [t.name for t in fig.data] == ["training", "validation"]
+    assert list(fig.data[0].x) == [10, 20] and list(fig.data[1].y) == [0.5]
+    lr = training.lr_figure(RECORDS, title="lr", lr_name="learning rate", tps_name="tokens / s", x_title="step")
+    assert lr.layout.yaxis2.title.text == "tokens / s" and lr.layout.yaxis.title.text == "learning rate"
+    cmp = training.compare_figure({"a": RECORDS, "b": RECORDS[:1]}, "train", "loss", title="t", x_title="x",
+                                  y_title="y")
+    assert [t.name for t in cmp.data] == ["a", "b"]
+
+
+def _parse(text: str) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(text)))
+
+
+def test_one_csv_writer_quotes_what_needs_quoting():
+    rows = _parse(export.matrix_csv([[1.0, 0.5]], ['say "hi", then', "x"], ["a,b", "c\nd"]))
+    assert rows == [["", "a,b", "c\nd"], ['say "hi", then', "1.0", "0.5"]]
+    assert _parse(export.rows_csv([{"k": "a,b", "v": 1}])) == [["k", "v"], ["a,b", "1"]]
+    assert _parse(export.series_csv("x", [1, 2], {"y,1": [3.0, 4.0]})) == [["x", "y,1"], ["1", "3.0"], ["2", "4.0"]]
+    metrics = _parse(export.metrics_csv(RECORDS))
+    assert metrics[0] == list(export.METRIC_FIELDS) and len(metrics) == 4
+    assert export.compare_csv({"a": RECORDS, "b": RECORDS}).count("\n") == 7

@@ -1,0 +1,140 @@
+"""The masks page through AppTest, both languages: the three masks before and after softmax, the three
+kinds of attention, the architecture table, bad input, and models the page cannot use."""
+import numpy as np
+import pytest
+import torch
+
+from app.resources import SHIPPED
+from tests.apptest_read import errors, figures, metric, title, z_of
+from tests.apptest_util import assert_clean, run_page
+
+
+def run_with_model(tmp_path, monkeypatch, name: str, make, lang="en"):
+    """The page with one run folder `name` (made by make(folder)) picked in the model selector."""
+    monkeypatch.setenv("ATLAS_RUNS_DIR", str(tmp_path / "runs"))
+    make(tmp_path / "runs" / name / "model")
+    return run_page("masks.py", lang, setup=lambda a: a.session_state.__setitem__("mask_model", f"run: {name}"))
+
+
+@pytest.mark.slow
+def test_masks_page_en():
+    at = run_page("masks.py", "en")
+    assert_clean(at)
+    caps = [c.value for c in at.caption if "largest weight on a masked cell" in c.value]
+    assert len(caps) == 3 and all("**0** (exactly zero)" in c for c in caps)
+    assert metric(at, "decoder self: largest weight on a future token") == 0.0
+    figs = figures(at)
+    weights = [f for f in figs if title(f).startswith("softmax")]
+    scores = [f for f in figs if title(f).startswith("scores after the mask")]
+    assert len(weights) == 3 and len(scores) == 3
+    for w, s in zip(weights, scores):
+        zw, zs = z_of(w), z_of(s)
+        masked = np.isnan(zs)  # −∞ scores are drawn as empty cells
+        assert masked.any()
+        assert (zw[masked] == 0).all()  # exactly zero after the softmax
+        assert np.allclose(zw.sum(-1), 1, atol=1e-6)
+    # the causal one: upper triangle masked
+    zc = z_of(scores[0])
+    assert np.isnan(zc[np.triu_indices(zc.shape[0], 1)]).all() and not np.isnan(np.diag(zc)).any()
+    # cross-attention: target queries on rows, source keys on columns
+    at.radio(key="kind").set_value("cross").run()
+    assert_clean(at)
+    cross = next(f for f in figures(at) if title(f).startswith("encoder–decoder attention"))
+    assert cross["layout"]["yaxis"]["title"]["text"].startswith("target (query)")
+    assert cross["layout"]["xaxis"]["title"]["text"].startswith("source (key)")
+    assert z_of(cross).shape == (5, 6)  # <s> + 4 target pieces × 6 source pieces
+    # the seeded, untrained model (the default when no trained EN→KO model ships with the app):
+    # its option value is the language-free id "seeded", shown with a translated label
+    picker = at.selectbox(key="mask_model")
+    assert "seeded, untrained model" in picker.options
+    picker.set_value("seeded").run()
+    assert_clean(at)
+    assert any("untrained" in c.value for c in at.caption)
+    assert metric(at, "decoder self: largest weight on a future token") == 0.0
+    table = at.dataframe[-1].value
+    assert list(table.iloc[:, 0]) == ["encoder-only", "decoder-only", "encoder-decoder"]
+    assert table.iloc[2, 1] == "63,082,496"  # paper_base, same as the overview page
+
+
+def test_masks_page_ko_bad_input():
+    at = run_page("masks.py", "ko")
+    assert_clean(at)
+    assert at.title[0].value == "마스크와 세 가지 어텐션"
+    assert at.radio(key="kind").options == ["인코더 셀프 어텐션 (전체 → 전체)",
+                                            "마스크드 디코더 셀프 어텐션 (과거와 현재)",
+                                            "인코더–디코더 어텐션 (타깃 → 소스)"]
+    lines = ["😀 🎉", "", "하나"] + [f"sentence {i}" for i in range(8)] + [" ".join(["word"] * 64)]
+    at.text_area(key="mask_batch").set_value("\n".join(lines))
+    at.text_input(key="kind_tgt").set_value("   ")
+    at.run()
+    assert_clean(at)
+    assert any("6개 문장만" in w.value for w in at.warning)
+    assert any("타깃 문장" in e for e in errors(at))
+    at.text_area(key="mask_batch").set_value("\n\n").run()
+    assert_clean(at)
+    assert any("문장을 하나 이상" in e for e in errors(at))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_every_kind_and_tab_in_both_languages(lang):
+    at = run_page("masks.py", lang, setup=lambda a: a.session_state.__setitem__("mask_model", "seeded"))
+    assert_clean(at)
+    assert len(at.tabs) >= 3
+    at.selectbox(key="mask_which").set_value(2).run()  # the longest sentence: no padding to show
+    assert_clean(at)
+    assert at.info, "the padding tab says the longest sentence has no padding"
+    for kind in ("encoder_self", "decoder_self", "cross"):
+        at.radio(key="kind").set_value(kind).run()
+        assert_clean(at)
+    table = at.dataframe[-1].value
+    assert len(table) == 3 and len(table.columns) == 6
+
+
+def _one_by_one(folder):
+    """An encoder-decoder model with 1 layer and 1 head, as the training page allows (N = 1, h = 1)."""
+    from model.checkpoint import save_model_dir
+    from model.config import TransformerConfig
+    from model.tokenizer import load_tokenizer
+    from model.transformer import Transformer
+
+    tok = load_tokenizer()
+    cfg = TransformerConfig(vocab_size=tok.vocab_size, d_model=16, n_heads=1, d_ff=32, n_encoder_layers=1,
+                            n_decoder_layers=1, dropout=0.0, max_len=64)
+    torch.manual_seed(0)
+    save_model_dir(folder, Transformer(cfg).eval(), tok, meta={"task": "en-ko"})
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_masks_page_with_a_one_layer_one_head_model(tmp_path, monkeypatch, lang):
+    """st.slider(1, 1) raises StreamlitInvalidMinMaxError: the head and layer pickers must not be
+    sliders when there is only one head or layer."""
+    at = run_with_model(tmp_path, monkeypatch, "one", _one_by_one, lang)
+    assert_clean(at)
+    assert at.selectbox(key="mask_model").value == "run: one"
+    assert not [s for s in at.slider if s.key in ("mask_head", "kind_layer", "kind_head")]
+    assert any("(하나뿐)" in c.value if lang == "ko" else "(the only one)" in c.value for c in at.caption)
+    for kind in ("decoder_self", "cross"):
+        at.radio(key="kind").set_value(kind).run()
+        assert_clean(at)
+
+
+def test_a_damaged_model_falls_back_to_the_seeded_one(tmp_path, monkeypatch):
+    """A broken checkpoint gets a clear message (with the technical detail) and the seeded model."""
+    def damaged(folder):
+        _one_by_one(folder)
+        (folder / "model.safetensors").write_bytes(b"\x00garbage" * 10)
+
+    at = run_with_model(tmp_path, monkeypatch, "broken", damaged)
+    assert_clean(at)
+    shown = errors(at)
+    assert shown and "Could not load “run: broken”" in shown[0] and "model.safetensors" in shown[0]
+    assert any("seeded random weights" in c.value for c in at.caption)
+
+
+@pytest.mark.skipif(not (SHIPPED["lm"] / "config.json").is_file(), reason="the shipped lm model is not built")
+def test_a_decoder_only_model_falls_back_to_the_seeded_one():
+    at = run_page("masks.py", "ko", setup=lambda a: a.session_state.__setitem__("mask_model", "lm"))
+    assert_clean(at)
+    assert any("인코더–디코더 모델이 아니어서" in w.value for w in at.warning)
+    assert any("시드 고정 무작위 가중치" in c.value for c in at.caption)
