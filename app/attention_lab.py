@@ -10,7 +10,8 @@ import numpy as np
 from app.charts.export import csv_text
 from app.format import compact, vector
 from app.i18n import t
-from model.worked_example import ChainRow, CellTrace, DotTerms, ExampleReport, SoftmaxTerm, WeightedSum
+from model.worked_example import (PRINTED_DECIMALS, ChainRow, CellTrace, DotTerms, ExampleReport, SoftmaxTerm,
+                                  WeightedSum)
 
 # the printed matrices' names as they are shown (S′ with a prime, not an apostrophe)
 DISPLAY = {"S": "S", "S'": "S′", "A": "A", "O": "O"}
@@ -39,6 +40,21 @@ def labels_for(tokens: list[str], n: int, prefix: str) -> tuple[list[str], bool]
     if len(tokens) == n:
         return [tok[:LABEL_LIMIT] for tok in tokens], True
     return [f"{prefix}{i + 1}" for i in range(n)], False
+
+
+def valid_index(value, size: int) -> int:
+    """The index a picker over range(size) labelled "N: ..." or "#N: ..." should show, from whatever
+    session state holds. An index in range is kept. When the picker's options changed (rows removed,
+    tokens or sentences typed), the browser may still report the label it showed, e.g. "4: q4", and
+    Streamlit then hands back that label, a str: its number N is used when still in range. Anything
+    else falls back to 0."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if 0 <= value < size else 0
+    if isinstance(value, str):
+        number = re.match(r"\s*#?(\d+):", value)
+        if number and 1 <= int(number.group(1)) <= size:
+            return int(number.group(1)) - 1
+    return 0
 
 
 def heads_csv(weights, labels: list[str]) -> str:
@@ -93,7 +109,15 @@ def cell_lines(c: CellTrace, q_label: str, k_label: str) -> list[str]:
     return lines
 
 
-# ---------------------------------------------------------------- the printed example's chain check
+# ---------------------------------------------------------------- the printed example: exercise and chain check
+
+def cell_options(name: str, printed, row_labels: list[str], col_labels: list[str],
+                 decimals: int = PRINTED_DECIMALS) -> dict[int, str]:
+    """{flat cell index (row * columns + column): 'S[q1, k2] = 0.41'} for picking cells of a printed matrix."""
+    p = np.asarray(printed, float)
+    return {i * p.shape[1] + j: f"{name}[{row_labels[i]}, {col_labels[j]}] = {p[i, j]:.{decimals}f}"
+            for i in range(p.shape[0]) for j in range(p.shape[1])}
+
 
 def chain_table(rows: list[ChainRow]) -> list[dict]:
     """The chain check as table rows with translated headers and verdicts."""

@@ -1,12 +1,19 @@
 """Text helpers for the attention inspector (no st.* calls, no computation): token labels, input
-cleaning and the rows of its tables, with translated column headers."""
+cleaning, the words a model never saw, the model card's facts and the rows of its tables, all with
+translated labels."""
 from __future__ import annotations
 
 import math
+import secrets
 
-from app.i18n import t
+from app.format import fixed, percent
+from app.i18n import catalogue, lang, t
+from app.resources import device_text
+from model.card import PAPER_BLEU_EN_DE, CardFacts
+from model.vocabulary import case_variant
 
 MAX_CHARS = 2000
+MAX_SEED = 2**31 - 1
 STATS = ("entropy", "entropy_norm", "mean_distance", "diagonal", "previous", "first", "last", "max_weight")
 
 
@@ -37,10 +44,149 @@ def token_table(ids: list[int], pieces: list[str], tokenizer, seen: frozenset[in
             for i, (tid, piece) in enumerate(zip(ids, pieces))]
 
 
-def unseen(ids: list[int], pieces: list[str], tokenizer, seen: frozenset[int]) -> list[str]:
-    """Pieces the model never met in training (byte-fallback pieces included)."""
-    specials = {tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id}
-    return [p for i, p in zip(ids, pieces) if i not in specials and i not in seen]
+def known_label(key: str, fallback: str) -> str:
+    """t(key) when the catalogue has it, else `fallback` (a group or kind added to the data before its label)."""
+    return t(key) if key in catalogue(lang()) else fallback
+
+
+def code(text: str) -> str:
+    """Text as a Markdown code span (a backtick inside cannot close it)."""
+    return f"`{text.replace('`', 'ʼ')}`"
+
+
+def unknown_list(unknown: list[str], known: frozenset[str]) -> str:
+    """The words a model never saw, for a message: `you` (it knows `You`), `🐈`."""
+    out = []
+    for word in unknown:
+        variant = case_variant(word, known)
+        out.append(t("inspector.unknown_case", word=code(word), known=code(variant)) if variant else code(word))
+    return ", ".join(out)
+
+
+def fresh_seed(current: int | None) -> int:
+    """A new sampling seed for the "new seed" button: random, never the current one."""
+    while True:
+        seed = secrets.randbelow(1_000_000)
+        if seed != current:
+            return seed
+
+
+def append_word(text: str, word: str) -> str:
+    """The sentence box after clicking a word: a space before it (none before a punctuation mark),
+    a capital letter when it starts a sentence."""
+    text = (text or "").rstrip()
+    if not word:
+        return text
+    if not word[0].isalnum():
+        return text + word
+    if not text or text[-1] in ".!?":
+        word = word[:1].upper() + word[1:]
+    return f"{text} {word}" if text else word
+
+
+def example_lines(groups: list[tuple[str, list[str]]]) -> str:
+    """Markdown: one line per kind of sentence, its label, then its examples as code."""
+    return "\n".join(f"- **{known_label(f'inspector.example_kind.{kind}', kind)}**: "
+                      + " · ".join(code(s) for s in sentences) for kind, sentences in groups)
+
+
+# ----------------------------------------------------------------------------- the model card
+
+def layers_text(facts: CardFacts) -> str:
+    enc, dec = facts.n_encoder_layers, facts.n_decoder_layers
+    if enc and dec:
+        return t("inspector.card.layers_enc_dec", enc=enc, dec=dec)
+    return t("inspector.card.layers_dec", dec=dec) if dec else t("inspector.card.layers_enc", enc=enc)
+
+
+def task_text(task: str | None) -> str:
+    return known_label(f"train.task.{task}", task) if task else t("inspector.card.unknown")
+
+
+def arch_text(facts: CardFacts) -> str:
+    return known_label(f"inspector.arch.{facts.architecture}", facts.architecture)
+
+
+def score_text(facts: CardFacts) -> str | None:
+    """The headline test score, saying what it is: character BLEU on the synthetic test split (not
+    the paper's BLEU), or a language model's perplexity; None when the model has no test scores."""
+    s = facts.scores
+    if "bleu_beam4" in s and "exact_match_beam4" in s:
+        key = "inspector.card.score_translation" if facts.character_bleu else "inspector.card.score_translation_plain"
+        return t(key, exact=s["exact_match_beam4"], bleu=s["bleu_beam4"], paper=PAPER_BLEU_EN_DE)
+    if "test_perplexity" in s and "test_next_token_accuracy" in s:
+        return t("inspector.card.score_lm", ppl=s["test_perplexity"], acc=s["test_next_token_accuracy"])
+    return None
+
+
+def score_note(facts: CardFacts) -> str | None:
+    """What the Korean translation scores measure, under the card's table (None without them)."""
+    return t("inspector.card.score_note", paper=PAPER_BLEU_EN_DE) if facts.character_bleu else None
+
+
+def summary(facts: CardFacts) -> list[str]:
+    """The short facts beside the model's name."""
+    out = [arch_text(facts), f"d_model={facts.d_model}", f"h={facts.n_heads}", layers_text(facts),
+           t("inspector.card.parameters", n=facts.parameters)]
+    if facts.task:
+        out.append(t("inspector.card.task", task=task_text(facts.task)))
+    score = score_text(facts)
+    return out + ([score] if score else [])
+
+
+def _score_value(name: str, value: float) -> str:
+    if name.startswith("exact_match") or name.endswith("accuracy"):
+        return percent(value)
+    if name.startswith("bleu"):
+        return fixed(value, 1)
+    if name == "test_sentences":
+        return f"{value:,.0f}"
+    return fixed(value, 3)
+
+
+def card_rows(facts: CardFacts) -> list[dict]:
+    """The model card's key facts as a two-column table in the current language."""
+    fact, value = t("inspector.card.col_fact"), t("inspector.card.col_value")
+    unknown = t("inspector.card.unknown")
+    norm = t(f"train.norm.{'pre' if facts.norm_first else 'post'}")
+    rows = [("task", task_text(facts.task)),
+            ("architecture", t("inspector.card.arch_value", arch=arch_text(facts), norm=norm,
+                               positional=known_label(f"train.positional.{facts.positional}", facts.positional))),
+            ("size", t("inspector.card.size_value", d_model=facts.d_model, n_heads=facts.n_heads, d_ff=facts.d_ff,
+                       layer_text=layers_text(facts), vocab=facts.vocab_size, params=facts.parameters))]
+    r = facts.recipe
+    rows.append(("recipe", t("inspector.card.recipe_value", b1=r.betas[0], b2=r.betas[1], eps=r.eps, warmup=r.warmup,
+                             factor=r.lr_factor, ls=facts.label_smoothing, dropout=facts.dropout,
+                             batch=r.batch_size, seed=r.seed) if r else unknown))
+    if facts.steps is None:
+        training = unknown
+    elif facts.train_seconds is None:
+        training = t("inspector.card.training_steps", steps=facts.steps)
+    else:
+        training = t("inspector.card.training_value", steps=facts.steps, minutes=facts.train_seconds / 60)
+    rows += [("training", training), ("device", device_text(facts.device) or unknown)]
+    table = [{fact: t(f"inspector.card.row.{name}"), value: text} for name, text in rows]
+    for name, v in facts.scores.items():
+        plain = name.startswith("bleu_") and not name.startswith("bleu_words") and not facts.character_bleu
+        key = f"inspector.score.{'bleu_plain_' + name[5:] if plain else name}"
+        if key in catalogue(lang()):
+            table.append({fact: t(key), value: _score_value(name, v)})
+    return table
+
+
+# ----------------------------------------------------------------------------- a language model, position by position
+
+def position_rows(ids: list[int], cands, piece) -> list[dict]:
+    """model.probe.lm_position_candidates over `ids` as table rows; piece(id) gives a token's text."""
+    col = {k: t(f"inspector.pos_table.{k}") for k in ("position", "token", "next", "probability", "rank", "first")}
+    rows = []
+    for c in cands:
+        first, first_p = c.top[0]
+        rows.append({col["position"]: c.position + 1, col["token"]: label(piece(ids[c.position])),
+                     col["next"]: label(piece(c.actual)) if c.actual is not None else None,
+                     col["probability"]: _rounded(c.actual_prob), col["rank"]: c.actual_rank,
+                     col["first"]: f"{label(piece(first))} ({first_p:.3f})"})
+    return rows
 
 
 def _rounded(v) -> float | None:

@@ -7,14 +7,32 @@ import streamlit as st
 
 from app.jobs import runs_dir  # one rule for where runs live: $ATLAS_RUNS_DIR or runs/
 
+from app.i18n import t
 from model.config import PRESETS, TransformerConfig
-from model.device import best_device, describe_device
+from model.device import DeviceParts, best_device, device_parts, parse_description
 from model.transformer import count_parameters
 
 
 @st.cache_resource(show_spinner=False)
-def device_description() -> str:
-    return describe_device(best_device())
+def _device_parts(device: str | None) -> DeviceParts:
+    import torch
+    return device_parts(torch.device(device) if device else best_device())
+
+
+def device_text(parts: DeviceParts | str | None) -> str:
+    """A device in the current language: DeviceParts, or a description as the trainer recorded it
+    (model.device.describe_device); a description it cannot read is shown as it is."""
+    if isinstance(parts, str):
+        parts = parse_description(parts) or parts
+    if not isinstance(parts, DeviceParts):
+        return parts or ""
+    return t(f"device.{parts.kind}", name=parts.name, memory=parts.memory_gib, threads=parts.threads,
+             machine=parts.machine)
+
+
+def device_description(device=None) -> str:
+    """The compute device (default: the one the app uses), in the current language."""
+    return device_text(_device_parts(str(device) if device is not None else None))
 
 
 @st.cache_data(show_spinner=False)
@@ -77,15 +95,26 @@ def load_model(path: Path):
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _training_pieces(path: str, stamp: float) -> frozenset[int]:
-    from model.probe import training_piece_ids
-    return training_piece_ids(load_model(Path(path)))
+def _vocabulary(path: str, stamp: float):
+    from model.vocabulary import model_vocabulary
+    return model_vocabulary(load_model(Path(path)))
 
 
-def training_pieces(path: Path) -> frozenset[int]:
-    """Token ids the model met in training (its task's train split), to flag unseen pieces; cached
-    per version of the weights."""
-    return _training_pieces(str(path), _stamp(Path(path)))
+def vocabulary(path: Path):
+    """What the model's input side met in training (model.vocabulary.Vocabulary: token ids, words, a
+    palette); cached per version of the weights."""
+    return _vocabulary(str(path), _stamp(Path(path)))
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _card(path: str, stamp: float):
+    from model.card import card_facts
+    return card_facts(load_model(Path(path)))
+
+
+def card(path: Path):
+    """The model's key facts (model.card.CardFacts), cached per version of the weights."""
+    return _card(str(path), _stamp(Path(path)))
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -109,3 +138,15 @@ def forward_pass(path: Path, ids: list[int]):
     """The attention (Intermediates) of one recorded forward pass of an encoder-only or decoder-only
     model, cached per (model version, ids)."""
     return _forward_pass(str(path), _stamp(Path(path)), tuple(ids))
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _lm_positions(path: str, stamp: float, ids: tuple[int, ...], k: int):
+    from model.probe import lm_position_candidates
+    return lm_position_candidates(load_model(Path(path)).model, list(ids), k)
+
+
+def lm_positions(path: Path, ids: list[int], k: int = 5):
+    """A decoder-only model's next-token candidates at every position of ids, cached per (model
+    version, ids, k)."""
+    return _lm_positions(str(path), _stamp(Path(path)), tuple(ids), k)

@@ -6,6 +6,7 @@ import re
 import streamlit as st
 
 from app.charts.export import matrix_csv
+from app.charts.style import toolbar_room
 from app.i18n import Message, UserError, prose, say, t
 
 # Toolbar with the PNG download button always visible; numbers come as CSV beside the figure.
@@ -16,9 +17,14 @@ def _slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", s).strip("-").lower() or "figure"
 
 
+def plot(fig, *, key: str | None = None) -> None:
+    """Draw a plotly figure with the app's toolbar (PNG download), its title clear of the toolbar."""
+    st.plotly_chart(toolbar_room(fig), config=PLOT_CONFIG, key=key)
+
+
 def show_figure(fig, *, name: str, csv: str | None = None, key: str | None = None) -> None:
     """Draw a plotly figure (PNG download from its toolbar) and a CSV download of its numbers."""
-    st.plotly_chart(fig, config=PLOT_CONFIG, key=key)
+    plot(fig, key=key)
     if csv is not None:
         st.download_button(t("common.download_csv"), csv, file_name=f"{_slug(name)}.csv", mime="text/csv",
                            key=f"csv-{key or _slug(name)}")

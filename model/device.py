@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 import platform
+import re
+from dataclasses import dataclass
 
 import torch
 
@@ -33,13 +35,56 @@ def best_device() -> torch.device:
     return torch.device("cpu")
 
 
-def describe_device(device: torch.device | None = None) -> str:
-    """A short human-readable description, e.g. 'CPU · 2 threads (x86_64)'."""
+@dataclass(frozen=True)
+class DeviceParts:
+    """What describe_device says, as parts a page can translate."""
+    kind: str  # "cuda", "mps" or "cpu"
+    name: str = ""  # the GPU's name (cuda)
+    memory_gib: float = 0.0  # the GPU's memory (cuda)
+    threads: int = 0  # torch threads (cpu)
+    machine: str = ""  # platform.machine() (mps, cpu)
+
+
+def device_parts(device: torch.device | None = None) -> DeviceParts:
+    """The parts of a device's description: kind, GPU name and memory, CPU threads, machine."""
     device = device or best_device()
     if device.type == "cuda":
         idx = device.index if device.index is not None else torch.cuda.current_device()
         props = torch.cuda.get_device_properties(idx)
-        return f"CUDA · {props.name} ({props.total_memory / 2**30:.0f} GiB)"
+        return DeviceParts("cuda", name=props.name, memory_gib=props.total_memory / 2**30)
     if device.type == "mps":
-        return f"Apple MPS · {platform.machine()}"
-    return f"CPU · {torch.get_num_threads()} threads ({platform.machine()})"
+        return DeviceParts("mps", machine=platform.machine())
+    return DeviceParts("cpu", threads=torch.get_num_threads(), machine=platform.machine())
+
+
+def format_parts(parts: DeviceParts) -> str:
+    """The English one-line form written into run files and model cards."""
+    if parts.kind == "cuda":
+        return f"CUDA · {parts.name} ({parts.memory_gib:.0f} GiB)"
+    if parts.kind == "mps":
+        return f"Apple MPS · {parts.machine}"
+    return f"CPU · {parts.threads} threads ({parts.machine})"
+
+
+_FORMS = (("cuda", re.compile(r"CUDA · (?P<name>.+) \((?P<memory_gib>[0-9.]+) GiB\)")),
+          ("mps", re.compile(r"Apple MPS · (?P<machine>.*)")),
+          ("cpu", re.compile(r"CPU · (?P<threads>[0-9]+) threads \((?P<machine>.*)\)")))
+
+
+def parse_description(text: str) -> DeviceParts | None:
+    """The parts of a description format_parts wrote (e.g. a model card's training device), or None."""
+    for kind, form in _FORMS:
+        m = form.fullmatch((text or "").strip())
+        if m:
+            fields = m.groupdict()
+            if "threads" in fields:
+                fields["threads"] = int(fields["threads"])
+            if "memory_gib" in fields:
+                fields["memory_gib"] = float(fields["memory_gib"])
+            return DeviceParts(kind, **fields)
+    return None
+
+
+def describe_device(device: torch.device | None = None) -> str:
+    """A short English description, e.g. 'CPU · 2 threads (x86_64)' (pages translate device_parts)."""
+    return format_parts(device_parts(device))

@@ -1,7 +1,8 @@
 """Running a model on given ids and collecting what the app's figures need: the seeded demo model
 and padded batch of the masks page, masked scores and their softmax, the three kinds of attention
-of an encoder-decoder, the pieces a model met in training, and per-layer / per-head selections of
-recorded attention. Plain PyTorch and numpy, no streamlit."""
+of an encoder-decoder, per-layer / per-head selections of recorded attention, and a decoder-only
+model's next-token candidates at every position. Plain PyTorch and numpy, no streamlit.
+(What a model met in training, in pieces and words: model/vocabulary.py.)"""
 from __future__ import annotations
 
 import functools
@@ -26,10 +27,27 @@ EXAMPLES_FILE = Path(__file__).resolve().parent.parent / "assets" / "examples.to
 
 @functools.cache
 def examples() -> dict:
-    """The pages' example sentences (assets/examples.toml): {"inspector": {task: [sentence, ...]},
-    "masks": {"batch": [...], "source": ..., "target": ...}}."""
+    """The pages' example sentences (assets/examples.toml): {"inspector": {task: [{"kind": ...,
+    "sentences": [...]}, ...]}, "masks": {"batch": [...], "source": ..., "target": ...}}."""
     with open(EXAMPLES_FILE, "rb") as f:
         return tomllib.load(f)
+
+
+def example_groups(task: str | None) -> list[tuple[str, list[str]]]:
+    """The inspector's examples for a task: (kind, sentences) in file order; [] for a task without any."""
+    return [(g["kind"], list(g["sentences"])) for g in examples()["inspector"].get(task or "", [])]
+
+
+def inspector_examples(task: str | None, architecture: str, from_corpus: list[str]) -> list[tuple[str, list[str]]]:
+    """What the inspector offers a model: its task's examples; for an uploaded corpus, sentences of its
+    training data (kind "from_corpus"); for a model whose data is unknown, the shipped model's of the
+    same architecture (kind names as in assets/examples.toml)."""
+    groups = example_groups(task)
+    if groups:
+        return groups
+    if from_corpus:
+        return [("from_corpus", list(from_corpus))]
+    return example_groups("lm" if architecture == "decoder-only" else "en-ko")
 
 
 # ----------------------------------------------------------------------------- models
@@ -43,21 +61,6 @@ def seeded_demo_model(vocab_size: int, seed: int = SEED) -> Transformer:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return Transformer(cfg).eval()
-
-
-def training_piece_ids(loaded) -> frozenset[int]:
-    """Token ids a LoadedModel met in training (its task's train split, both sides), to flag pieces
-    it never saw. Empty when the model's task is unknown or it has no tokenizer."""
-    from .corpus import TASKS, task_pairs
-    task = (loaded.meta or {}).get("task")
-    tok = loaded.tokenizer
-    if task not in TASKS or tok is None:
-        return frozenset()
-    seen: set[int] = set()
-    for s, t in task_pairs(task)["train"]:
-        seen.update(tok.encode(s))
-        seen.update(tok.encode(t))
-    return frozenset(seen)
 
 
 # ----------------------------------------------------------------------------- masks, before and after softmax
@@ -209,3 +212,44 @@ def pick_map(weights: torch.Tensor, layer: int, head: int) -> torch.Tensor:
 def step_cross_attention(record: Intermediates, layer: int, step: int) -> torch.Tensor:
     """Decoding step `step`'s cross-attention row in one layer, averaged over heads: (L_src,)."""
     return record.stack("cross")[layer, 0, :, step].float().cpu().mean(0)
+
+
+# ----------------------------------------------------------------------------- a decoder-only model, position by position
+
+@dataclass
+class PositionCandidates:
+    """What a decoder-only model predicts after the context ids[: position + 1]."""
+    position: int  # 0-based index of the last context token
+    top: list[tuple[int, float]]  # the k most probable next tokens, best first: (id, probability)
+    actual: int | None  # the token that really comes next (None after the last one)
+    actual_prob: float | None  # the probability the model gave it
+    actual_rank: int | None  # 1 = the model's first choice
+
+
+@torch.inference_mode()
+def lm_position_candidates(model: Transformer, ids: list[int], k: int = 5) -> list[PositionCandidates]:
+    """One forward pass of a decoder-only model over ids (BOS first, at most max_len of them): at every
+    position, the next-token distribution (temperature 1, no top-k) that the causal mask lets it
+    compute from the tokens up to there, its top k, and how it ranked the token that follows."""
+    ids = list(ids)[: model.config.max_len]
+    was_training = model.training
+    model.eval()
+    try:
+        logits = model(torch.tensor([ids], device=model.device)).logits[0]  # (L, V)
+    finally:
+        model.train(was_training)
+    probs = logits.float().softmax(-1).cpu()  # (L, V)
+    out = []
+    for pos in range(len(ids)):
+        top_p, top_i = probs[pos].topk(min(k, probs.shape[-1]))
+        nxt = ids[pos + 1] if pos + 1 < len(ids) else None
+        p = float(probs[pos, nxt]) if nxt is not None else None
+        rank = int((probs[pos] > probs[pos, nxt]).sum()) + 1 if nxt is not None else None
+        out.append(PositionCandidates(pos, list(zip(top_i.tolist(), top_p.tolist())), nxt, p, rank))
+    return out
+
+
+def draw_seed(seed: int, draw: int) -> int:
+    """The seed of the draw-th sampled token (0-based) in a session that chose `seed`: the same seed
+    gives the same sequence of draws, a new seed a new one."""
+    return seed * 1_000_003 + draw

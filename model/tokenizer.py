@@ -25,7 +25,7 @@ from .corpus import ALPHABET, ASSETS, generate_pairs
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")
 DEFAULT_DIR = ASSETS / "tokenizer"
-DEFAULT_VOCAB_SIZE = 800  # smallest round size at which BPE keeps every corpus word as one piece
+DEFAULT_VOCAB_SIZE = 2000  # base words are one piece each; many inflected forms split into stem + ending
 
 
 class TokenizerError(ValueError):

@@ -2,8 +2,9 @@
 
 - The learner's own Q, K, V: typed as text, parsed and checked (bad input raises `UserError`),
   run through every stage (model.lab.attention_stages), and one cell traced term by term.
-- The example printed in the Korean article (its three tokens are EXAMPLE_TOKENS): recomputed from its
-  Q, K, V, and each printed stage checked against the printed stage just before it.
+- The example printed in a Korean blog post (its title is EXAMPLE_SOURCE, its three tokens are
+  EXAMPLE_TOKENS): recomputed from its Q, K, V, each printed stage checked against the printed stage
+  just before it, and the learner's guesses of its wrong cells scored (score_guess).
 
 Plain numpy and PyTorch, no streamlit; numbers come out as numbers (the app writes the text)."""
 from __future__ import annotations
@@ -20,7 +21,9 @@ from .messages import UserError
 MAX_ROWS = 64
 MAX_COLS = 64
 
-# The worked example of the Korean article: the inputs it gives ...
+# The worked example of a Korean blog post (a review of the paper, in several parts), by its title ...
+EXAMPLE_SOURCE = "[딥러닝, 논문리뷰] Attention Is All You Need 2 - Attention Mechanism"
+# ... the inputs it gives ...
 EXAMPLE_TOKENS = ["나는", "학교에", "간다"]
 EXAMPLE_Q = [[0.1, 0.3, 0.5], [0.4, 0.2, 0.6], [0.7, 0.8, 0.9]]
 EXAMPLE_K = [[0.2, 0.1, 0.3], [0.5, 0.7, 0.4], [0.9, 0.2, 0.8]]
@@ -238,3 +241,30 @@ def chain_rows(report: ExampleReport, decimals: int = 4) -> list[ChainRow]:
     return [ChainRow(name, PRINTED_STAGE[name], c.n_off, int(c.off.size), round(c.max_abs_diff, decimals),
                      round(float(c.tolerance.max()), decimals), c.consistent)
             for name, c in report.chain.items()]
+
+
+# ---------------------------------------------------------------- the exercise: find the wrong cells
+
+@dataclass
+class GuessScore:
+    """The learner's picks of wrong cells in one printed matrix, against the cells that are wrong."""
+    found: int  # wrong cells the learner picked
+    missed: int  # wrong cells not picked
+    false_alarms: int  # picked cells that are right
+    wrong: int  # wrong cells in all
+    cells: int  # cells in the matrix
+
+    @property
+    def perfect(self) -> bool:
+        return self.missed == 0 and self.false_alarms == 0
+
+
+def score_guess(wrong, picked) -> GuessScore:
+    """wrong: bool matrix (a printed cell differs from the recomputed one); picked: flat cell indices
+    (row * columns + column). Out-of-range and repeated picks are ignored."""
+    wrong = np.asarray(wrong, dtype=bool)
+    flat = wrong.ravel()
+    chosen = {int(i) for i in picked if 0 <= int(i) < flat.size}
+    found = sum(1 for i in chosen if flat[i])
+    total = int(flat.sum())
+    return GuessScore(found, total - found, len(chosen) - found, total, int(flat.size))

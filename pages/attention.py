@@ -10,7 +10,8 @@ from app.i18n import UserError, t
 from app.ui import error, show_figure, show_matrix, text
 from model import lab as mlab
 from model import worked_example as wx
-from model.device import best_device, describe_device
+from app.resources import device_description
+from model.device import best_device
 
 st.title(t("attention.title"))
 text("attention.intro")
@@ -33,11 +34,12 @@ for key, value in DEFAULTS.items():
 
 
 def _reset_example():
-    st.session_state.update(DEFAULTS)
+    """The blog post's inputs again, without a mask, with the first cell picked and the exercise hidden."""
+    st.session_state.update(DEFAULTS, att_row=0, att_col=0, att_causal=False, att_stage="raw", att_reveal=False)
 
 
 st.header(t("attention.inputs_header"))
-text("attention.inputs")
+text("attention.inputs", article=wx.EXAMPLE_SOURCE)
 c1, c2 = st.columns(2)
 c1.text_input(t("attention.tokens_q"), key="att_tokens_q")
 c2.text_input(t("attention.tokens_k"), key="att_tokens_k")
@@ -78,10 +80,10 @@ if work is not None:
     captions = {s: t(f"attention.stage.{s}.caption") for s in stage_list}
     show_all = st.toggle(t("attention.show_all"), key="att_all")
     if not show_all:
+        if st.session_state.get("att_stage") not in stage_list:  # e.g. the mask stage, mask now off
+            st.session_state["att_stage"] = stage_list[0]
         current = st.segmented_control(t("attention.stage_picker"), stage_list, format_func=names.get,
-                                       default=stage_list[0], key="att_stage") or stage_list[0]
-        if current not in stage_list:
-            current = stage_list[0]
+                                       key="att_stage") or stage_list[0]
         selected = [current]
     else:
         selected = stage_list
@@ -117,49 +119,62 @@ if work is not None:
 
     # ------------------------------------------------------------ 3. one cell
     st.header(t("attention.cell.header"))
-    for key, size in (("att_row", n), ("att_col", m)):
-        if st.session_state.get(key, 0) >= size:
-            st.session_state[key] = 0
+    for key, size in (("att_row", n), ("att_col", m)):  # the options change as rows and tokens change
+        st.session_state[key] = lab.valid_index(st.session_state.get(key), size)
+    row_names = {x: f"{x + 1}: {q_labels[x]}" for x in range(n)}
+    col_names = {x: f"{x + 1}: {k_labels[x]}" for x in range(m)}
     r1, r2 = st.columns(2)
-    i = r1.selectbox(t("attention.cell.row"), range(n), format_func=lambda x: f"{x + 1}: {q_labels[x]}",
-                     key="att_row")
-    j = r2.selectbox(t("attention.cell.col"), range(m), format_func=lambda x: f"{x + 1}: {k_labels[x]}",
-                     key="att_col")
+    i = r1.selectbox(t("attention.cell.row"), list(row_names), format_func=row_names.get, key="att_row")
+    j = r2.selectbox(t("attention.cell.col"), list(col_names), format_func=col_names.get, key="att_col")
     for line in lab.cell_lines(wx.cell_trace(work, i, j), q_labels[i], k_labels[j]):
         st.markdown(line)
     text("attention.cell_note")
 
-# ---------------------------------------------------------------- 4. the printed example
+# ---------------------------------------------------------------- 4. exercise: the printed example
 st.header(t("attention.printed.header"))
-text("attention.printed_intro")
+text("attention.printed_intro", article=wx.EXAMPLE_SOURCE)
 report = wx.example_report()
 half_unit = f"{wx.half_unit():.{wx.PRINTED_DECIMALS + 1}f}"  # the rounding error of the print
+text("attention.check_yourself", decimals=wx.PRINTED_DECIMALS, half_unit=half_unit)
+reveal = st.toggle(t("attention.printed.reveal"), key="att_reveal")
 ex_labels = wx.EXAMPLE_TOKENS
-for name, stage in wx.PRINTED_STAGE.items():
+for tab, (name, stage) in zip(st.tabs([lab.DISPLAY[key] for key in wx.PRINTED_STAGE]), wx.PRINTED_STAGE.items()):
     printed = report.printed[name]
     shown, slug = lab.DISPLAY[name], name.replace("'", "-prime")
     ex_cols = ex_labels if name != "O" else [str(j + 1) for j in range(printed.shape[1])]
-    left, right = st.columns(2)
-    with left:
-        fig = stage_figure(stage, printed, ex_labels, ex_labels, title=t("attention.printed.as_printed", name=shown),
-                           highlight=report.differs[name], **stage_titles)
-        show_matrix(fig, printed, name=f"printed-{slug}", row_labels=ex_labels, col_labels=ex_cols,
-                    key=f"att-printed-{slug}")
-    with right:
-        fig = stage_figure(stage, report.rounded[name], ex_labels, ex_labels,
-                           title=t("attention.printed.computed", name=shown), **stage_titles)
-        show_matrix(fig, report.computed[name], name=f"computed-{slug}", row_labels=ex_labels,
-                    col_labels=ex_cols, key=f"att-computed-{slug}")
-    st.caption(t("attention.printed.cells_differ", name=shown, n_diff=report.n_diff(name), total=printed.size))
+    with tab:
+        cells = lab.cell_options(shown, printed, ex_labels, ex_cols)
+        picked = st.multiselect(t("attention.printed.pick", name=shown), list(cells), format_func=cells.get,
+                                key=f"att_guess_{slug}")
+        left, right = st.columns(2)
+        with left:
+            fig = stage_figure(stage, printed, ex_labels, ex_labels, highlight=report.differs[name] if reveal else None,
+                               title=t("attention.printed.as_printed", name=shown), **stage_titles)
+            show_matrix(fig, printed, name=f"printed-{slug}", row_labels=ex_labels, col_labels=ex_cols,
+                        key=f"att-printed-{slug}")
+        with right:
+            if reveal:
+                fig = stage_figure(stage, report.rounded[name], ex_labels, ex_labels,
+                                   title=t("attention.printed.computed", name=shown), **stage_titles)
+                show_matrix(fig, report.computed[name], name=f"computed-{slug}", row_labels=ex_labels,
+                            col_labels=ex_cols, key=f"att-computed-{slug}")
+            else:
+                st.info(t("attention.printed.hidden"))
+        if reveal:
+            guess = wx.score_guess(report.differs[name], picked)
+            st.markdown(t("attention.printed.score", found=guess.found, wrong=guess.wrong,
+                          false_alarms=guess.false_alarms, name=shown))
+            st.caption(t("attention.printed.cells_differ", name=shown, n_diff=report.n_diff(name),
+                         total=printed.size))
 
-st.subheader(t("attention.chain.header"))
-text("attention.chain_intro", half_unit=half_unit)
-rows = wx.chain_rows(report)
-st.dataframe(lab.chain_table(rows), hide_index=True)
-for sentence in lab.chain_sentences(rows):
-    st.markdown("- " + sentence)
-(st.success if report.consistent else st.warning)(lab.chain_verdict(report))
-text("attention.check_yourself", decimals=wx.PRINTED_DECIMALS, half_unit=half_unit)
+if reveal:
+    st.subheader(t("attention.chain.header"))
+    text("attention.chain_intro", half_unit=half_unit)
+    rows = wx.chain_rows(report)
+    st.dataframe(lab.chain_table(rows), hide_index=True)
+    for sentence in lab.chain_sentences(rows):
+        st.markdown("- " + sentence)
+    st.markdown(f"**{lab.chain_verdict(report)}**")
 
 # ---------------------------------------------------------------- 5. dot-product vs additive
 st.header(t("attention.additive.header"))
@@ -203,13 +218,13 @@ else:
     timing = st.session_state.get("att_timing")
     with t2:
         if timing is None:
-            st.caption(t("attention.additive.time_hint", device=describe_device(device)))
+            st.caption(t("attention.additive.time_hint", device=device_description(device)))
         else:
             tn, th, times = timing
             st.metric(t("attention.additive.dot"), f"{times['dot'] * 1e3:.3f} ms")
             st.metric(t("attention.additive.additive_h", hidden=th), f"{times['additive'] * 1e3:.3f} ms",
                       delta=f"×{times['ratio']:.1f}", delta_color="off")
-            st.caption(t("attention.additive.time_note", repeats=REPEATS, n=tn, device=describe_device(device)))
+            st.caption(t("attention.additive.time_note", repeats=REPEATS, n=tn, device=device_description(device)))
 
 # ---------------------------------------------------------------- 6. why sqrt(d_k)
 st.header(t("attention.scaling.header"))

@@ -9,12 +9,14 @@ from app.charts.export import csv_text
 from app.charts.headview import head_view
 from app.charts.heatmaps import attention_heatmap, head_grid
 from app.i18n import UserError, options, t
-from app.resources import available_models, forward_pass, load_model, training_pieces, translation
+from app.resources import (available_models, card, forward_pass, lm_positions, load_model, translation,
+                           vocabulary)
 from app.ui import error, show_figure, show_matrix, text
 from model.checkpoint import CheckpointError
 from model.decode import lm_next_token, lm_sample, top_candidates
 from model.metrics import layer_averages, summarize_heads
-from model.probe import examples, kind_weights, pick_map, step_cross_attention
+from model.probe import draw_seed, inspector_examples, kind_weights, pick_map, step_cross_attention
+from model.vocabulary import unknown_words
 
 st.title(t("inspector.title"))
 text("inspector.intro")
@@ -38,27 +40,25 @@ try:
 except CheckpointError as e:
     error(UserError("inspector.errors.cannot_load", detail=str(e)))
     st.stop()
-cfg, tok, meta = loaded.config, loaded.tokenizer, loaded.meta or {}
+cfg, tok = loaded.config, loaded.tokenizer
 if tok is None:
     error(UserError("inspector.errors.no_tokenizer"))
     st.stop()
 arch = cfg.architecture
-scores = meta.get("scores") or {}
-facts = [f"{arch}", f"d_model={cfg.d_model}", f"h={cfg.n_heads}",
-         f"layers={cfg.n_encoder_layers if cfg.has_encoder else 0}+{cfg.n_decoder_layers if cfg.has_decoder else 0}",
-         t("inspector.card.parameters", n=loaded.model.num_parameters())]
-if meta.get("task"):
-    facts.append(t("inspector.card.task", task=meta["task"]))
-if "exact_match_beam4" in scores:
-    facts.append(t("inspector.card.scores", exact=scores["exact_match_beam4"], bleu=scores["bleu_beam4"]))
-st.caption(" · ".join(facts))
-card = Path(path) / "CARD.md"
-if card.is_file():
-    with st.expander(t("inspector.card.expander")):
-        st.markdown(card.read_text(encoding="utf-8"))
+facts = card(path)
+st.caption(" · ".join(ins.summary(facts)))
+with st.expander(t("inspector.card.expander")):
+    st.dataframe(ins.card_rows(facts), hide_index=True)
+    if ins.score_note(facts):
+        st.caption(ins.score_note(facts))
+card_file = Path(path) / "CARD.md"
+if card_file.is_file():
+    with st.expander(t("inspector.card.original")):
+        st.code(card_file.read_text(encoding="utf-8", errors="replace"), language="markdown")  # verbatim
 
-EXAMPLES = examples()["inspector"]  # per task
-choices = EXAMPLES.get(meta.get("task") or ("lm" if arch == "decoder-only" else "en-ko"), EXAMPLES["en-ko"])
+vocab = vocabulary(path)
+groups = inspector_examples(facts.task, arch, vocab.examples)
+choices = [s for _, sentences in groups for s in sentences]
 if st.session_state.get("insp_for") != choice:  # a new model: start from its first example
     st.session_state["insp_for"] = choice
     st.session_state["insp_text"] = choices[0]
@@ -66,11 +66,34 @@ st.selectbox(t("inspector.examples"), choices, index=None, placeholder=t("inspec
              key="insp_example", on_change=lambda: st.session_state.update(insp_text=st.session_state["insp_example"] or st.session_state["insp_text"]))
 raw = st.text_area(t("inspector.your_sentence"), key="insp_text", height=80)
 sentence, cut = ins.clean_input(raw)
+unknown = unknown_words(sentence, vocab.words) if vocab.found else []
+
+
+def _add_word(key: str) -> None:
+    """A palette click: append the word to the sentence box, and clear the palette for the next click."""
+    st.session_state["insp_text"] = ins.append_word(st.session_state.get("insp_text", ""), st.session_state.get(key) or "")
+    st.session_state[key] = None
+
+
+with st.expander(t("inspector.vocabulary_title"), expanded=bool(unknown)):
+    text("inspector.vocabulary")
+    st.markdown(ins.example_lines(groups))
+    if vocab.palette:
+        group_labels = [ins.known_label(f"inspector.pos.{group}", group) for group in vocab.palette]
+        for tab, group_label, (group, entries) in zip(st.tabs(group_labels), group_labels, vocab.palette.items()):
+            key = f"insp_pal_{group}"
+            tab.pills(group_label, entries, key=key, on_change=_add_word, args=(key,), label_visibility="collapsed")
+    else:
+        st.caption(t("inspector.palette_none"))
+
 if cut:
     st.warning(t("inspector.cut", n=ins.MAX_CHARS))
 if not sentence:
     st.info(t("inspector.type_sentence"))
     st.stop()
+if not vocab.found:
+    st.caption(t("inspector.no_training_data"))
+never = ins.unknown_list(unknown, vocab.words)
 
 # ----------------------------------------------------------------------------- tokenization
 ids = tok.encode(sentence)
@@ -79,13 +102,9 @@ if len(ids) > limit:
     st.warning(t("inspector.too_many_tokens", n=len(ids), limit=limit))
     ids = ids[:limit]
 pieces = [tok.id_to_piece(i) for i in ids]
-seen = training_pieces(path)
 with st.expander(t("inspector.tokenization_title", n=len(ids)), expanded=False):
     text("inspector.tokenization")
-    st.dataframe(ins.token_table(ids, pieces, tok, seen), hide_index=True)
-never = ins.unseen(ids, pieces, tok, seen) if seen else []
-if never:
-    st.warning(t("inspector.out_of_domain", pieces=", ".join(f"`{p}`" for p in dict.fromkeys(never))))
+    st.dataframe(ins.token_table(ids, pieces, tok, vocab.pieces if vocab.found else None), hide_index=True)
 
 # ----------------------------------------------------------------------------- run the model
 src_labels = tgt_labels = None
@@ -97,6 +116,8 @@ if arch == "encoder-decoder":
     beam = c2.slider(t("inspector.beam_size"), 2, 8, 4, disabled=method == "greedy", key="insp_beam")
     result = translation(path, tok.decode(ids), method == "greedy", beam)
     st.subheader(t("inspector.translation"))
+    if unknown:
+        st.warning(t("inspector.unknown_translation", words=never))
     st.code(result.text or "∅", language=None)
     if not result.finished:
         st.caption(t("inspector.no_eos"))
@@ -106,31 +127,47 @@ if arch == "encoder-decoder":
 elif arch == "decoder-only":
     ctx = [tok.bos_id] + ids
     c1, c2 = st.columns(2)
-    temperature = c1.slider(t("inspector.temperature"), 0.0, 2.0, 1.0, 0.05)
-    top_k = c2.slider(t("inspector.top_k"), 0, 50, 10)
+    temperature = c1.slider(t("inspector.temperature"), 0.0, 2.0, 1.0, 0.05, key="insp_temperature")
+    top_k = c2.slider(t("inspector.top_k"), 0, 50, 10, key="insp_top_k")
     probs, att = lm_next_token(loaded.model, ctx, temperature=temperature, top_k=top_k)
     top = [(tok.id_to_piece(i), p, i) for i, p in top_candidates(probs, 10)]
     st.subheader(t("inspector.next_token"))
+    if unknown:
+        st.warning(t("inspector.unknown_lm", words=never))
     fig = bar_chart(ins.labels([pc for pc, _, _ in top]), [p for _, p, _ in top], horizontal=True, y_range=[0, 1],
                     x_title=t("inspector.probability"), y_title=t("inspector.token"))
     show_figure(fig, name="next-token", csv=csv_text(["piece", "id", "probability"], [(pc, i, p) for pc, p, i in top]))
 
+    st.session_state.setdefault("insp_seed", 0)
+
     def _append():
         draw = st.session_state.get("insp_draws", 0)
         st.session_state["insp_draws"] = draw + 1
-        nxt = lm_sample(loaded.model, ctx, temperature=temperature, top_k=top_k, seed=draw)
+        seed = draw_seed(int(st.session_state.get("insp_seed") or 0), draw)
+        nxt = lm_sample(loaded.model, ctx, temperature=temperature, top_k=top_k, seed=seed)
         if nxt == tok.eos_id:
             st.session_state["insp_note"] = "eos"
             return
         st.session_state["insp_text"] = tok.decode(ids + [nxt])
 
-    st.button(t("inspector.append"), on_click=_append)
+    def _new_seed():
+        st.session_state["insp_seed"] = ins.fresh_seed(st.session_state.get("insp_seed"))
+        st.session_state["insp_draws"] = 0
+
+    c1, c2, c3 = st.columns([2, 1, 2], vertical_alignment="bottom")
+    c1.number_input(t("inspector.seed"), 0, ins.MAX_SEED, step=1, key="insp_seed",
+                    on_change=lambda: st.session_state.update(insp_draws=0))
+    c2.button(t("inspector.new_seed"), key="insp_new_seed", on_click=_new_seed)
+    c3.button(t("inspector.append"), key="insp_append", on_click=_append, type="primary")
+    st.caption(t("inspector.seed_caption", seed=st.session_state["insp_seed"], draw=st.session_state.get("insp_draws", 0) + 1))
     if st.session_state.pop("insp_note", None) == "eos":
         st.info(t("inspector.eos_sampled"))
     tgt_labels = ins.labels([tok.id_to_piece(i) for i in ctx])
 else:
     att = forward_pass(path, ids)
     src_labels = ins.labels(pieces)
+    if unknown:
+        st.warning(t("inspector.unknown_other", words=never))
 
 # ----------------------------------------------------------------------------- attention
 kinds = att.kinds()
@@ -147,7 +184,8 @@ weights = kind_weights(att, kind)  # (layers, H, Lq, Lk)
 n_layers, n_heads, n_q, n_k = weights.shape
 st.caption(t("common.rows_cols_cross") if kind == "cross" else t("common.rows_cols"))
 
-tab_grid, tab_head, tab_steps, tab_stats = st.tabs([t(f"inspector.tab.{name}") for name in ("grid", "head", "steps", "stats")])
+steps_tab = "positions" if arch == "decoder-only" else "steps"
+tab_grid, tab_head, tab_steps, tab_stats = st.tabs([t(f"inspector.tab.{name}") for name in ("grid", "head", steps_tab, "stats")])
 
 with tab_grid:
     st.markdown(t("inspector.grid_intro", layers=n_layers, heads=n_heads, rows=n_q, cols=n_k))
@@ -175,8 +213,23 @@ with tab_head:
         st.info(t("inspector.pick_head"))
 
 with tab_steps:
-    if arch != "encoder-decoder" or not steps:
-        st.info(t("inspector.steps_only_translation"))
+    if arch == "decoder-only":
+        text("inspector.positions")
+        cands = lm_positions(path, ctx)
+        st.dataframe(ins.position_rows(ctx, cands, tok.id_to_piece), hide_index=True)
+        pos = (st.slider(t("inspector.position"), 1, len(cands), len(cands), key="insp_pos") - 1) if len(cands) > 1 else 0
+        here = cands[pos]
+        if here.actual is not None:
+            st.markdown(t("inspector.position_next", position=pos + 1, token=ins.code(ins.label(tok.id_to_piece(here.actual))),
+                          prob=here.actual_prob, rank=here.actual_rank))
+        else:
+            st.markdown(t("inspector.position_last", position=pos + 1))
+        show_figure(bar_chart(ins.labels([tok.id_to_piece(i) for i, _ in here.top]), [p for _, p in here.top],
+                              horizontal=True, y_range=[0, 1], title=t("inspector.top_candidates"),
+                              x_title=t("inspector.probability"), y_title=t("inspector.token"), colors="#d62728"),
+                    name=f"position{pos + 1}-top", key="postop")
+    elif arch != "encoder-decoder" or not steps:
+        st.info(t("inspector.steps_none"))
     else:
         text("inspector.steps")
         tstep = (st.slider(t("common.step"), 1, len(steps), 1, key="insp_step") - 1) if len(steps) > 1 else 0

@@ -2,6 +2,7 @@
 an encoder-decoder model; encoder-only, decoder-only and encoder-decoder models compared."""
 import streamlit as st
 
+from app.attention_lab import valid_index
 from app.charts.export import rows_csv
 from app.charts.heatmaps import attention_heatmap, head_grid, matrix_heatmap
 from app.charts.style import lift_title
@@ -11,7 +12,8 @@ from app.resources import available_models, demo_model, load_model, parameter_co
 from app.ui import error, one_based_slider, show_matrix, text
 from model.checkpoint import CheckpointError
 from model.config import PRESETS
-from model.probe import MASK_KINDS, all_heads_matrix, attention_maps, examples, mask_batch, max_future_weight
+from model.mask_demo import SCORES_OF, mask_demo_batch
+from model.probe import MASK_KINDS, all_heads_matrix, attention_maps, examples, max_future_weight
 
 MAX_TOKENS = 20
 MAX_SENTENCES = 6
@@ -99,7 +101,7 @@ batch_text = st.text_area(t("masks.batch_label", n=MAX_SENTENCES),
 try:
     lines = _sentences(batch_text)
     toks = [_tokenize(tok, ln, Message("masks.what.sentence", {"n": i + 1})) for i, ln in enumerate(lines)]
-    mb = mask_batch(model, [ids for ids, _ in toks], tok.pad_id)
+    mb = mask_demo_batch(model, [ids for ids, _ in toks], tok.pad_id)
     B, L = len(mb.ids), len(mb.ids[0])
     labels = [labs + ["<pad>"] * (L - len(labs)) for _, labs in toks]
     st.markdown(t("masks.token_ids", pad=tok.pad_id, length=L))
@@ -114,16 +116,17 @@ try:
     show_matrix(fig, mb.keep_matrix, name="padding-mask", row_labels=rows, col_labels=cols, key="pad-mask")
 
     c1, c2 = st.columns(2)
-    which = c1.selectbox(t("masks.sentence_to_inspect"), list(range(B)),
-                         format_func=lambda b: f"#{b + 1}: {lines[b][:40]}", key="mask_which")
+    st.session_state["mask_which"] = valid_index(st.session_state.get("mask_which"), B)  # labels hold the text
+    sentence_names = {b: f"#{b + 1}: {lines[b][:40]}" for b in range(B)}
+    which = c1.selectbox(t("masks.sentence_to_inspect"), list(sentence_names), format_func=sentence_names.get,
+                         key="mask_which")
     head = one_based_slider(t("common.head"), cfg.n_heads, key="mask_head", container=c2)
     views = mb.views(which, head - 1)
     n = mb.lengths[which]
-    st.caption(t("masks.scores_caption"))
-
     for tab, kind in zip(st.tabs([t(f"masks.tab.{k}") for k in MASK_KINDS]), MASK_KINDS):
         with tab:
             text(f"masks.tab_{kind}", n=n)
+            st.caption(t("masks.scores_caption", scores=t(f"masks.scores_of.{SCORES_OF[kind]}")))
             if kind == "padding" and n == L:
                 st.info(t("masks.no_padding"))
             view = views[kind]

@@ -1,12 +1,16 @@
-"""Multi-head attention and the shape of every tensor (section 3.2.2 of the paper)."""
+"""Multi-head attention and the shape of every tensor (section 3.2.2 of the paper), then one whole
+encoder layer: attention, add & norm, feed-forward, add & norm (sections 3.1 and 3.3)."""
 import streamlit as st
 
 from app.attention_lab import LABEL_LIMIT, heads_csv
+from app.charts.curves import line_chart
+from app.charts.export import series_csv
 from app.charts.heatmaps import head_grid, head_tiles, stage_figure
 from app.i18n import UserError, t
 from app.ui import error, show_figure, show_matrix, text
 from model import lab as mlab
 from model.config import PRESETS
+from model.layer_walk import TOLERANCE, layer_walk
 
 st.title(t("multihead.title"))
 text("multihead.intro")
@@ -71,8 +75,8 @@ else:
     fig = head_grid(weights[None], layer_title=t("common.layer"), head_title=t("common.head"))
     show_figure(fig, name=f"multihead-D{D}-H{H}-all-heads", csv=maps_csv, key="mh-grid")
     head_word = t("common.head")
-    h_pick = st.selectbox(t("multihead.maps.pick"), range(H), format_func=lambda h: f"{head_word} {h + 1}",
-                          key="mh_pick")
+    head_names = {h: f"{head_word} {h + 1}" for h in range(H)}
+    h_pick = st.selectbox(t("multihead.maps.pick"), list(head_names), format_func=head_names.get, key="mh_pick")
     fig = stage_figure("weights", weights[h_pick], labels, labels, title=f"{head_word} {h_pick + 1}", **axis_titles)
     show_matrix(fig, weights[h_pick], name=f"multihead-D{D}-H{H}-head{h_pick + 1}", row_labels=labels,
                 col_labels=labels, key="mh-one-head")
@@ -115,3 +119,49 @@ st.caption(t("multihead.cost.same" if len(totals) == 1 else "multihead.cost.diff
              values=", ".join(f"{v:,}" for v in totals)))
 base = PRESETS["paper_base"]
 text("multihead.paper", d_model=base.d_model, n_heads=base.n_heads, d_head=base.d_head)
+
+# ---------------------------------------------------------------- 6. one layer, end to end
+st.header(t("multihead.layer.header"))
+walk = layer_walk(words, D, H, seed, positions=use_pe)
+text("multihead.layer_intro", D=D, H=H, d_ff=walk.d_ff)
+st.latex(r"n_1=\mathrm{LayerNorm}(x+\mathrm{MultiHead}(x,x,x)),\quad "
+         r"y=\mathrm{LayerNorm}(n_1+\max(0,\,n_1W_1+b_1)\,W_2+b_2)")
+LAYER_FORMULAS = {"input": "x", "attention": "a = MultiHead(x, x, x)", "sum1": "x + a",
+                  "norm1": "n₁ = LayerNorm(x + a)", "hidden": "h = ReLU(n₁W₁ + b₁)", "ffn": "f = hW₂ + b₂",
+                  "sum2": "n₁ + f", "output": "y = LayerNorm(n₁ + f)"}
+st.dataframe([{
+    t("multihead.layer.col_stage"): t(f"multihead.layer.stage.{s.name}"),
+    t("multihead.layer.col_formula"): LAYER_FORMULAS[s.name],
+    t("multihead.col_shape"): str(list(s.shape)),
+    t("multihead.layer.col_norm"): f"{s.norms.mean():.2f}",
+    t("multihead.layer.col_mean"): f"{abs(s.means).max():.3f}",
+    t("multihead.layer.col_std"): f"{s.stds.min():.3f} – {s.stds.max():.3f}",
+    t("multihead.layer.col_change"): t(f"multihead.layer.change.{s.name}"),
+} for s in walk.steps], hide_index=True, height=35 * (len(walk.steps) + 1) + 3)
+m1, m2, m3 = st.columns(3)
+m1.metric(t("multihead.layer.d_ff"), f"{walk.d_ff}")
+m2.metric(t("multihead.layer.relu_total"), f"{walk.relu_zero_total:.1%}")
+m3.metric(t("multihead.layer.gap"), f"{walk.layer_gap:.1e}", help=t("multihead.layer.gap_help", tol=TOLERANCE))
+if not walk.matches:
+    error(UserError("multihead.errors.layer_mismatch", detail=f"max |difference| = {walk.layer_gap:.3g}"))
+
+positions = list(range(1, L + 1))
+drawn = ("input", "attention", "norm1", "ffn", "output")
+lengths = {t(f"multihead.layer.series.{name}"): walk.step(name).norms for name in drawn}
+fig = line_chart(positions, lengths, mode="lines+markers", title=t("multihead.layer.chart_title"),
+                 x_title=t("multihead.layer.chart_x"), y_title="‖v‖")
+show_figure(fig, name=f"layer-vector-lengths-D{D}-H{H}", csv=series_csv("position", positions, lengths),
+            key="mh-layer-norms")
+st.dataframe([{
+    "#": i + 1, t("multihead.layer.col_token"): labels[i],
+    "‖x‖": f"{walk.step('input').norms[i]:.2f}", "‖a‖": f"{walk.step('attention').norms[i]:.2f}",
+    t("multihead.layer.col_share_attn"): f"{walk.residual_share['attention'][i]:.1%}",
+    "‖n₁‖": f"{walk.step('norm1').norms[i]:.2f}",
+    t("multihead.layer.col_relu"): f"{walk.relu_zero_share[i]:.3f}",
+    "‖f‖": f"{walk.step('ffn').norms[i]:.2f}",
+    t("multihead.layer.col_share_ffn"): f"{walk.residual_share['ffn'][i]:.1%}",
+    "‖y‖": f"{walk.step('output').norms[i]:.2f}",
+} for i in range(L)], hide_index=True)
+text("multihead.layer_result", root=walk.normed_length, D=D, d_ff=walk.d_ff,
+     share_attn=float(walk.residual_share["attention"].mean()), share_ffn=float(walk.residual_share["ffn"].mean()),
+     relu=walk.relu_zero_total)

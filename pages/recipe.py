@@ -1,14 +1,20 @@
-"""Training recipe (section 5.3-5.4): the warm-up learning-rate schedule, Adam's settings and
-label smoothing — every curve computed by model.schedule, torch.optim.Adam and F.cross_entropy."""
+"""Training recipe (section 5.3-5.4): the warm-up learning-rate schedule, Adam's settings, label
+smoothing and residual dropout — every number computed by model.schedule, torch.optim.Adam,
+F.cross_entropy and nn.Dropout."""
 import streamlit as st
 
 from app.charts.curves import bar_chart, line_chart
 from app.charts.export import rows_csv, series_csv
-from app.charts.style import colour
+from app.charts.heatmaps import matrix_heatmap
+from app.charts.style import colour, lift_title
 from app.i18n import UserError, t
-from app.inputs import parse_pairs
-from app.ui import error, show_figure, text
+from app.inputs import parse_pairs, piece_label
+from app.resources import demo_model, shared_tokenizer
+from app.ui import error, show_figure, show_matrix, text
+from model.config import PRESETS
+from model.dropout_demo import MASKS_AVERAGED, PAPER_RATES, TABLE3_DROPOUT, residual_dropout
 from model.optim_demo import adam_trace
+from model.probe import examples
 from model.schedule import ADAM_BETAS, ADAM_EPS, compare_schedules
 from model.smoothing import smoothing_demo
 
@@ -16,6 +22,8 @@ MAX_CURVES = 6
 D_LIMITS, W_LIMITS = (1, 1_000_000), (1, 10_000_000)
 BARS = 12  # target-distribution bars drawn (the correct token, then the first others)
 CSV_VOCAB = 5000  # beyond this vocabulary size the CSV lists only the bars shown
+DROP_TOKENS, DROP_DIMS = 16, 12  # dropout demo: tokens used, dimensions drawn (the CSV has all of them)
+SEED_MAX = 1_000_000
 
 st.title(t("pages.recipe.title"))
 text("recipe.intro")
@@ -106,3 +114,63 @@ c2.metric(t("recipe.smoothing.formula"), f"{ls['formula']:.6f}")
 c3.metric(t("recipe.smoothing.best_loss"), f"{l_num:.4f}")
 c4.metric(t("recipe.smoothing.entropy"), f"{ls['entropy']:.4f}")
 text("recipe.smoothing_result")
+
+# ----------------------------------------------------------------------------- 4. dropout
+st.header(t("recipe.dropout.header"))
+text("recipe.dropout", base=PAPER_RATES["base"], big=PAPER_RATES["big_en_de"], big_fr=PAPER_RATES["big_en_fr"])
+st.dataframe([{"P_drop": f"{rate:.1f}", t("recipe.dropout.ppl"): f"{ppl:.2f}", "BLEU": f"{bleu:.1f}",
+               t("recipe.dropout.row"): t("recipe.dropout.base_row" if rate == PRESETS["paper_base"].dropout
+                                          else "recipe.dropout.ablation_row")}
+              for rate, ppl, bleu in TABLE3_DROPOUT], hide_index=True)
+st.caption(t("recipe.dropout.table_note"))
+
+st.subheader(t("recipe.dropout.demo_header"))
+text("recipe.dropout_demo")
+st.session_state.setdefault("drop_seed", 0)
+
+
+def _next_seed():
+    st.session_state["drop_seed"] = (int(st.session_state["drop_seed"]) + 1) % (SEED_MAX + 1)
+
+
+c1, c2, c3 = st.columns([3, 2, 1])
+sentence = c1.text_input(t("recipe.dropout.sentence"), examples()["masks"]["source"], key="drop_sentence")
+p_drop = c2.slider("P_drop", 0.0, 0.9, PAPER_RATES["base"], step=0.05, key="drop_p")
+drop_seed = int(c3.number_input(t("recipe.dropout.seed"), 0, SEED_MAX, key="drop_seed"))
+c3.button(t("recipe.dropout.new_seed"), on_click=_next_seed, key="drop_new_seed")
+tok = shared_tokenizer()
+ids, pieces = tok.encode(sentence or ""), tok.pieces(sentence or "")
+if not ids:
+    error(UserError("recipe.dropout.empty"))
+else:
+    if len(ids) > DROP_TOKENS:
+        st.caption(t("recipe.dropout.cut", n=len(ids), used=DROP_TOKENS))
+        ids, pieces = ids[:DROP_TOKENS], pieces[:DROP_TOKENS]
+    labels = [piece_label(piece) for piece in pieces]
+    drop = residual_dropout(demo_model(tok.vocab_size), ids, p_drop, drop_seed)
+    width = drop.sublayer.shape[1]
+    dims = [str(j + 1) for j in range(width)]
+    shown = min(DROP_DIMS, width)
+    top = max(float(abs(drop.dropped).max()), 1e-9)  # one colour scale for both: the scaling shows
+    axes = dict(x_title=t("recipe.dropout.dimension"), y_title=t("recipe.smoothing.token"), zmin=-top, zmax=top,
+                zmid=0)
+    left, right = st.columns(2)
+    with left:
+        fig = lift_title(matrix_heatmap(drop.sublayer[:, :shown], dims[:shown], labels, **axes,
+                                        title=t("recipe.dropout.before_title", shown=shown, width=width)))
+        show_matrix(fig, drop.sublayer, name="sublayer-output", row_labels=labels, col_labels=dims, key="drop_before")
+    with right:
+        fig = lift_title(matrix_heatmap(drop.dropped[:, :shown], dims[:shown], labels, **axes,
+                                        highlight=~drop.kept[:, :shown],
+                                        title=t("recipe.dropout.after_title", p=p_drop, seed=drop_seed)))
+        show_matrix(fig, drop.dropped, name=f"dropout-p{p_drop:g}-seed{drop_seed}", row_labels=labels,
+                    col_labels=dims, key="drop_after")
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric(t("recipe.dropout.zero_share", p=p_drop), f"{drop.zero_share:.3f}")
+    m2.metric(t("recipe.dropout.scale"), f"{drop.scale:.4g}")
+    m3.metric(t("recipe.dropout.mean_before"), f"{drop.mean_before:.4f}")
+    m4.metric(t("recipe.dropout.mean_after"), f"{drop.mean_after:.4f}",
+              help=t("recipe.dropout.mean_after_help", n=MASKS_AVERAGED, mean=drop.mean_over_masks))
+    st.caption(t("recipe.dropout.checks", kept_gap=drop.kept_gap, n=drop.masks_averaged, mean=drop.mean_over_masks,
+                 average_gap=drop.average_gap, eval_gap=drop.eval_gap, cells=drop.kept.size))
+    text("recipe.dropout_result", p=p_drop, scale=drop.scale)

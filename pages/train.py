@@ -14,7 +14,7 @@ from app.jobs_options import (ALL_TASKS, CUSTOM_DEFAULTS, LIMITS, MAX_PARAMETERS
                               RECIPES, SIZES, TrainOptions, check_upload)
 from app.pages_list import PAGES
 from app.train_ui import fmt_duration, status_text
-from app.ui import PLOT_CONFIG, error, text
+from app.ui import error, plot, text
 
 ROOT = Path(__file__).resolve().parent.parent
 INSPECTOR = ROOT / "pages" / "inspector.py"
@@ -164,7 +164,9 @@ if st.button(t("train.start"), type="primary", icon=":material/play_arrow:", key
         error(e, icon="🚫")
     else:
         st.session_state["train_selected"] = run_id
-        st.session_state.pop("train_run_select", None)
+        # A browser keeps sending the selection it shows, whatever the server's state says: a new widget
+        # key makes "Show run" a new widget, which opens on the new run.
+        st.session_state["train_select_gen"] = st.session_state.get("train_select_gen", 0) + 1
         st.toast(t("train.started", id=run_id), icon="🚀")
 
 # -----------------------------------------------------------------------------
@@ -197,7 +199,8 @@ def run_table(runs: list[dict]) -> None:
         t("train.col.tokens_per_second"): fmt.count(r["tokens_per_second"]),
         t("train.col.eta"): fmt_duration(r["eta_seconds"]) if r["state"] == "running" else "",
     } for r in runs]
-    st.dataframe(rows, hide_index=True, width="stretch")
+    wide = {t(f"train.col.{c}"): st.column_config.TextColumn(width="medium") for c in ("run", "step", "state", "eta")}
+    st.dataframe(rows, hide_index=True, width="stretch", column_config=wide)
 
 
 def run_actions(r: dict) -> None:
@@ -250,23 +253,20 @@ def run_curves(rid: str, records: list[dict]) -> None:
     x = t("common.step")
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(charts.loss_figure(records, title=t("train.chart.loss"), train_name=t("train.chart.training"),
-                                           val_name=t("train.chart.validation"), x_title=x,
-                                           y_title=t("train.chart.loss_axis")),
-                        config=PLOT_CONFIG, key=f"loss-{rid}")
+        plot(charts.loss_figure(records, title=t("train.chart.loss"), train_name=t("train.chart.training"),
+                                val_name=t("train.chart.validation"), x_title=x,
+                                y_title=t("train.chart.loss_axis")), key=f"loss-{rid}")
         st.caption(t("train.smoothing_caption"))
     with right:
         if any(rec.get("kind") == "eval" for rec in records):
-            st.plotly_chart(charts.accuracy_figure(records, title=t("train.chart.accuracy"),
-                                                   token_name=t("train.chart.token_accuracy"),
-                                                   exact_name=t("train.chart.exact_match"),
-                                                   x_title=x, y_title=t("train.chart.accuracy_axis")),
-                            config=PLOT_CONFIG, key=f"acc-{rid}")
+            plot(charts.accuracy_figure(records, title=t("train.chart.accuracy"),
+                                        token_name=t("train.chart.token_accuracy"),
+                                        exact_name=t("train.chart.exact_match"),
+                                        x_title=x, y_title=t("train.chart.accuracy_axis")), key=f"acc-{rid}")
         else:
             st.info(t("train.no_eval_yet"))
-    st.plotly_chart(charts.lr_figure(records, title=t("train.chart.lr"), lr_name=t("train.metric.learning_rate"),
-                                     tps_name=t("train.metric.tokens_per_second"), x_title=x),
-                    config=PLOT_CONFIG, key=f"lr-{rid}")
+    plot(charts.lr_figure(records, title=t("train.chart.lr"), lr_name=t("train.metric.learning_rate"),
+                          tps_name=t("train.metric.tokens_per_second"), x_title=x), key=f"lr-{rid}")
     st.download_button(t("train.download_curves"), export.metrics_csv(records), file_name=f"{rid}-metrics.csv",
                        mime="text/csv", key=f"csv-{rid}")
 
@@ -323,9 +323,8 @@ def compare(runs: list[dict]) -> None:
     by_id = {r["id"]: r for r in runs}
     by_run = {compare_label(by_id[rid]): mgr.read_metrics(rid) for rid in chosen}
     name = t(f"train.compare_metric.{metric}")
-    st.plotly_chart(charts.compare_figure(by_run, COMPARE_METRICS[metric], metric, title=name,
-                                          x_title=t("common.step"), y_title=name),
-                    config=PLOT_CONFIG, key="compare-fig")
+    plot(charts.compare_figure(by_run, COMPARE_METRICS[metric], metric, title=name,
+                               x_title=t("common.step"), y_title=name), key="compare-fig")
     st.download_button(t("train.download_compare"), export.compare_csv(by_run), file_name="compare-runs.csv",
                        mime="text/csv", key="compare-csv")
 
@@ -340,7 +339,7 @@ def runs_panel() -> None:
         ids = [r["id"] for r in runs]
         want = st.session_state.get("train_selected")
         selected = st.selectbox(t("train.show_run"), ids, index=ids.index(want) if want in ids else 0,
-                                key="train_run_select")
+                                key=f"train_run_select-{st.session_state.get('train_select_gen', 0)}")
         st.session_state["train_selected"] = selected
         run_details(next(r for r in runs if r["id"] == selected))
         if len(runs) > 1:

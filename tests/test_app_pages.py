@@ -69,9 +69,7 @@ def _english_only_strings() -> list[str]:
     return out
 
 
-KNOWN_ENGLISH = {  # known gaps, each with its issue: strict, so the mark must go when the gap closes
-    "inspector.py": "the shipped models' cards (CARD.md) are English only (issue 10)",
-}
+KNOWN_ENGLISH: dict[str, str] = {}  # page -> known gap and its issue (strict xfail: it must go when fixed)
 
 
 @pytest.mark.slow

@@ -102,3 +102,38 @@ def test_first_visit_follows_the_browser_locale(browser_page):
             assert nav.get_by_role("link", name=title, exact=True).count() == 1, (locale, nav.inner_text())
         finally:
             ctx.close()
+
+
+def cycle_radio(page, label: str, where: str) -> int:
+    """Click every option of the radio group labelled `label`, checking the charts after each."""
+    radios = page.locator("[data-testid='stRadio']")
+    found = [radios.nth(i) for i in range(radios.count())
+             if radios.nth(i).locator("[data-testid='stWidgetLabel']").first.inner_text().strip() == label]
+    assert found, f"{where}: no radio group labelled {label!r}"
+    group = found[0]
+    options = group.locator("label:has(input)")
+    n = options.count()
+    for i in range(n):
+        text = options.nth(i).inner_text()
+        options.nth(i).click()
+        wait_idle(page)
+        assert_no_exception(page, f"{where}: {text}")
+        assert_charts_readable(page, f"{where}: {text}")
+    return n
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_selectors_keep_every_chart_readable(browser_page, lang):
+    """Switching the kind of attention (encoder self, masked decoder self, cross) on the masks page and
+    in the inspector: token labels such as <s> must stay visible and the maps full size."""
+    from app.i18n import catalogue
+    words = catalogue(lang)
+    url, page = browser_page
+    page.goto(url)
+    wait_idle(page)
+    set_language(page, lang)
+    for info, radio_key in ((next(p for p in PAGES if p.url == "masks"), "masks.attention"),
+                            (next(p for p in PAGES if p.url == "inspector"), "inspector.which_attention")):
+        open_page(page, lang, info)
+        assert cycle_radio(page, words[radio_key], f"{info.url} ({lang})") == 3
+        page.screenshot(path=str(SHOTS / f"browser-{info.url}-cross-{lang}.png"), full_page=True)

@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+from app.i18n import catalogue
 from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server
 
 pytestmark = pytest.mark.browser
@@ -17,6 +18,7 @@ if not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM):
     pytest.skip(f"no Chromium at {CHROMIUM} (install Debian's chromium)", allow_module_level=True)
 
 SHOTS = ROOT / "test-artifacts"
+KO = catalogue("ko")
 STEPS = 40
 
 
@@ -33,6 +35,14 @@ def nav(page, title: str) -> None:
     """Click a sidebar link (same browser session, unlike page.goto)."""
     page.locator("[data-testid='stSidebarNav'] a").filter(has_text=title).first.click()
     settle(page)
+
+
+def selectbox_text(page, label: str) -> str:
+    """What a selectbox shows (its label, the chosen option's text and its input's value)."""
+    return page.evaluate("""label => [...document.querySelectorAll("[data-testid='stSelectbox']")]
+        .filter(b => (b.querySelector("[data-testid='stWidgetLabel']") || {}).innerText?.trim() === label)
+        .map(b => b.textContent + " " + [...b.querySelectorAll("input")].map(i => i.value).join(" "))
+        .join(" | ")""", label)
 
 
 def no_exception(page, where: str) -> None:
@@ -92,5 +102,30 @@ def test_train_leave_return_inspect(tmp_path):
                 """name => [...document.querySelectorAll("[data-testid='stSelectbox'] *, input")].some(
                        e => (e.textContent || "").includes(name) || (e.value || "").includes(name))""",
                 arg=run_dirs[0].name, timeout=30_000)
+
+            # A second run: "Show run" must switch to it at once, with its Stop button, although an older,
+            # finished run was selected before (it used to stay on the old run until the learner switched).
+            nav(page, "직접 학습하기")
+            steps = page.locator("[data-testid='stNumberInput'] input").first
+            steps.fill("3000")
+            steps.press("Enter")
+            page.wait_for_timeout(1500)
+            page.get_by_role("button", name=KO["train.start"]).click()
+            for _ in range(60):
+                newest = sorted((d for d in runs.iterdir() if d.is_dir()), key=lambda d: d.stat().st_mtime)
+                if len(newest) == 2:
+                    break
+                page.wait_for_timeout(500)
+            second = [d.name for d in runs.iterdir() if d.is_dir() and d.name != run_dirs[0].name]
+            assert len(second) == 1, second
+            for wait in range(3):  # through a few of the fragment's own refreshes
+                page.wait_for_timeout(2500)
+                shown = selectbox_text(page, KO["train.show_run"])
+                assert second[0] in shown, (wait, shown)
+                assert page.get_by_role("button", name=KO["train.action.stop"]).count() == 1
+            no_exception(page, "second run started")
+            page.screenshot(path=str(SHOTS / "browser-train-second-ko.png"), full_page=True)
+            page.get_by_role("button", name=KO["train.action.stop"]).click()
+            page.wait_for_timeout(2000)
         finally:
             browser.close()

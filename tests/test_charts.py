@@ -104,3 +104,15 @@ def test_one_csv_writer_quotes_what_needs_quoting():
     metrics = _parse(export.metrics_csv(RECORDS))
     assert metrics[0] == list(export.METRIC_FIELDS) and len(metrics) == 4
     assert export.compare_csv({"a": RECORDS, "b": RECORDS}).count("\n") == 7
+
+
+def test_titles_get_room_above_them_for_the_toolbar():
+    fig = curves.line_chart([1, 2], {"y": [1, 2]}, title="A title", height=300)
+    top, height = fig.layout.margin.t, fig.layout.height
+    style.toolbar_room(fig)
+    assert fig.layout.margin.t == top + style.MODEBAR_ROOM and fig.layout.height == height + style.MODEBAR_ROOM
+    assert fig.layout.title.yref == "container" and fig.layout.title.pad.t >= style.MODEBAR_ROOM - 6
+    style.toolbar_room(fig)  # idempotent: a rerun does not push the title down again
+    assert fig.layout.margin.t == top + style.MODEBAR_ROOM
+    untitled = curves.line_chart([1, 2], {"y": [1, 2]})
+    assert style.toolbar_room(untitled).layout.margin.t == untitled.layout.margin.t

@@ -9,6 +9,7 @@ import pytest
 
 from app import attention_lab as lab
 from app.format import compact, vector
+from app.charts.style import MODEBAR_ROOM
 from app.i18n import t
 from model import lab as mlab
 from model import worked_example as wx
@@ -40,6 +41,10 @@ def page_text(at) -> str:
 
 def by_key(elements, key):
     return next(e for e in elements if e.key == key)
+
+
+def chain_tables(at) -> list:
+    return [d.value for d in at.dataframe if t("attention.chain.col_stage") in d.value.columns]
 
 
 def with_inputs(q=None, k=None, v=None, tokens_q=None, tokens_k=None, lang="en", extra=None):
@@ -139,20 +144,58 @@ def test_page_shows_the_corrected_example(lang):
     assert s["data"][0]["text"][2][2] == "1.51"  # not the printed 1.20
     text = page_text(at)
     assert "0.1×0.2 + 0.3×0.1 + 0.5×0.3 = 0.02 + 0.03 + 0.15 = 0.2" in text
-    # the printed-example check: outlines and the generated verdict
+    # every figure has a CSV download next to it
+    assert len(at.get("download_button")) == len(figures(at))
+
+
+ARTICLE = "[딥러닝, 논문리뷰] Attention Is All You Need 2 - Attention Mechanism"
+GUESS_KEYS = ["att_guess_S", "att_guess_S-prime", "att_guess_A", "att_guess_O"]
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_printed_example_is_an_exercise_that_names_its_source(lang):
+    """Section 4 names the blog post and says its example has errors; the answer stays hidden (no
+    outlines, no computed matrices, no chain verdict, no permanent warning) until asked for."""
+    at = run_page("attention.py", lang)
+    assert_clean(at)
+    text = page_text(at)
+    assert text.count(ARTICLE) >= 2  # in the inputs section and in section 4
+    assert ("blog post" if lang == "en" else "블로그 글") in text
+    assert not at.warning  # the permanent yellow verdict is gone
+    printed_s = fig_by_title(at, "S as printed" if lang == "en" else "인쇄된 S")
+    assert outlined(printed_s) == set()
+    computed = "S computed from Q, K, V" if lang == "en" else "Q, K, V로 계산한 S"
+    assert computed not in [title(f) for f in figures(at)]
+    assert [m.key for m in at.multiselect] == GUESS_KEYS
+    assert not chain_tables(at)  # the chain check is part of the answer
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_guess_then_reveal_the_answer(lang, monkeypatch):
+    monkeypatch.setattr("app.i18n.lang", lambda: lang)
+    at = run_page("attention.py", lang)
+    s_cells = by_key(at.multiselect, "att_guess_S")
+    assert len(s_cells.options) == 9 and s_cells.options[0].startswith("S[나는, 나는]")
+    s_cells.set_value([0, 6]).run()  # S[나는, 나는] (wrong in the print) and S[간다, 나는] (right)
+    by_key(at.toggle, "att_reveal").set_value(True).run()
+    assert_clean(at)
+    assert not at.warning
     printed_s = fig_by_title(at, "S as printed" if lang == "en" else "인쇄된 S")
     assert outlined(printed_s) == {(i, j) for i in range(3) for j in range(3)} - {(2, 0)}
     printed_a = fig_by_title(at, "A as printed" if lang == "en" else "인쇄된 A")
     assert len(outlined(printed_a)) == 9
-    verdict = at.warning[-1].value
-    if lang == "en":
-        assert verdict.startswith("Inconsistent with the stage before: S, A, O.") and "Consistent: S′" in verdict
-    else:
-        assert "앞 단계와 맞지 않는 인쇄값: S, A, O." in verdict and "앞 단계와 맞는 인쇄값: S′" in verdict
-    table = at.dataframe[0].value
+    computed = fig_by_title(at, "S computed from Q, K, V" if lang == "en" else "Q, K, V로 계산한 S")
+    assert computed["data"][0]["text"][2][2] == "1.51"
+    text = page_text(at)
+    assert t("attention.printed.score", found=1, wrong=8, false_alarms=1, name="S") in text
+    # the chain check, now shown, with its generated verdict (not a warning box)
+    table = chain_tables(at)[0]
     assert list(table.iloc[:, -1]) == (["inconsistent", "consistent", "inconsistent", "inconsistent"] if lang == "en"
                                        else ["불일치", "일치", "불일치", "불일치"])
-    # every figure has a CSV download next to it
+    if lang == "en":
+        assert "Inconsistent with the stage before: S, A, O." in text and "Consistent: S′" in text
+    else:
+        assert "앞 단계와 맞지 않는 인쇄값: S, A, O." in text and "앞 단계와 맞는 인쇄값: S′" in text
     assert len(at.get("download_button")) == len(figures(at))
 
 
@@ -222,10 +265,10 @@ def test_sixty_four_tokens_hide_cell_text():
     tokens = ", ".join(f"토큰{i}" if i % 2 else f"w{i}😀" for i in range(64))
     at = with_inputs(q=mat, k=mat, v=mat, tokens_q=tokens)
     assert_clean(at)
-    assert not at.error and not at.warning[:-1]
+    assert not at.error and not at.warning
     s = fig_by_title(at, "S = QKᵀ")
     assert z_of(s).shape == (64, 64) and not s["data"][0].get("text")
-    assert s["layout"]["height"] <= 900
+    assert s["layout"]["height"] <= 900 + MODEBAR_ROOM  # (the strip above the title keeps the toolbar off it)
 
 
 def test_token_count_mismatch_warns_and_uses_numbered_labels():
@@ -256,3 +299,99 @@ def test_reset_brings_back_the_example_after_bad_input():
     at.run()
     assert_clean(at)
     assert not at.error and at.session_state["att_q"] == lab.matrix_to_text(Q)
+
+
+# ---------------------------------------------------------------- options that change under the cell pickers
+# Issue 10: grow Q to 4 rows, pick row 4, shrink back to 3 rows, touch any control ->
+# TypeError: '>=' not supported between 'str' and 'int'. A selectbox's browser side keeps the label it
+# last showed ("4: q4"); when that label is no longer an option, Streamlit hands the page the label
+# itself (a str) instead of an index. AppTest normally re-sends the current option, so `browser_keeps`
+# makes it send the stale label, as the browser does.
+
+Q3 = lab.matrix_to_text(Q)
+Q4 = Q3 + "\n0.1 0.1 0.1"
+
+
+def browser_keeps(at, key: str, label: str) -> None:
+    """From now on the selectbox `key` reports `label`, as a browser holding a stale selection does."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    w = by_key(at.selectbox, key)
+
+    def stale(self):
+        ws = WidgetState()
+        ws.id, ws.string_value = self.id, label
+        return ws
+    w.__class__ = type("Stale" + w.__class__.__name__, (w.__class__,), {"_widget_state": property(stale)})
+
+
+def touch(at, control: str):
+    if control == "causal":
+        by_key(at.toggle, "att_causal").set_value(True)
+    elif control == "stage":
+        at.segmented_control(key="att_stage").set_value("weights")
+    elif control == "reset":
+        by_key(at.button, "att_reset").click()
+    elif control == "all":
+        by_key(at.toggle, "att_all").set_value(True)
+    at.run()
+
+
+def grow_pick_shrink(lang="en"):
+    at = run_page("attention.py", lang)
+    by_key(at.text_area, "att_q").set_value(Q4).run()
+    assert by_key(at.selectbox, "att_row").options[-1] == "4: q4"
+    by_key(at.selectbox, "att_row").set_value(3).run()
+    assert_clean(at)
+    assert "**S[q4, 나는]**" in page_text(at)
+    by_key(at.text_area, "att_q").set_value(Q3).run()
+    assert_clean(at)
+    return at
+
+
+@pytest.mark.parametrize("control", ["causal", "stage", "reset", "all"])
+def test_grow_pick_the_new_row_shrink_then_touch_a_control(control):
+    at = grow_pick_shrink()
+    row = by_key(at.selectbox, "att_row")
+    assert row.options == ["1: 나는", "2: 학교에", "3: 간다"] and row.value in range(3)
+    browser_keeps(at, "att_row", "4: q4")  # what the browser still shows
+    touch(at, control)
+    assert_clean(at)
+    row = by_key(at.selectbox, "att_row")
+    assert row.value == 0 and row.options == ["1: 나는", "2: 학교에", "3: 간다"]
+    assert "**S[나는, 나는]**" in page_text(at)
+
+
+def test_typed_key_tokens_relabel_the_columns_without_a_crash():
+    at = run_page("attention.py", "en")
+    by_key(at.selectbox, "att_col").set_value(2).run()
+    by_key(at.text_input, "att_tokens_k").set_value("a, b, c").run()
+    assert_clean(at)
+    assert by_key(at.selectbox, "att_col").options == ["1: a", "2: b", "3: c"]
+    browser_keeps(at, "att_col", "3: 간다")  # the label before the tokens were typed
+    touch(at, "causal")
+    assert_clean(at)
+    col = by_key(at.selectbox, "att_col")
+    assert col.value == 2  # the same column, found again by its number
+    assert "**S[나는, c]**" in page_text(at)
+
+
+def test_reset_recovers_from_stale_picks_and_bad_input():
+    at = grow_pick_shrink()
+    browser_keeps(at, "att_row", "4: q4")
+    by_key(at.text_area, "att_q").set_value("1 x").run()
+    assert_clean(at)
+    assert at.error
+    touch(at, "reset")
+    assert_clean(at)
+    assert not at.error and at.session_state["att_q"] == Q3
+    assert by_key(at.selectbox, "att_row").value == 0 and by_key(at.selectbox, "att_col").value == 0
+    assert not by_key(at.toggle, "att_causal").value
+
+
+@pytest.mark.parametrize("value, size, expected", [
+    (2, 3, 2), (3, 3, 0), (-1, 3, 0), (None, 3, 0), ("4: q4", 3, 0), ("3: 간다", 3, 2), ("2: x: y", 5, 1),
+    ("q4", 3, 0), (True, 3, 0), (1.0, 3, 0), ("0: a", 3, 0), ("#2: I love roses.", 3, 1), ("#4: x", 3, 0),
+])
+def test_valid_index(value, size, expected):
+    assert lab.valid_index(value, size) == expected

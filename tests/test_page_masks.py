@@ -1,5 +1,7 @@
 """The masks page through AppTest, both languages: the three masks before and after softmax, the three
 kinds of attention, the architecture table, bad input, and models the page cannot use."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -42,7 +44,12 @@ def test_masks_page_en():
     cross = next(f for f in figures(at) if title(f).startswith("encoder–decoder attention"))
     assert cross["layout"]["yaxis"]["title"]["text"].startswith("target (query)")
     assert cross["layout"]["xaxis"]["title"]["text"].startswith("source (key)")
-    assert z_of(cross).shape == (5, 6)  # <s> + 4 target pieces × 6 source pieces
+    from model.probe import examples
+    from model.tokenizer import load_tokenizer
+    tok = load_tokenizer(Path(__file__).resolve().parent.parent / "assets" / "tokenizer")
+    ex = examples()["masks"]
+    # <s> + the target's pieces (queries) × the source's pieces (keys)
+    assert z_of(cross).shape == (1 + len(tok.encode(ex["target"])), len(tok.encode(ex["source"])))
     # the seeded, untrained model (the default when no trained EN→KO model ships with the app):
     # its option value is the language-free id "seeded", shown with a translated label
     picker = at.selectbox(key="mask_model")
@@ -138,3 +145,63 @@ def test_a_decoder_only_model_falls_back_to_the_seeded_one():
     assert_clean(at)
     assert any("인코더–디코더 모델이 아니어서" in w.value for w in at.warning)
     assert any("시드 고정 무작위 가중치" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_causal_mask_is_shown_on_decoder_scores(lang):
+    """Issue 10: section 1 laid the causal mask on the ENCODER's scores, which the encoder never masks.
+    The causal views now show the decoder's first self-attention layer, the padding view the encoder's,
+    and each says which."""
+    from model.mask_demo import mask_demo_batch
+    from model.tokenizer import load_tokenizer
+
+    at = run_page("masks.py", lang, setup=lambda a: a.session_state.__setitem__("mask_model", "seeded"))
+    assert_clean(at)
+    tok = load_tokenizer()
+    model = probe_model(tok.vocab_size)
+    sentences = probe_examples()["masks"]["batch"]
+    b = mask_demo_batch(model, [tok.encode(s) for s in sentences], tok.pad_id)
+    n = b.lengths[0]
+    figs = figures(at)
+    scores = [f for f in figs if title(f).startswith("scores after the mask" if lang == "en" else "마스크 적용 후")]
+    assert len(scores) == 3
+    causal, padding, both = (z_of(f) for f in scores)
+    lower = np.tril_indices(n)
+    assert np.allclose(causal[lower], b.decoder_scores[0, 0, :n, :n].numpy()[lower], atol=1e-4)
+    assert not np.allclose(causal[lower], b.encoder_scores[0, 0, :n, :n].numpy()[lower], atol=1e-3)
+    keep = ~np.isnan(padding)
+    assert np.allclose(padding[keep], b.encoder_scores[0, 0].numpy()[keep], atol=1e-4)
+    keep = ~np.isnan(both)
+    assert np.allclose(both[keep], b.decoder_scores[0, 0].numpy()[keep], atol=1e-4)
+    text = "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption]).lower()
+    for side in (("decoder", "encoder") if lang == "en" else ("디코더", "인코더")):
+        assert (f"{side} self-attention" if lang == "en" else f"{side} 셀프 어텐션") in text
+
+
+def probe_model(vocab_size):
+    from model.probe import seeded_demo_model
+    return seeded_demo_model(vocab_size)
+
+
+def probe_examples():
+    from model.probe import examples
+    return examples()
+
+
+def test_the_picked_sentence_survives_an_edit_of_its_text():
+    """The sentence picker's labels hold the sentences' text: editing a sentence changes every label,
+    and the browser keeps reporting the old one. The pick must stay on the same sentence (issue 10)."""
+    from tests.test_page_attention import browser_keeps
+
+    at = run_page("masks.py", "en", setup=lambda a: a.session_state.__setitem__("mask_model", "seeded"))
+    at.selectbox(key="mask_which").set_value(1).run()
+    old = at.selectbox(key="mask_which").options[1]
+    batch = at.text_area(key="mask_batch").value.splitlines()
+    batch[1] = "I love red roses."
+    at.text_area(key="mask_batch").set_value("\n".join(batch)).run()
+    assert_clean(at)
+    assert at.selectbox(key="mask_which").options[1] == "#2: I love red roses."
+    browser_keeps(at, "mask_which", old)
+    at.slider(key="mask_head").set_value(2).run()
+    assert_clean(at)
+    assert at.selectbox(key="mask_which").value == 1

@@ -9,7 +9,7 @@ import pytest
 
 from app.attention_lab import heads_csv
 from app.i18n import catalogue
-from tests.apptest_read import figures
+from tests.apptest_read import figures, title
 from tests.apptest_util import assert_clean, run_page
 
 SHAPE_COL = {"en": "shape (this run)", "ko": "모양 (이번 실행)"}
@@ -41,7 +41,7 @@ def test_default_page_shapes(lang):
     assert not at.error
     assert shapes_shown(at, lang) == expected_shapes(6, 64, 8)
     figs = figures(at)
-    assert len(figs) == 1 + 2  # all heads tiled, then single head vs mean of heads
+    assert len(figs) == 1 + 2 + 1  # all heads tiled, single head vs mean of heads, one layer's vector lengths
     assert [a["text"] for a in figs[0]["layout"]["annotations"]] == [
         f"<b>{'head' if lang == 'en' else '헤드'} {h}</b>" for h in range(1, 9)]
     assert len(at.get("download_button")) == len(at.get("plotly_chart"))
@@ -105,3 +105,48 @@ def test_too_long_sentence():
     assert shapes_shown(at, "ko")[6] == str([1, 2, 64, 64])
     fig = figures(at)[0]
     assert not fig["data"][0].get("text")  # 64×64 maps hide the numbers in their cells
+
+
+# ---------------------------------------------------------------- one layer, end to end (issue 10)
+
+LAYER_STEPS = ["input", "attention", "sum1", "norm1", "hidden", "ffn", "sum2", "output"]
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_one_layer_end_to_end(lang, monkeypatch):
+    """After the heads: the sentence's vectors through attention → add & norm → FFN → add & norm of the
+    project's own EncoderLayer, with every shape and what each step changes."""
+    from app.i18n import t
+    from model.layer_walk import layer_walk
+    monkeypatch.setattr("app.i18n.lang", lambda: lang)
+    at = run_with(lang, mh_sentence="the cat sat on the mat")
+    assert_clean(at)
+    headers = [h.value for h in at.header]
+    assert headers[-1] == t("multihead.layer.header")
+    assert headers.index(t("multihead.layer.header")) > headers.index(t("multihead.maps.header"))
+    steps = next(d.value for d in at.dataframe if t("multihead.layer.col_change") in d.value.columns)
+    assert list(steps[t("multihead.layer.col_stage")]) == [t(f"multihead.layer.stage.{s}") for s in LAYER_STEPS]
+    assert list(steps[t("multihead.col_shape")]) == [str([1, 6, 64])] * 4 + [str([1, 6, 256])] + [str([1, 6, 64])] * 3
+    walk = layer_walk("the cat sat on the mat".split(), 64, 8, seed=0)
+    norms = [float(x) for x in steps[t("multihead.layer.col_norm")]]
+    assert norms == pytest.approx([float(s.norms.mean()) for s in walk.steps], abs=6e-3)
+    tokens = next(d.value for d in at.dataframe if t("multihead.layer.col_token") in d.value.columns)
+    assert list(tokens[t("multihead.layer.col_token")]) == "the cat sat on the mat".split()
+    assert [float(x) for x in tokens[t("multihead.layer.col_relu")]] == pytest.approx(
+        list(walk.relu_zero_share), abs=6e-4)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics[t("multihead.layer.d_ff")] == "256"
+    assert float(metrics[t("multihead.layer.gap")]) <= 1e-6
+    lengths = [f for f in figures(at) if title(f) == t("multihead.layer.chart_title")]
+    assert len(lengths) == 1 and len(lengths[0]["data"]) == 5
+    text = "\n".join(m.value for m in at.markdown)
+    assert "d_ff = 256" in text and "√64 = 8.00" in text
+
+
+def test_one_layer_follows_d_and_h():
+    at = run_with(mh_sentence="a b c", mh_d=16, mh_h=4)
+    assert_clean(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["d_ff = 4 · D"] == "64"
+    steps = at.dataframe[2].value
+    assert list(steps["shape (this run)"])[4] == str([1, 3, 64])

@@ -38,8 +38,37 @@ def test_seeded_demo_model_is_reproducible_and_leaves_the_global_rng_alone(demo)
 def test_examples_are_data_for_every_task_and_the_masks_page():
     ex = probe.examples()
     assert set(ex["inspector"]) == {"en-ko", "lm", "copy", "reverse", "sort"}
-    assert all(isinstance(s, str) and s for v in ex["inspector"].values() for s in v)
+    for task in ex["inspector"]:
+        groups = probe.example_groups(task)
+        assert groups and all(kind and sentences and all(isinstance(s, str) and s for s in sentences)
+                              for kind, sentences in groups)
+    assert probe.example_groups("en-ko")[0][1][0] == "My friend did not buy a red apple."  # typed in first
     assert len(ex["masks"]["batch"]) == 3 and ex["masks"]["source"] and ex["masks"]["target"]
+
+
+def test_every_kind_of_example_has_a_label_in_both_languages():
+    from app.i18n import catalogue
+    kinds = {kind for task in probe.examples()["inspector"] for kind, _ in probe.example_groups(task)}
+    kinds.add("from_corpus")
+    for lang in ("en", "ko"):
+        assert sorted(k for k in kinds if f"inspector.example_kind.{k}" not in catalogue(lang)) == []
+
+
+def test_en_ko_examples_use_only_words_of_the_corpus():
+    """Examples show what the model handles: every word of them is a word of the corpus, and the first
+    one (typed in for a new model) is one of its sentences."""
+    from model.corpus import generate_pairs, known_words, split_english
+    known = known_words()
+    assert [s for _, sentences in probe.example_groups("en-ko") for s in sentences
+            if not set(split_english(s)) <= known] == []
+    assert probe.example_groups("en-ko")[0][1][0] in {en for en, _ in generate_pairs()}
+
+
+def test_inspector_examples_for_any_model():
+    assert probe.inspector_examples("lm", "decoder-only", []) == probe.example_groups("lm")
+    assert probe.inspector_examples("tsv", "encoder-decoder", ["x y"]) == [("from_corpus", ["x y"])]
+    assert probe.inspector_examples(None, "decoder-only", []) == probe.example_groups("lm")
+    assert probe.inspector_examples("mystery", "encoder-decoder", []) == probe.example_groups("en-ko")
 
 
 def test_apply_mask_gives_exact_zeros_and_rows_that_sum_to_one():
@@ -123,14 +152,23 @@ def test_step_cross_attention_is_the_mean_over_heads(demo):
     assert float(row.sum()) == pytest.approx(1.0, abs=1e-5)
 
 
-class _CharTokenizer:
-    def encode(self, text):
-        return [ord(c) for c in text]
+def test_lm_position_candidates_match_the_next_token_distribution():
+    from model.decode import lm_next_token
+    torch.manual_seed(0)
+    lm = Transformer(PRESETS["tiny"].replace(architecture="decoder-only", vocab_size=VOCAB)).eval()
+    ids = [2, 5, 6, 7, 8]
+    cands = probe.lm_position_candidates(lm, ids, k=3)
+    assert [c.position for c in cands] == [0, 1, 2, 3, 4]
+    assert [c.actual for c in cands] == [5, 6, 7, 8, None] and cands[-1].actual_prob is None
+    for c in cands:
+        probs, _ = lm_next_token(lm, ids[: c.position + 1])  # the causal mask: the same distribution alone
+        torch.testing.assert_close(torch.tensor([p for _, p in c.top]), probs.topk(3).values.cpu(), atol=1e-5, rtol=0)
+        if c.actual is not None:
+            assert c.actual_prob == pytest.approx(float(probs[c.actual]), abs=1e-5)
+            assert c.actual_rank == int((probs > probs[c.actual]).sum()) + 1
+    assert len(probe.lm_position_candidates(lm, [3 + i % 30 for i in range(200)], k=1)) == lm.config.max_len
 
 
-def test_training_piece_ids_reads_the_task_train_split():
-    seen = probe.training_piece_ids(SimpleNamespace(meta={"task": "copy"}, tokenizer=_CharTokenizer()))
-    assert ord("a") in seen and ord(" ") in seen and ord("z") not in seen
-    assert probe.training_piece_ids(SimpleNamespace(meta={"task": "mystery"}, tokenizer=_CharTokenizer())) == frozenset()
-    assert probe.training_piece_ids(SimpleNamespace(meta=None, tokenizer=_CharTokenizer())) == frozenset()
-    assert probe.training_piece_ids(SimpleNamespace(meta={"task": "copy"}, tokenizer=None)) == frozenset()
+def test_draw_seeds_differ_per_draw_and_per_seed():
+    seeds = {probe.draw_seed(s, d) for s in range(5) for d in range(50)}
+    assert len(seeds) == 250 and probe.draw_seed(3, 4) == probe.draw_seed(3, 4)

@@ -69,8 +69,8 @@ def test_byte_fallback_for_emoji():
 
 def test_train_save_load_deterministic(tmp_path):
     texts = corpus_sample(2000)
-    a = SentencePieceTokenizer.train(texts, vocab_size=400, path=tmp_path / "a")
-    b = SentencePieceTokenizer.train(texts, vocab_size=400)
+    a = SentencePieceTokenizer.train(texts, vocab_size=800, path=tmp_path / "a")
+    b = SentencePieceTokenizer.train(texts, vocab_size=800)
     assert a.model_proto == b.model_proto and a.vocab_size == 400
     c = load_tokenizer(tmp_path / "a")
     assert isinstance(c, SentencePieceTokenizer)

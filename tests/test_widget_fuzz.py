@@ -125,3 +125,42 @@ def test_every_control_in_sequence(page, first, second):
                 if kind not in TEXTS:  # a valid choice never produces an error box
                     new = [e for e in _errors(at) if e not in before]
                     assert new == [], (where, new)
+
+
+def _report_stale(w, label: str):
+    """From now on this selectbox reports `label`, as a browser does when the options changed under a
+    selection it still shows (Streamlit then hands the page that text instead of an option)."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    def stale(self):
+        ws = WidgetState()
+        ws.id, ws.string_value = self.id, label
+        return ws
+    w.__class__ = type("Stale" + w.__class__.__name__, (w.__class__,), {"_widget_state": property(stale)})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", [p.file for p in PAGES])
+def test_stale_selections_survive_changed_inputs(page):
+    """Pick the last option of a selectbox, then change what its options are built from (every text box
+    of the page): the browser keeps sending the old option's label, and the page must cope."""
+    at = run_page(page, "en", timeout=180)
+    boxes = [w.key for w in at.get("selectbox") if w.key and not getattr(w, "form_id", "")]
+    texts = [(kind, key) for kind, key in _keyed(at) if kind in TEXTS]
+    for key in boxes:
+        w = _find(at, "selectbox", key)
+        if w is None or len(w.options) < 2:
+            continue
+        label = w.options[-1]
+        _by_formatted_option(w).set_value(label).run()
+        for kind, tkey in texts:
+            for value in ("1 2\n3 4", "x"):
+                w = _find(at, "selectbox", key)
+                if w is not None:
+                    _report_stale(w, label)
+                tw = _find(at, kind, tkey)
+                if tw is None:
+                    continue
+                tw.set_value(value).run()
+                assert not at.exception, (page, key, label, tkey, value, [e.value for e in at.exception])
+        at = run_page(page, "en", timeout=180)  # a fresh session for the next selectbox

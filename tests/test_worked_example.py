@@ -126,3 +126,24 @@ def test_a_correct_print_is_consistent():
 
 def test_half_unit():
     assert wx.half_unit(2) == pytest.approx(0.005) and wx.half_unit(0) == 0.5
+
+
+# ---------------------------------------------------------------- the exercise: find the wrong cells
+
+def test_the_example_names_its_source():
+    # the worked example comes from this Korean blog post (shared/seeds/); its title, word for word
+    assert wx.EXAMPLE_SOURCE == "[딥러닝, 논문리뷰] Attention Is All You Need 2 - Attention Mechanism"
+
+
+def test_score_guess_counts_found_missed_and_false_alarms():
+    r = wx.example_report()
+    wrong_s = r.differs["S"]  # every printed S cell but S[간다, 나는] is wrong
+    assert int(wrong_s.sum()) == 8 and not wrong_s[2, 0]
+    s = wx.score_guess(wrong_s, [0, 6])  # S[0, 0] (wrong) and S[2, 0] (right)
+    assert (s.found, s.missed, s.false_alarms, s.wrong, s.cells) == (1, 7, 1, 8, 9) and not s.perfect
+    every = [i for i in range(9) if wrong_s.flat[i]]
+    assert wx.score_guess(wrong_s, every).perfect
+    assert wx.score_guess(wrong_s, []).missed == 8
+    assert wx.score_guess(wrong_s, [99, -1, 0, 0]).found == 1  # out-of-range and repeated picks ignored
+    right = np.zeros((2, 2), bool)
+    assert wx.score_guess(right, []).perfect and wx.score_guess(right, [3]).false_alarms == 1

@@ -69,3 +69,19 @@ def value_scale(z: np.ndarray) -> dict:
         return dict(colorscale=SEQUENTIAL, reversescale=False, zmin=None, zmax=None, zmid=None)
     zmax = float(np.abs(finite).max()) if finite.size else 1.0
     return dict(colorscale=DIVERGING, reversescale=True, zmin=-zmax, zmax=zmax, zmid=0)
+
+
+MODEBAR_ROOM = 30  # px: the toolbar plotly shows on hover sits at the figure's top right
+
+
+def toolbar_room(fig: go.Figure) -> go.Figure:
+    """Keep a titled figure's title clear of the plotly toolbar: a strip at the top for the toolbar,
+    the title just below it (the plot area moves down by the same amount)."""
+    if not (fig.layout.title and fig.layout.title.text) or getattr(fig.layout, "meta", None) == "toolbar-room":
+        return fig
+    top = fig.layout.margin.t if fig.layout.margin.t is not None else 80
+    pad = fig.layout.title.pad.t if fig.layout.title.pad and fig.layout.title.pad.t is not None else 0
+    fig.update_layout(margin=dict(t=top + MODEBAR_ROOM), height=(fig.layout.height or 450) + MODEBAR_ROOM,
+                      title=dict(yref="container", y=1.0, yanchor="top", pad=dict(t=pad + MODEBAR_ROOM - 6)),
+                      meta="toolbar-room")
+    return fig
