@@ -116,17 +116,28 @@ def palette_for(task: str | None, texts: list[str]) -> dict[str, list[str]]:
 VOCABULARY_FILE = "vocabulary.json"  # written beside the weights at export: regenerating the corpus is slow
 
 
-def vocabulary_json(v: Vocabulary) -> dict:
-    return {"pieces": sorted(v.pieces), "words": sorted(v.words), "palette": v.palette, "examples": v.examples}
+def _stamp(meta: dict | None) -> dict:
+    """What the stored vocabulary belongs to: the model's task and training seed (a folder copied into
+    another run, or retrained on other data, must not reuse it)."""
+    meta = meta or {}
+    return {"task": meta.get("task"), "seed": meta.get("seed")}
 
 
-def saved_vocabulary(directory) -> Vocabulary | None:
-    """The Vocabulary stored in a model folder, or None when there is none (or it is damaged)."""
+def vocabulary_json(v: Vocabulary, meta: dict | None = None) -> dict:
+    return {"for": _stamp(meta), "pieces": sorted(v.pieces), "words": sorted(v.words), "palette": v.palette,
+            "examples": v.examples}
+
+
+def saved_vocabulary(directory, meta: dict | None = None) -> Vocabulary | None:
+    """The Vocabulary stored in a model folder for a model with this meta, or None when there is none,
+    it is damaged, or it was written for another task or seed."""
     path = Path(directory) / VOCABULARY_FILE if directory is not None else None
     if path is None or not path.is_file():
         return None
     try:
         d = json.loads(path.read_text(encoding="utf-8"))
+        if d.get("for") != _stamp(meta):
+            return None
         palette = {str(k): [str(w) for w in v] for k, v in d["palette"].items()}
         return Vocabulary(found=True, pieces=frozenset(int(i) for i in d["pieces"]),
                           words=frozenset(str(w) for w in d["words"]), palette=palette,
@@ -139,7 +150,7 @@ def write_vocabulary(loaded, directory) -> Vocabulary:
     """Compute a model's Vocabulary from its training data and store it in `directory` (atomically)."""
     v = model_vocabulary(loaded, use_saved=False)
     if v.found:
-        atomic_write_json(Path(directory) / VOCABULARY_FILE, vocabulary_json(v))
+        atomic_write_json(Path(directory) / VOCABULARY_FILE, vocabulary_json(v, loaded.meta))
     return v
 
 
@@ -147,7 +158,7 @@ def model_vocabulary(loaded, use_saved: bool = True) -> Vocabulary:
     """The Vocabulary of a LoadedModel: token ids and words its input side met in its train split,
     a palette, and (for an uploaded corpus) a few training inputs as examples. Read from the model
     folder's vocabulary.json when it has one (written at export), else computed from the training data."""
-    saved = saved_vocabulary(loaded.path) if use_saved else None
+    saved = saved_vocabulary(loaded.path, loaded.meta) if use_saved else None
     if saved is not None:
         return saved
     pairs = training_pairs(loaded)

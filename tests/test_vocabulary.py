@@ -158,8 +158,10 @@ def test_saved_vocabulary_round_trip_and_damage(tmp_path):
     from model.vocabulary import VOCABULARY_FILE, Vocabulary, saved_vocabulary, vocabulary_json
     v = Vocabulary(found=True, pieces=frozenset({3, 5}), words=frozenset({"I", "go"}),
                    palette={"verbs": ["go"]}, examples=["I go."])
-    (tmp_path / VOCABULARY_FILE).write_text(json.dumps(vocabulary_json(v)), encoding="utf-8")
-    assert saved_vocabulary(tmp_path) == v
+    meta = {"task": "en-ko", "seed": 0}
+    (tmp_path / VOCABULARY_FILE).write_text(json.dumps(vocabulary_json(v, meta)), encoding="utf-8")
+    assert saved_vocabulary(tmp_path, meta) == v
+    assert saved_vocabulary(tmp_path, {"task": "tsv", "seed": 0}) is None  # a copy in another run
     (tmp_path / VOCABULARY_FILE).write_text("{not json", encoding="utf-8")
     assert saved_vocabulary(tmp_path) is None
     assert saved_vocabulary(tmp_path / "missing") is None and saved_vocabulary(None) is None
@@ -172,6 +174,7 @@ def test_shipped_vocabulary_files_match_the_training_data():
     from model.vocabulary import model_vocabulary, saved_vocabulary
     root = SHIPPED
     for name in ("en-ko", "lm"):
-        saved = saved_vocabulary(root / name)
+        loaded = load_model_dir(root / name)
+        saved = saved_vocabulary(root / name, loaded.meta)
         assert saved is not None, name
-        assert saved == model_vocabulary(load_model_dir(root / name), use_saved=False), name
+        assert saved == model_vocabulary(loaded, use_saved=False), name
