@@ -1,5 +1,5 @@
 """Running a model on given ids and collecting what the app's figures need: the seeded demo model
-and padded batch of the masks page, masked scores and their softmax, the three kinds of attention
+of the masks page, masked scores and their softmax, the three kinds of attention
 of an encoder-decoder, per-layer / per-head selections of recorded attention, and a decoder-only
 model's next-token candidates at every position. Plain PyTorch and numpy, no streamlit.
 (What a model met in training, in pieces and words: model/vocabulary.py.)"""
@@ -9,14 +9,13 @@ import functools
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import torch
 
 from .attention import masked_softmax
 from .config import TransformerConfig
-from .masks import causal_mask, combine, pad_batch
+from .masks import causal_mask, combine
 from .messages import UserError
 from .transformer import Intermediates, Transformer
 
@@ -121,30 +120,6 @@ def first_layer_scores(model: Transformer, ids: torch.Tensor, keep: torch.Tensor
     finally:
         model.train(was_training)
     return rec.details["encoder_self"][0].scores.float().cpu()
-
-
-@dataclass
-class MaskBatch:
-    """A right-padded batch and the first encoder layer's scores on it."""
-    ids: list[list[int]]  # (B, L) ids, padded with pad_id
-    keep: torch.Tensor  # (B, L) True for real tokens
-    lengths: list[int]  # real tokens per sentence
-    scores: torch.Tensor  # (B, H, L, L) before any mask
-
-    @property
-    def keep_matrix(self) -> np.ndarray:
-        """(B, L) 1.0 for a real token, 0.0 for <pad> (the padding mask as a picture)."""
-        return self.keep.float().numpy()
-
-    def views(self, sentence: int, head: int) -> dict[str, MaskedScores]:
-        """mask_views for one sentence (0-based) and one head (0-based)."""
-        return mask_views(self.scores[sentence, head], self.keep[sentence])
-
-
-def mask_batch(model: Transformer, seqs: Sequence[Sequence[int]], pad_id: int) -> MaskBatch:
-    """Pad the sentences (model.masks.pad_batch) and run the encoder's first layer on them."""
-    ids, keep = pad_batch(seqs, pad_id)
-    return MaskBatch(ids.tolist(), keep, [len(s) for s in seqs], first_layer_scores(model, ids, keep))
 
 
 # ----------------------------------------------------------------------------- the three attentions

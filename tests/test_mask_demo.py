@@ -5,6 +5,8 @@ import pytest
 import torch
 
 from model import mask_demo, probe
+from model.mask_demo import mask_demo_batch
+from model.masks import pad_batch
 
 VOCAB = 40
 SEQS = [[5, 6, 7, 8, 9], [10, 11], [12, 13, 14]]
@@ -45,8 +47,8 @@ def test_causal_views_are_the_decoders_own_self_attention(demo, batch):
             assert torch.allclose(views["padding"].weights[:n], enc[b, h, :n], atol=1e-6)
             assert views["causal"].max_on_masked == 0 and views["causal_padding"].max_on_masked == 0
     # and the decoder's scores are not the encoder's
-    encoder_only = probe.mask_batch(demo, SEQS, pad_id=0)
-    assert torch.equal(batch.encoder_scores, encoder_only.scores)
+    ids, keep = pad_batch(SEQS, 0)
+    assert torch.equal(batch.encoder_scores, probe.first_layer_scores(demo, ids, keep))
     assert not torch.allclose(batch.decoder_scores, batch.encoder_scores)
 
 
@@ -62,3 +64,16 @@ def test_a_decoder_only_model_has_no_encoder_scores():
     views = b.views(1, 0)
     assert set(views) == {"causal", "causal_padding"}
     assert np.allclose(views["causal_padding"].weights[:2].sum(-1).numpy(), 1)
+
+
+def test_mask_batch_pads_and_scores_do_not_depend_on_padding(demo):
+    seqs = [[5, 6, 7, 8], [9, 10], [11, 12, 13]]
+    mb = mask_demo_batch(demo, seqs, pad_id=0)
+    assert mb.ids == [[5, 6, 7, 8], [9, 10, 0, 0], [11, 12, 13, 0]] and mb.lengths == [4, 2, 3]
+    assert mb.encoder_scores.shape == (3, 4, 4, 4)
+    assert mb.keep_matrix.tolist() == [[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 0]]
+    # scores are taken before any mask, in the first layer: a sentence alone gives the same block
+    alone = mask_demo_batch(demo, [seqs[1]], pad_id=0).encoder_scores[0]  # (H, 2, 2)
+    torch.testing.assert_close(mb.encoder_scores[1, :, :2, :2], alone, atol=1e-5, rtol=0)
+    views = mb.views(1, 0)
+    assert views["causal"].size == 2 and views["padding"].n_masked == 2 * 4

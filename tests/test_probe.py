@@ -1,6 +1,5 @@
 """model/probe.py: running a model on given ids and collecting what the masks page and the inspector
 draw (the seeded demo model, padded batches, masked scores, the three attentions, selections)."""
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -98,19 +97,6 @@ def test_mask_views_of_a_padded_sentence():
     assert torch.equal(views["causal_padding"].mask, expected)
     for v in views.values():
         assert v.max_on_masked == 0.0 and v.max_row_error < 1e-6
-
-
-def test_mask_batch_pads_and_scores_do_not_depend_on_padding(demo):
-    seqs = [[5, 6, 7, 8], [9, 10], [11, 12, 13]]
-    mb = probe.mask_batch(demo, seqs, pad_id=0)
-    assert mb.ids == [[5, 6, 7, 8], [9, 10, 0, 0], [11, 12, 13, 0]] and mb.lengths == [4, 2, 3]
-    assert mb.scores.shape == (3, 4, 4, 4)
-    assert mb.keep_matrix.tolist() == [[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 0]]
-    # scores are taken before any mask, in the first layer: a sentence alone gives the same block
-    alone = probe.mask_batch(demo, [seqs[1]], pad_id=0).scores[0]  # (H, 2, 2)
-    torch.testing.assert_close(mb.scores[1, :, :2, :2], alone, atol=1e-5, rtol=0)
-    views = mb.views(1, 0)
-    assert views["causal"].size == 2 and views["padding"].n_masked == 2 * 4
 
 
 def test_attention_maps_of_an_encoder_decoder(demo):

@@ -3,7 +3,6 @@ pieces and whole words), the words of a new sentence it never saw, its word pale
 key facts from its files; model/device.py's parts of a device description."""
 import json
 import shutil
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
