@@ -10,19 +10,25 @@ if str(ROOT) not in sys.path:  # streamlit puts only app/ on sys.path; pages imp
 
 import streamlit as st  # noqa: E402
 
-from app import i18n  # noqa: E402
+from app import i18n, state  # noqa: E402
 from app.i18n import t  # noqa: E402
 from app.pages_list import PAGES, SECTIONS  # noqa: E402
 from app.resources import device_description  # noqa: E402
 
 st.set_page_config(page_title="Attention Atlas", page_icon="🧭", layout="wide")
 
-if i18n.STATE_KEY not in st.session_state:  # first visit: the browser's language if we speak it
-    try:
-        locale = st.context.locale
-    except Exception:  # no browser (AppTest) or an old client
-        locale = None
-    st.session_state[i18n.STATE_KEY] = i18n.language_from_locale(locale)
+if i18n.STATE_KEY not in st.session_state:  # first visit: the link's language, else the browser's if we speak it
+    asked = st.query_params.get(state.LANG_PARAM)
+    if asked in i18n.LANGS:
+        st.session_state[i18n.STATE_KEY] = asked
+    else:
+        try:
+            locale = st.context.locale
+        except Exception:  # no browser (AppTest) or an old client
+            locale = None
+        st.session_state[i18n.STATE_KEY] = i18n.language_from_locale(locale)
+        if asked is not None:
+            state.ignored_link_value(state.LANG_PARAM)
 
 with st.sidebar:
     st.radio(t("common.language"), list(i18n.LANGS), format_func=i18n.LANGS.get, key=i18n.STATE_KEY,
@@ -33,8 +39,16 @@ for i, p in enumerate(PAGES):
     page = st.Page(str(ROOT / "pages" / p.file), title=p.title, icon=p.icon, url_path=p.url, default=(i == 0))
     sections.setdefault(p.section, []).append(page)
 nav = st.navigation({t(f"pages.section.{key}"): sections[key] for key in SECTIONS if key in sections})
+current = nav.url_path or PAGES[0].url  # the default page's url_path is ""
+
+state.begin_page(current)
+if st.query_params.get(state.LANG_PARAM) != i18n.lang():  # the link says which language it shows
+    st.query_params[state.LANG_PARAM] = i18n.lang()
 
 with st.sidebar:
+    st.button(t("common.reset_page"), icon=":material/restart_alt:", on_click=state.reset_page, args=(current,),
+              help=t("common.reset_page_help"), key="reset_page")
+    st.caption(t("common.link_hint"))
     st.caption(f"**{t('common.device')}:** {device_description()}")
 
 nav.run()

@@ -7,6 +7,7 @@ from app.charts.export import columns_csv
 from app.charts.heatmaps import stage_figure
 from app.format import vector
 from app.i18n import UserError, t
+from app.state import OneBased, keep
 from app.ui import error, show_figure, show_matrix, text
 from model import lab as mlab
 from model import worked_example as wx
@@ -20,6 +21,7 @@ st.latex(r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqr
 axis_titles = {"query_title": t("common.query"), "key_title": t("common.key")}
 stage_titles = {**axis_titles, "dim_title": t("attention.value_dimension")}
 REPEATS = 5  # timing runs of each scoring
+TIME_NS = [64, 128, 256, 512, 1024]  # sizes the timing can use
 
 # ---------------------------------------------------------------- 1. inputs
 DEFAULTS = {
@@ -29,8 +31,12 @@ DEFAULTS = {
     "att_k": lab.matrix_to_text(wx.EXAMPLE_K),
     "att_v": lab.matrix_to_text(wx.EXAMPLE_V),
 }
-for key, value in DEFAULTS.items():
-    st.session_state.setdefault(key, value)
+
+
+def _parses(name: str):
+    """`check=` for a matrix from a link: it must be one the page can read (else the link's value is
+    ignored with a notice). What the learner types is not checked here: the page explains its errors."""
+    return lambda text: wx.parse_matrix(text, name) is not None
 
 
 def _reset_example():
@@ -41,28 +47,31 @@ def _reset_example():
 st.header(t("attention.inputs_header"))
 text("attention.inputs", article=wx.EXAMPLE_SOURCE)
 c1, c2 = st.columns(2)
-c1.text_input(t("attention.tokens_q"), key="att_tokens_q")
-c2.text_input(t("attention.tokens_k"), key="att_tokens_k")
+tokens_q_text = c1.text_input(t("attention.tokens_q"),
+                              **keep("att_tokens_q", DEFAULTS["att_tokens_q"], url="tokens_q"))
+tokens_k_text = c2.text_input(t("attention.tokens_k"),
+                              **keep("att_tokens_k", DEFAULTS["att_tokens_k"], url="tokens_k"))
 cq, ck, cv = st.columns(3)
-cq.text_area(t("attention.matrix_q"), key="att_q", height=150)
-ck.text_area(t("attention.matrix_k"), key="att_k", height=150)
-cv.text_area(t("attention.matrix_v"), key="att_v", height=150)
+q_text = cq.text_area(t("attention.matrix_q"), height=150,
+                      **keep("att_q", DEFAULTS["att_q"], url="q", check=_parses("Q")))
+k_text = ck.text_area(t("attention.matrix_k"), height=150,
+                      **keep("att_k", DEFAULTS["att_k"], url="k", check=_parses("K")))
+v_text = cv.text_area(t("attention.matrix_v"), height=150,
+                      **keep("att_v", DEFAULTS["att_v"], url="v", check=_parses("V")))
 o1, o2 = st.columns([1, 3])
 o1.button(t("attention.reset"), on_click=_reset_example, key="att_reset")
-causal = o2.toggle(t("attention.causal"), key="att_causal")
+causal = o2.toggle(t("attention.causal"), **keep("att_causal", False, url="causal"))
 
 try:
-    work = wx.worked_from_text(st.session_state["att_q"], st.session_state["att_k"], st.session_state["att_v"],
-                               causal)
+    work = wx.worked_from_text(q_text, k_text, v_text, causal)
 except UserError as e:
     error(e)
     work = None
 
 if work is not None:
     n, m, stages = work.n, work.m, work.stages
-    q_tokens = lab.parse_tokens(st.session_state["att_tokens_q"])
-    k_text = st.session_state["att_tokens_k"].strip()
-    k_tokens = lab.parse_tokens(k_text) if k_text else q_tokens
+    q_tokens = lab.parse_tokens(tokens_q_text)
+    k_tokens = lab.parse_tokens(tokens_k_text) if (tokens_k_text or "").strip() else q_tokens
     q_labels, q_ok = lab.labels_for(q_tokens, n, "q")
     k_labels, k_ok = lab.labels_for(k_tokens, m, "k")
     if not q_ok:
@@ -78,12 +87,11 @@ if work is not None:
     stage_list = mlab.visible_stages(causal)
     names = {s: lab.stage_name(s) for s in stage_list}
     captions = {s: t(f"attention.stage.{s}.caption") for s in stage_list}
-    show_all = st.toggle(t("attention.show_all"), key="att_all")
-    if not show_all:
-        if st.session_state.get("att_stage") not in stage_list:  # e.g. the mask stage, mask now off
-            st.session_state["att_stage"] = stage_list[0]
+    show_all = st.toggle(t("attention.show_all"), **keep("att_all", False, url="all_stages"))
+    if not show_all:  # (the mask stage, with the mask now off, goes back to the first stage)
         current = st.segmented_control(t("attention.stage_picker"), stage_list, format_func=names.get,
-                                       key="att_stage") or stage_list[0]
+                                       **keep("att_stage", stage_list[0], url="stage", valid=stage_list)) \
+            or stage_list[0]
         selected = [current]
     else:
         selected = stage_list
@@ -120,12 +128,15 @@ if work is not None:
     # ------------------------------------------------------------ 3. one cell
     st.header(t("attention.cell.header"))
     for key, size in (("att_row", n), ("att_col", m)):  # the options change as rows and tokens change
-        st.session_state[key] = lab.valid_index(st.session_state.get(key), size)
+        if key in st.session_state:  # a stale label the browser still shows ("4: q4") -> its number
+            st.session_state[key] = lab.valid_index(st.session_state[key], size)
     row_names = {x: f"{x + 1}: {q_labels[x]}" for x in range(n)}
     col_names = {x: f"{x + 1}: {k_labels[x]}" for x in range(m)}
     r1, r2 = st.columns(2)
-    i = r1.selectbox(t("attention.cell.row"), list(row_names), format_func=row_names.get, key="att_row")
-    j = r2.selectbox(t("attention.cell.col"), list(col_names), format_func=col_names.get, key="att_col")
+    i = r1.selectbox(t("attention.cell.row"), list(row_names), format_func=row_names.get,
+                     **keep("att_row", 0, url="row", valid=row_names, codec=OneBased))
+    j = r2.selectbox(t("attention.cell.col"), list(col_names), format_func=col_names.get,
+                     **keep("att_col", 0, url="col", valid=col_names, codec=OneBased))
     for line in lab.cell_lines(wx.cell_trace(work, i, j), q_labels[i], k_labels[j]):
         st.markdown(line)
     text("attention.cell_note")
@@ -136,7 +147,7 @@ text("attention.printed_intro", article=wx.EXAMPLE_SOURCE)
 report = wx.example_report()
 half_unit = f"{wx.half_unit():.{wx.PRINTED_DECIMALS + 1}f}"  # the rounding error of the print
 text("attention.check_yourself", decimals=wx.PRINTED_DECIMALS, half_unit=half_unit)
-reveal = st.toggle(t("attention.printed.reveal"), key="att_reveal")
+reveal = st.toggle(t("attention.printed.reveal"), **keep("att_reveal", False))
 ex_labels = wx.EXAMPLE_TOKENS
 for tab, (name, stage) in zip(st.tabs([lab.DISPLAY[key] for key in wx.PRINTED_STAGE]), wx.PRINTED_STAGE.items()):
     printed = report.printed[name]
@@ -145,7 +156,7 @@ for tab, (name, stage) in zip(st.tabs([lab.DISPLAY[key] for key in wx.PRINTED_ST
     with tab:
         cells = lab.cell_options(shown, printed, ex_labels, ex_cols)
         picked = st.multiselect(t("attention.printed.pick", name=shown), list(cells), format_func=cells.get,
-                                key=f"att_guess_{slug}")
+                                **keep(f"att_guess_{slug}", [], valid=cells))
         left, right = st.columns(2)
         with left:
             fig = stage_figure(stage, printed, ex_labels, ex_labels, highlight=report.differs[name] if reveal else None,
@@ -183,8 +194,10 @@ if work is None:
     st.info(t("attention.additive.needs_inputs"))
 else:
     a1, a2 = st.columns(2)
-    hidden = a1.slider(t("attention.additive.hidden"), 1, 128, 16, key="att_hidden")
-    add_seed = int(a2.number_input(t("attention.additive.seed"), 0, 10_000, 0, key="att_add_seed"))
+    hidden = a1.slider(t("attention.additive.hidden"), 1, 128,
+                       **keep("att_hidden", 16, url="hidden", valid=range(1, 129)))
+    add_seed = int(a2.number_input(t("attention.additive.seed"), 0, 10_000,
+                                   **keep("att_add_seed", 0, url="add_seed", valid=range(10_001))))
     w_add = mlab.additive_weights(work.q, work.k, hidden, add_seed, causal)
     left, right = st.columns(2)
     with left:
@@ -209,8 +222,7 @@ else:
 
     device = best_device()
     t1, t2 = st.columns([1, 2])
-    big_n = t1.select_slider(t("attention.additive.time_n"), [64, 128, 256, 512, 1024], value=256,
-                             key="att_time_n")
+    big_n = t1.select_slider(t("attention.additive.time_n"), TIME_NS, **keep("att_time_n", 256, valid=TIME_NS))
     if t1.button(t("attention.additive.time_button"), key="att_time_btn"):
         with st.spinner(t("attention.additive.timing")):
             st.session_state["att_timing"] = (big_n, hidden,
@@ -230,8 +242,9 @@ else:
 st.header(t("attention.scaling.header"))
 text("attention.sqrt_intro")
 s1, s2 = st.columns([3, 1])
-dk_demo = s1.slider("dₖ", 1, 512, 64, key="att_dk")
-demo_seed = int(s2.number_input(t("attention.scaling.seed"), 0, 10_000, 0, key="att_dk_seed"))
+dk_demo = s1.slider("dₖ", 1, 512, **keep("att_dk", 64, url="dk", valid=range(1, 513)))
+demo_seed = int(s2.number_input(t("attention.scaling.seed"), 0, 10_000,
+                                **keep("att_dk_seed", 0, url="dk_seed", valid=range(10_001))))
 samples = st.cache_data(show_spinner=False, max_entries=32)(mlab.dot_product_samples)(dk_demo, 4000, demo_seed)
 m1, m2, m3 = st.columns(3)
 m1.metric(t("attention.scaling.var_raw"), f"{samples.var_raw:.2f}",

@@ -11,6 +11,7 @@ from app.charts.heatmaps import attention_heatmap, head_grid
 from app.i18n import UserError, options, t
 from app.resources import (available_models, card, forward_pass, lm_positions, load_model, translation,
                            vocabulary)
+from app.state import OneBased, between, keep
 from app.ui import error, show_figure, show_matrix, text
 from model.checkpoint import CheckpointError
 from model.decode import lm_next_token, lm_sample, top_candidates
@@ -31,9 +32,7 @@ if wanted:
     match = [k for k, v in models.items() if Path(v).resolve() == Path(wanted).resolve()]
     if match:
         st.session_state["insp_model"] = match[0]
-if st.session_state.get("insp_model") not in names:
-    st.session_state["insp_model"] = names[0]
-choice = st.selectbox(t("inspector.model"), names, key="insp_model")
+choice = st.selectbox(t("inspector.model"), names, **keep("insp_model", names[0], url="model", valid=names))
 path = models[choice]
 try:
     loaded = load_model(path)
@@ -64,7 +63,7 @@ if st.session_state.get("insp_for") != choice:  # a new model: start from its fi
     st.session_state["insp_text"] = choices[0]
 st.selectbox(t("inspector.examples"), choices, index=None, placeholder=t("inspector.pick_example"),
              key="insp_example", on_change=lambda: st.session_state.update(insp_text=st.session_state["insp_example"] or st.session_state["insp_text"]))
-raw = st.text_area(t("inspector.your_sentence"), key="insp_text", height=80)
+raw = st.text_area(t("inspector.your_sentence"), height=80, **keep("insp_text", choices[0], url="text"))
 sentence, cut = ins.clean_input(raw)
 unknown = unknown_words(sentence, vocab.words) if vocab.found else []
 
@@ -81,8 +80,8 @@ with st.expander(t("inspector.vocabulary_title"), expanded=bool(unknown)):
     if vocab.palette:
         group_labels = [ins.known_label(f"inspector.pos.{group}", group) for group in vocab.palette]
         for tab, group_label, (group, entries) in zip(st.tabs(group_labels), group_labels, vocab.palette.items()):
-            key = f"insp_pal_{group}"
-            tab.pills(group_label, entries, key=key, on_change=_add_word, args=(key,), label_visibility="collapsed")
+            tab.pills(group_label, entries, key=f"insp_pal_{group}", on_change=_add_word, args=(f"insp_pal_{group}",),
+                      label_visibility="collapsed")
     else:
         st.caption(t("inspector.palette_none"))
 
@@ -112,8 +111,10 @@ steps = result = None
 if arch == "encoder-decoder":
     c1, c2 = st.columns([1, 2])
     methods = options("inspector.method", ("beam", "greedy"))
-    method = c1.radio(t("inspector.decoding"), list(methods), horizontal=True, format_func=methods.get, key="insp_method")
-    beam = c2.slider(t("inspector.beam_size"), 2, 8, 4, disabled=method == "greedy", key="insp_beam")
+    method = c1.radio(t("inspector.decoding"), list(methods), horizontal=True, format_func=methods.get,
+                      **keep("insp_method", "beam", url="decoding", valid=methods))
+    beam = c2.slider(t("inspector.beam_size"), 2, 8, disabled=method == "greedy",
+                     **keep("insp_beam", 4, url="beam", valid=range(2, 9)))
     result = translation(path, tok.decode(ids), method == "greedy", beam)
     st.subheader(t("inspector.translation"))
     if unknown:
@@ -127,8 +128,9 @@ if arch == "encoder-decoder":
 elif arch == "decoder-only":
     ctx = [tok.bos_id] + ids
     c1, c2 = st.columns(2)
-    temperature = c1.slider(t("inspector.temperature"), 0.0, 2.0, 1.0, 0.05, key="insp_temperature")
-    top_k = c2.slider(t("inspector.top_k"), 0, 50, 10, key="insp_top_k")
+    temperature = c1.slider(t("inspector.temperature"), 0.0, 2.0, step=0.05,
+                            **keep("insp_temperature", 1.0, url="temperature", valid=between(0.0, 2.0)))
+    top_k = c2.slider(t("inspector.top_k"), 0, 50, **keep("insp_top_k", 10, url="top_k", valid=range(0, 51)))
     probs, att = lm_next_token(loaded.model, ctx, temperature=temperature, top_k=top_k)
     top = [(tok.id_to_piece(i), p, i) for i, p in top_candidates(probs, 10)]
     st.subheader(t("inspector.next_token"))
@@ -137,8 +139,6 @@ elif arch == "decoder-only":
     fig = bar_chart(ins.labels([pc for pc, _, _ in top]), [p for _, p, _ in top], horizontal=True, y_range=[0, 1],
                     x_title=t("inspector.probability"), y_title=t("inspector.token"))
     show_figure(fig, name="next-token", csv=csv_text(["piece", "id", "probability"], [(pc, i, p) for pc, p, i in top]))
-
-    st.session_state.setdefault("insp_seed", 0)
 
     def _append():
         draw = st.session_state.get("insp_draws", 0)
@@ -155,8 +155,8 @@ elif arch == "decoder-only":
         st.session_state["insp_draws"] = 0
 
     c1, c2, c3 = st.columns([2, 1, 2], vertical_alignment="bottom")
-    c1.number_input(t("inspector.seed"), 0, ins.MAX_SEED, step=1, key="insp_seed",
-                    on_change=lambda: st.session_state.update(insp_draws=0))
+    c1.number_input(t("inspector.seed"), 0, ins.MAX_SEED, step=1, on_change=lambda: st.session_state.update(insp_draws=0),
+                    **keep("insp_seed", 0, url="seed", valid=between(0, ins.MAX_SEED)))
     c2.button(t("inspector.new_seed"), key="insp_new_seed", on_click=_new_seed)
     c3.button(t("inspector.append"), key="insp_append", on_click=_append, type="primary")
     st.caption(t("inspector.seed_caption", seed=st.session_state["insp_seed"], draw=st.session_state.get("insp_draws", 0) + 1))
@@ -173,7 +173,8 @@ else:
 kinds = att.kinds()
 kind_names = options("inspector.kind", kinds)
 st.subheader(t("inspector.attention"))
-kind = st.radio(t("inspector.which_attention"), kinds, format_func=kind_names.get, horizontal=True, key="insp_kind")
+kind = st.radio(t("inspector.which_attention"), kinds, format_func=kind_names.get, horizontal=True,
+                **keep("insp_kind", kinds[0], url="kind", valid=kinds))
 q_labels = {"encoder_self": src_labels, "decoder_self": tgt_labels, "cross": tgt_labels}[kind]
 k_labels = {"encoder_self": src_labels, "decoder_self": tgt_labels, "cross": src_labels}[kind]
 if kind == "cross":
@@ -193,8 +194,10 @@ with tab_grid:
     c1, c2 = st.columns(2)
     average = t("inspector.average")
     pick = lambda i: average if i < 0 else f"{i + 1}"  # -1 = the mean over all layers / heads
-    layer = c1.selectbox(t("common.layer"), [*range(n_layers), -1], format_func=pick, key="insp_layer")
-    head = c2.selectbox(t("common.head"), [*range(n_heads), -1], format_func=pick, key="insp_head")
+    layer = c1.selectbox(t("common.layer"), [*range(n_layers), -1], format_func=pick,
+                         **keep("insp_layer", 0, url="layer", valid=[*range(n_layers), -1], codec=OneBased))
+    head = c2.selectbox(t("common.head"), [*range(n_heads), -1], format_func=pick,
+                        **keep("insp_head", 0, url="head", valid=[*range(n_heads), -1], codec=OneBased))
     w = pick_map(weights, layer, head)  # (Lq, Lk)
     fig = attention_heatmap(w, q_labels, k_labels, query_title=q_title, key_title=k_title,
                             title=f"{kind_names[kind]} · {t('common.layer')} {pick(layer)} · {t('common.head')} {pick(head)}")
@@ -202,10 +205,11 @@ with tab_grid:
 
 with tab_head:
     text("inspector.head_view")
-    hl = st.selectbox(t("common.layer"), range(n_layers), format_func=lambda i: f"{i + 1}", key="insp_hv_layer")
+    hl = st.selectbox(t("common.layer"), range(n_layers), format_func=lambda i: f"{i + 1}",
+                      **keep("insp_hv_layer", 0, valid=range(n_layers)))
     head_word = t("common.head")
-    on = st.multiselect(t("inspector.heads_shown"), list(range(n_heads)), default=list(range(n_heads)),
-                        format_func=lambda i: f"{head_word} {i + 1}", key="insp_hv_heads")
+    on = st.multiselect(t("inspector.heads_shown"), list(range(n_heads)), format_func=lambda i: f"{head_word} {i + 1}",
+                        **keep("insp_hv_heads", list(range(n_heads)), valid=range(n_heads)))
     if on:
         show_figure(head_view(weights[hl], q_labels, k_labels, on, query_title=q_title, key_title=k_title,
                               head_title=head_word), name=f"headview-{kind}-L{hl + 1}", key="headview")
@@ -217,7 +221,8 @@ with tab_steps:
         text("inspector.positions")
         cands = lm_positions(path, ctx)
         st.dataframe(ins.position_rows(ctx, cands, tok.id_to_piece), hide_index=True)
-        pos = (st.slider(t("inspector.position"), 1, len(cands), len(cands), key="insp_pos") - 1) if len(cands) > 1 else 0
+        pos = (st.slider(t("inspector.position"), 1, len(cands),
+                         **keep("insp_pos", len(cands), valid=range(1, len(cands) + 1))) - 1) if len(cands) > 1 else 0
         here = cands[pos]
         if here.actual is not None:
             st.markdown(t("inspector.position_next", position=pos + 1, token=ins.code(ins.label(tok.id_to_piece(here.actual))),
@@ -232,8 +237,10 @@ with tab_steps:
         st.info(t("inspector.steps_none"))
     else:
         text("inspector.steps")
-        tstep = (st.slider(t("common.step"), 1, len(steps), 1, key="insp_step") - 1) if len(steps) > 1 else 0
-        sl = st.selectbox(t("common.layer"), range(n_layers), index=n_layers - 1, format_func=lambda i: f"{i + 1}", key="insp_step_layer")
+        tstep = (st.slider(t("common.step"), 1, len(steps), **keep("insp_step", 1, valid=range(1, len(steps) + 1))) - 1
+                 if len(steps) > 1 else 0)
+        sl = st.selectbox(t("common.layer"), range(n_layers), format_func=lambda i: f"{i + 1}",
+                          **keep("insp_step_layer", n_layers - 1, valid=range(n_layers)))
         chosen = tok.id_to_piece(steps[tstep].token)
         st.markdown(t("inspector.step_wrote", step=tstep + 1, token=ins.label(chosen), prob=steps[tstep].prob))
         c1, c2 = st.columns(2)

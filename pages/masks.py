@@ -9,7 +9,8 @@ from app.charts.style import lift_title
 from app.inputs import piece_label
 from app.i18n import Message, UserError, options, say, t
 from app.resources import available_models, demo_model, load_model, parameter_count, shared_tokenizer
-from app.ui import error, one_based_slider, show_matrix, text
+from app.state import OneBased, keep
+from app.ui import error, show_matrix, text
 from model.checkpoint import CheckpointError
 from model.config import PRESETS
 from model.mask_demo import SCORES_OF, mask_demo_batch
@@ -37,6 +38,15 @@ def _pick_model(choice: str, trained: dict):
             error(UserError("masks.errors.cannot_load", detail=str(e)[:300], name=choice))
     tok = shared_tokenizer()
     return demo_model(tok.vocab_size), tok, t("masks.seeded_desc"), True
+
+
+def _one_based(label: str, n: int, key: str, where, url: str) -> int:
+    """Pick 1…n with a kept, linked slider (app.ui.one_based_slider passes its own value, so it cannot
+    take keep's arguments). st.slider refuses min == max: with n = 1 there is nothing to choose."""
+    if n <= 1:
+        where.caption(f"{label}: 1 " + t("common.only_one"))
+        return 1
+    return where.slider(label, 1, n, **keep(key, 1, url=url, valid=range(1, n + 1)))
 
 
 def _tokenize(tok, sentence: str, what: Message) -> tuple[list[int], list[str]]:
@@ -86,8 +96,8 @@ trained = available_models()
 model_ids = [SEEDED] + list(trained)
 # the shipped, trained EN→KO model (when the app has one) shows real alignments: prefer it
 model_names = {m: t("masks.seeded_option") if m == SEEDED else m for m in model_ids}
-choice = st.selectbox(t("masks.model"), model_ids, index=model_ids.index("en-ko") if "en-ko" in trained else 0,
-                      format_func=model_names.get, key="mask_model")
+choice = st.selectbox(t("masks.model"), model_ids, format_func=model_names.get,
+                      **keep("mask_model", "en-ko" if "en-ko" in trained else SEEDED, url="model", valid=model_ids))
 model, tok, model_desc, seeded = _pick_model(choice, trained)
 cfg = model.config
 st.caption(t("masks.model_caption", desc=model_desc, d_model=cfg.d_model, heads=cfg.n_heads,
@@ -95,9 +105,8 @@ st.caption(t("masks.model_caption", desc=model_desc, d_model=cfg.d_model, heads=
 
 # ----------------------------------------------------------------------------- 1. masks
 st.header(t("masks.masks_header"))
-batch_text = st.text_area(t("masks.batch_label", n=MAX_SENTENCES),
-                          "\n".join(EXAMPLES["batch"]),
-                          key="mask_batch", height=110)
+batch_text = st.text_area(t("masks.batch_label", n=MAX_SENTENCES), height=110,
+                          **keep("mask_batch", "\n".join(EXAMPLES["batch"]), url="batch"))
 try:
     lines = _sentences(batch_text)
     toks = [_tokenize(tok, ln, Message("masks.what.sentence", {"n": i + 1})) for i, ln in enumerate(lines)]
@@ -119,8 +128,8 @@ try:
     st.session_state["mask_which"] = valid_index(st.session_state.get("mask_which"), B)  # labels hold the text
     sentence_names = {b: f"#{b + 1}: {lines[b][:40]}" for b in range(B)}
     which = c1.selectbox(t("masks.sentence_to_inspect"), list(sentence_names), format_func=sentence_names.get,
-                         key="mask_which")
-    head = one_based_slider(t("common.head"), cfg.n_heads, key="mask_head", container=c2)
+                         **keep("mask_which", 0, url="which", valid=sentence_names, codec=OneBased))
+    head = _one_based(t("common.head"), cfg.n_heads, "mask_head", c2, "head")
     views = mb.views(which, head - 1)
     n = mb.lengths[which]
     for tab, kind in zip(st.tabs([t(f"masks.tab.{k}") for k in MASK_KINDS]), MASK_KINDS):
@@ -138,10 +147,11 @@ except UserError as e:
 st.header(t("masks.kinds_header"))
 text("masks.kinds_intro")
 c1, c2 = st.columns(2)
-src_text = c1.text_input(t("masks.what.source"), EXAMPLES["source"], key="kind_src")
-tgt_text = c2.text_input(t("masks.what.target"), EXAMPLES["target"], key="kind_tgt")
+src_text = c1.text_input(t("masks.what.source"), **keep("kind_src", EXAMPLES["source"], url="src"))
+tgt_text = c2.text_input(t("masks.what.target"), **keep("kind_tgt", EXAMPLES["target"], url="tgt"))
 kind_names = options("masks.kind", KINDS)
-kind = st.radio(t("masks.attention"), KINDS, format_func=kind_names.get, key="kind", horizontal=True)
+kind = st.radio(t("masks.attention"), KINDS, format_func=kind_names.get, horizontal=True,
+                **keep("kind", KINDS[0], url="kind", valid=KINDS))
 try:
     src_ids, src_labels = _tokenize(tok, src_text, Message("masks.what.source"))
     tgt_ids, tgt_labels = _tokenize(tok, tgt_text, Message("masks.what.target"))
@@ -153,8 +163,8 @@ try:
     q_title, k_title = t(f"masks.axis.{kind}.query"), t(f"masks.axis.{kind}.key")
     rule = t("common.rows_cols_cross") if kind == "cross" else t("common.rows_cols")
     c1, c2 = st.columns(2)
-    layer = one_based_slider(t("common.layer"), w.shape[0], key="kind_layer", container=c1)
-    head = one_based_slider(t("common.head"), w.shape[1], key="kind_head", container=c2)
+    layer = _one_based(t("common.layer"), w.shape[0], "kind_layer", c1, "layer")
+    head = _one_based(t("common.head"), w.shape[1], "kind_head", c2, "kind_head")
     left, right = st.columns([3, 2])
     with left:
         one = w[layer - 1, head - 1]  # (Lq, Lk)
@@ -181,7 +191,8 @@ except UserError as e:
 st.header(t("masks.arch_header"))
 preset = st.selectbox(t("masks.preset"), list(PRESETS),
                       format_func=lambda p: f"{p} (d_model={PRESETS[p].d_model}, N={PRESETS[p].n_encoder_layers}, "
-                                            f"V={PRESETS[p].vocab_size:,})", key="arch_preset")
+                                            f"V={PRESETS[p].vocab_size:,})",
+                      **keep("arch_preset", next(iter(PRESETS)), url="preset", valid=list(PRESETS)))
 base = PRESETS[preset]
 col = {c: t(f"masks.column.{c}") for c in ("architecture", "parameters", "examples", "attentions", "masks", "use")}
 arch_rows = [{col["architecture"]: arch,

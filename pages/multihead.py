@@ -7,6 +7,7 @@ from app.charts.curves import line_chart
 from app.charts.export import series_csv
 from app.charts.heatmaps import head_grid, head_tiles, stage_figure
 from app.i18n import UserError, t
+from app.state import keep
 from app.ui import error, show_figure, show_matrix, text
 from model import lab as mlab
 from model.config import PRESETS
@@ -19,21 +20,16 @@ st.latex(r"\mathrm{MultiHead}(Q,K,V)=\mathrm{Concat}(\mathrm{head}_1,\dots,\math
 axis_titles = {"query_title": t("common.query"), "key_title": t("common.key")}
 
 # ---------------------------------------------------------------- 1. inputs
-st.session_state.setdefault("mh_sentence", t("multihead.default_sentence"))
-st.session_state.setdefault("mh_d", 64)
-
 st.header(t("multihead.input_header"))
-st.text_input(t("multihead.sentence"), key="mh_sentence")
+sentence = st.text_input(t("multihead.sentence"), **keep("mh_sentence", t("multihead.default_sentence"), url="sentence"))
 c1, c2, c3, c4 = st.columns(4)
-D = c1.select_slider("D = d_model", mlab.D_CHOICES, key="mh_d")
+D = c1.select_slider("D = d_model", mlab.D_CHOICES, **keep("mh_d", 64, url="d_model", valid=mlab.D_CHOICES))
 valid_h = mlab.head_choices(D)
-if st.session_state.get("mh_h") not in valid_h:
-    st.session_state["mh_h"] = mlab.default_heads(valid_h)
-H = c2.selectbox(t("multihead.heads"), valid_h, key="mh_h")
-seed = int(c3.number_input(t("multihead.seed"), 0, 10_000, 0, key="mh_seed"))
-use_pe = c4.toggle(t("multihead.positions"), value=True, key="mh_pe")
+H = c2.selectbox(t("multihead.heads"), valid_h, **keep("mh_h", mlab.default_heads(valid_h), url="heads", valid=valid_h))
+seed = int(c3.number_input(t("multihead.seed"), 0, 10_000, **keep("mh_seed", 0, url="seed", valid=range(10_001))))
+use_pe = c4.toggle(t("multihead.positions"), **keep("mh_pe", True, url="positions"))
 
-words = st.session_state["mh_sentence"].split()
+words = sentence.split()
 if len(words) > mlab.MAX_TOKENS:
     st.warning(t("multihead.too_long", count=len(words), limit=mlab.MAX_TOKENS))
     words = words[:mlab.MAX_TOKENS]
@@ -76,7 +72,8 @@ else:
     show_figure(fig, name=f"multihead-D{D}-H{H}-all-heads", csv=maps_csv, key="mh-grid")
     head_word = t("common.head")
     head_names = {h: f"{head_word} {h + 1}" for h in range(H)}
-    h_pick = st.selectbox(t("multihead.maps.pick"), list(head_names), format_func=head_names.get, key="mh_pick")
+    h_pick = st.selectbox(t("multihead.maps.pick"), list(head_names), format_func=head_names.get,
+                          **keep("mh_pick", 0, valid=head_names))
     fig = stage_figure("weights", weights[h_pick], labels, labels, title=f"{head_word} {h_pick + 1}", **axis_titles)
     show_matrix(fig, weights[h_pick], name=f"multihead-D{D}-H{H}-head{h_pick + 1}", row_labels=labels,
                 col_labels=labels, key="mh-one-head")

@@ -8,6 +8,7 @@ from app.charts.heatmaps import attention_heatmap, matrix_heatmap, numeric_heatm
 from app.charts.style import esc, lift_title
 from app.i18n import Message, UserError, options, t
 from app.inputs import parse_int_list, split_words
+from app.state import keep
 from app.ui import error, show_figure, show_matrix, text
 from model.positions import (EXPERIMENT_MODEL, ORDERS, SINUSOIDAL_LOOKUP_LIMIT, dimension_waves, dot_profile,
                              encoding_table, extrapolation_demo, per_word_differences, rotation_demo, similarity_demo,
@@ -15,7 +16,15 @@ from model.positions import (EXPERIMENT_MODEL, ORDERS, SINUSOIDAL_LOOKUP_LIMIT, 
 
 MAX_WORDS = 24
 MAX_DIMS, DIM_LIMIT = 8, 511  # up to 8 dimensions, each below the largest d_model the slider allows
+LENGTH = 100  # positions in the first view
+ANCHOR = LENGTH // 2  # the dot product's anchor position in the first view
 LOG_FLOOR = 1e-12  # an exact 0 would vanish on the log axis: drawn at the float32 floor instead
+
+
+def dims_parse(text: str) -> bool:
+    """A link's dimension list must parse (what a learner types is explained below the box instead)."""
+    return bool(parse_int_list(text, 0, DIM_LIMIT, MAX_DIMS, Message("positional.dimension")))
+
 
 st.title(t("pages.positional.title"))
 text("positional.intro")
@@ -23,8 +32,9 @@ text("positional.intro")
 # ----------------------------------------------------------------------------- 1. heatmap
 st.header(t("positional.picture.header"))
 c1, c2 = st.columns(2)
-length = c1.slider(t("positional.picture.length"), 8, 512, 100, key="pe_len")
-d_model = c2.slider("d_model", 4, 512, 128, step=4, key="pe_d")
+length = c1.slider(t("positional.picture.length"), 8, 512,
+                   **keep("pe_len", LENGTH, url="length", valid=range(8, 513)))
+d_model = c2.slider("d_model", 4, 512, step=4, **keep("pe_d", 128, url="d_model", valid=range(4, 513, 4)))
 pe = encoding_table(length, d_model)  # (L, D)
 pos_t, dim_t = t("positional.position"), t("positional.dimension")
 fig = numeric_heatmap(pe, title=t("positional.picture.title", length=length, d_model=d_model),
@@ -35,7 +45,8 @@ text("positional.heatmap")
 
 # ----------------------------------------------------------------------------- 2. waves
 st.header(t("positional.waves.header"))
-dims_text = st.text_input(t("positional.waves.dims", last=d_model - 1), "0, 1, 6, 20", key="pe_dims")
+dims_text = st.text_input(t("positional.waves.dims", last=d_model - 1),
+                          **keep("pe_dims", "0, 1, 6, 20", url="dims", check=dims_parse))
 try:
     # the slider can shrink d_model below a dimension typed earlier (the default 20 needs d_model ≥ 21):
     # skip those with a note instead of failing; only dimensions that no d_model here has are errors
@@ -56,7 +67,11 @@ except UserError as e:
 
 # ----------------------------------------------------------------------------- 3. dot product
 st.header(t("positional.dot.header"))
-anchor = st.slider(t("positional.dot.anchor"), 0, length - 1, min(length // 2, length - 1), key="pe_anchor")
+# the default length's middle, or the middle of a shorter table: "reset this page" restores the defaults
+# registered on the previous run, so this one must not follow a changed length
+anchor_default = ANCHOR if ANCHOR < length else length // 2
+anchor = st.slider(t("positional.dot.anchor"), 0, length - 1,
+                   **keep("pe_anchor", anchor_default, url="anchor", valid=range(length)))
 prof = dot_profile(length, d_model, anchor)
 dots = {t("positional.dot.measured"): prof["measured"], t("positional.dot.formula"): prof["formula"]}
 fig = line_chart(prof["q"], dots, x_title=t("positional.dot.x"), y_title=t("positional.dot.y"),
@@ -71,9 +86,12 @@ text("positional.dot_result", gap=prof["gap"], peak=prof["peak"])
 st.header(t("positional.rotation.header"))
 text("positional.rotation")
 c1, c2, c3 = st.columns(3)
-k = int(c1.number_input(t("positional.rotation.shift"), -1000, 1000, 5, key="rot_k"))
-pair = c2.slider(t("positional.rotation.pair"), 0, d_model // 2 - 1, 0, key="rot_i")
-p0 = c3.slider(t("positional.rotation.highlight"), 0, length - 1, min(3, length - 1), key="rot_p")
+k = int(c1.number_input(t("positional.rotation.shift"), -1000, 1000,
+                        **keep("rot_k", 5, url="shift", valid=range(-1000, 1001))))
+pair = c2.slider(t("positional.rotation.pair"), 0, d_model // 2 - 1,
+                 **keep("rot_i", 0, url="pair", valid=range(d_model // 2)))
+p0 = c3.slider(t("positional.rotation.highlight"), 0, length - 1,
+               **keep("rot_p", min(3, length - 1), url="highlight", valid=range(length)))
 rot = rotation_demo(length, d_model, k, pair, p0)
 st.latex(r"\begin{pmatrix}\sin((pos+k)\omega)\\ \cos((pos+k)\omega)\end{pmatrix} = M_k"
          r"\begin{pmatrix}\sin(pos\,\omega)\\ \cos(pos\,\omega)\end{pmatrix},\quad "
@@ -98,8 +116,10 @@ st.caption(t("positional.rotation.rounding"))
 st.header(t("positional.extrapolation.header"))
 text("positional.extrapolation")
 c1, c2 = st.columns(2)
-train_len = c1.slider(t("positional.extrapolation.max_len"), 8, 256, 50, key="ext_len")
-ask = int(c2.number_input(t("positional.extrapolation.position"), 0, 1_000_000, 2 * 50 - 1, key="ext_pos"))
+train_len = c1.slider(t("positional.extrapolation.max_len"), 8, 256,
+                      **keep("ext_len", 50, url="max_len", valid=range(8, 257)))
+ask = int(c2.number_input(t("positional.extrapolation.position"), 0, 1_000_000,
+                          **keep("ext_pos", 2 * 50 - 1, url="position", valid=range(1_000_001))))
 ext = extrapolation_demo(train_len, d_model, ask)
 span = 2 * train_len
 left, right = st.columns(2)
@@ -146,10 +166,12 @@ st.header(t("positional.permutation.header"))
 text("positional.permutation", layers=EXPERIMENT_MODEL["n_layers"], heads=EXPERIMENT_MODEL["n_heads"],
      d_model=EXPERIMENT_MODEL["d_model"])
 c1, c2, c3 = st.columns([3, 2, 1])
-sentence = c1.text_input(t("positional.permutation.sentence"), "I love you", key="perm_sentence")
+sentence = c1.text_input(t("positional.permutation.sentence"), **keep("perm_sentence", "I love you", url="sentence"))
 orders = options("positional.permutation.orders", ORDERS)
-order = c2.radio(t("positional.permutation.order"), list(orders), format_func=orders.get, key="perm_order")
-seed = int(c3.number_input(t("positional.permutation.seed"), 0, 10_000, 0, key="perm_seed"))
+order = c2.radio(t("positional.permutation.order"), list(orders), format_func=orders.get,
+                 **keep("perm_order", ORDERS[0], url="order", valid=ORDERS))
+seed = int(c3.number_input(t("positional.permutation.seed"), 0, 10_000,
+                           **keep("perm_seed", 0, url="seed", valid=range(10_001))))
 try:
     words, cut = split_words(sentence, MAX_WORDS)
     if cut:
@@ -173,8 +195,11 @@ try:
             for pe_on, r in runs.items()]
     st.dataframe(rows, hide_index=True)
     c1, c2 = st.columns(2)
-    layer = c1.slider(t("common.layer"), 1, exp["layers"], 1, key="perm_layer")
-    head = c2.slider(t("common.head"), 1, exp["heads"], 1, key="perm_head")
+    # 1-based already (the sliders show layer 1 … L), so the link reads layer=1 for the first
+    layer = c1.slider(t("common.layer"), 1, exp["layers"],
+                      **keep("perm_layer", 1, url="layer", valid=range(1, exp["layers"] + 1)))
+    head = c2.slider(t("common.head"), 1, exp["heads"],
+                     **keep("perm_head", 1, url="head", valid=range(1, exp["heads"] + 1)))
     for pe_on in (False, True):
         st.subheader(t("positional.permutation.with_heading" if pe_on else "positional.permutation.without_heading"))
         maps = unshuffled_attention(runs[pe_on], perm, layer - 1, head - 1)

@@ -10,6 +10,7 @@ from app.charts.style import colour, lift_title
 from app.i18n import UserError, t
 from app.inputs import parse_pairs, piece_label
 from app.resources import demo_model, shared_tokenizer
+from app.state import between, keep
 from app.ui import error, show_figure, show_matrix, text
 from model.config import PRESETS
 from model.dropout_demo import MASKS_AVERAGED, PAPER_RATES, TABLE3_DROPOUT, residual_dropout
@@ -24,6 +25,13 @@ BARS = 12  # target-distribution bars drawn (the correct token, then the first o
 CSV_VOCAB = 5000  # beyond this vocabulary size the CSV lists only the bars shown
 DROP_TOKENS, DROP_DIMS = 16, 12  # dropout demo: tokens used, dimensions drawn (the CSV has all of them)
 SEED_MAX = 1_000_000
+ADAM_SCALES = [0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]
+ADAM_LRS = [1e-4, 1e-3, 0.01, 0.05, 0.1, 0.5]
+
+
+def _pairs_parse(text: str) -> bool:
+    """A link's extra curves: empty, or pairs the page can draw (what a learner types is explained instead)."""
+    return not text.strip() or bool(parse_pairs(text, (D_LIMITS, W_LIMITS), MAX_CURVES - 1))
 
 st.title(t("pages.recipe.title"))
 text("recipe.intro")
@@ -33,11 +41,14 @@ st.header(t("recipe.schedule.header"))
 st.latex(r"lrate = d_{model}^{-0.5}\cdot\min(step^{-0.5},\; step\cdot warmup^{-1.5})")
 text("recipe.schedule")
 c1, c2, c3 = st.columns(3)
-d_model = c1.slider("d_model", 64, 2048, 512, step=64, key="sch_d")
-warmup = c2.slider("warmup_steps", 100, 20_000, 4000, step=100, key="sch_w")
-lo, hi = c3.slider(t("recipe.schedule.range"), 1, 200_000, (1, 100_000), key="sch_range")
-extra_text = st.text_input(t("recipe.schedule.pairs", most=MAX_CURVES - 1), "512, 8000; 256, 4000", key="sch_pairs")
-log_x = st.checkbox(t("recipe.schedule.log"), key="sch_log")
+d_model = c1.slider("d_model", 64, 2048, step=64, **keep("sch_d", 512, url="d_model", valid=range(64, 2049, 64)))
+warmup = c2.slider("warmup_steps", 100, 20_000, step=100,
+                   **keep("sch_w", 4000, url="warmup", valid=range(100, 20_001, 100)))
+lo, hi = c3.slider(t("recipe.schedule.range"), 1, 200_000,
+                   **keep("sch_range", (1, 100_000), url="range", valid=lambda v: 1 <= v[0] <= v[1] <= 200_000))
+extra_text = st.text_input(t("recipe.schedule.pairs", most=MAX_CURVES - 1),
+                           **keep("sch_pairs", "512, 8000; 256, 4000", url="pairs", check=_pairs_parse))
+log_x = st.checkbox(t("recipe.schedule.log"), **keep("sch_log", False, url="log"))
 pairs = [(d_model, warmup)]
 try:
     if extra_text.strip():
@@ -63,10 +74,11 @@ text("recipe.schedule_result", d_model=d_model, warmup=warmup, peak_step=first["
 st.header(t("recipe.adam.header"))
 text("recipe.adam", betas=ADAM_BETAS, eps=ADAM_EPS)
 c1, c2, c3, c4 = st.columns(4)
-theta0 = c1.number_input(t("recipe.adam.theta"), -100.0, 100.0, 1.0, key="adam_theta")
-scale = c2.select_slider(t("recipe.adam.scale"), [0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0], 1.0, key="adam_c")
-lr = c3.select_slider(t("recipe.adam.lr"), [1e-4, 1e-3, 0.01, 0.05, 0.1, 0.5], 0.1, key="adam_lr")
-n_steps = c4.slider(t("recipe.adam.steps"), 1, 30, 5, key="adam_steps")
+theta0 = c1.number_input(t("recipe.adam.theta"), -100.0, 100.0,
+                         **keep("adam_theta", 1.0, url="theta", valid=between(-100.0, 100.0)))
+scale = c2.select_slider(t("recipe.adam.scale"), ADAM_SCALES, **keep("adam_c", 1.0, url="scale", valid=ADAM_SCALES))
+lr = c3.select_slider(t("recipe.adam.lr"), ADAM_LRS, **keep("adam_lr", 0.1, url="lr", valid=ADAM_LRS))
+n_steps = c4.slider(t("recipe.adam.steps"), 1, 30, **keep("adam_steps", 5, url="steps", valid=range(1, 31)))
 trace = adam_trace(theta0, scale, lr, n_steps)
 adam_rows = [{t("recipe.adam.step"): r["step"], "θ": f"{r['theta']:.6g}", t("recipe.adam.grad"): f"{r['grad']:.4g}",
               "m": f"{r['m']:.4g}", "v": f"{r['v']:.4g}", "m̂": f"{r['m_hat']:.4g}", "v̂": f"{r['v_hat']:.4g}",
@@ -84,8 +96,9 @@ text("recipe.adam_result")
 st.header(t("recipe.smoothing.header"))
 text("recipe.smoothing")
 c1, c2 = st.columns(2)
-eps = c1.slider("ε (label_smoothing)", 0.0, 0.5, 0.1, step=0.01, key="ls_eps")
-V = int(c2.number_input(t("recipe.smoothing.vocab"), 2, 50_000, 10, key="ls_V"))
+eps = c1.slider("ε (label_smoothing)", 0.0, 0.5, step=0.01, **keep("ls_eps", 0.1, url="eps", valid=between(0.0, 0.5)))
+V = int(c2.number_input(t("recipe.smoothing.vocab"), 2, 50_000,
+                        **keep("ls_V", 10, url="vocab", valid=range(2, 50_001))))
 ls = smoothing_demo(V, eps)
 q = ls["target"]
 bars = min(V, BARS)
@@ -126,7 +139,6 @@ st.caption(t("recipe.dropout.table_note"))
 
 st.subheader(t("recipe.dropout.demo_header"))
 text("recipe.dropout_demo")
-st.session_state.setdefault("drop_seed", 0)
 
 
 def _next_seed():
@@ -134,9 +146,12 @@ def _next_seed():
 
 
 c1, c2, c3 = st.columns([3, 2, 1])
-sentence = c1.text_input(t("recipe.dropout.sentence"), examples()["masks"]["source"], key="drop_sentence")
-p_drop = c2.slider("P_drop", 0.0, 0.9, PAPER_RATES["base"], step=0.05, key="drop_p")
-drop_seed = int(c3.number_input(t("recipe.dropout.seed"), 0, SEED_MAX, key="drop_seed"))
+sentence = c1.text_input(t("recipe.dropout.sentence"),
+                         **keep("drop_sentence", examples()["masks"]["source"], url="sentence"))
+p_drop = c2.slider("P_drop", 0.0, 0.9, step=0.05,
+                   **keep("drop_p", PAPER_RATES["base"], url="p_drop", valid=between(0.0, 0.9)))
+drop_seed = int(c3.number_input(t("recipe.dropout.seed"), 0, SEED_MAX,
+                                **keep("drop_seed", 0, url="seed", valid=range(SEED_MAX + 1))))
 c3.button(t("recipe.dropout.new_seed"), on_click=_next_seed, key="drop_new_seed")
 tok = shared_tokenizer()
 ids, pieces = tok.encode(sentence or ""), tok.pieces(sentence or "")

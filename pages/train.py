@@ -8,11 +8,12 @@ import streamlit as st
 
 from app import format as fmt
 from app.charts import export, training as charts
-from app.i18n import Message, UserError, lang, options, prose, say, t
+from app.i18n import Message, UserError, options, prose, say, t
 from app.jobs import ACTIVE, COMPARE_METRICS, compare_label, get_manager, runs_dir
 from app.jobs_options import (ALL_TASKS, CUSTOM_DEFAULTS, LIMITS, MAX_PARAMETERS, MAX_UPLOAD_BYTES, POSITIONALS,
                               RECIPES, SIZES, TrainOptions, check_upload)
 from app.pages_list import PAGES
+from app.state import between, keep
 from app.train_ui import fmt_duration, status_text
 from app.ui import error, plot, text
 
@@ -32,33 +33,28 @@ def labels(prefix: str, values):
     return options(prefix, values).__getitem__
 
 
-# Widgets whose option labels are translated get one key per language: switching the language then
-# makes a fresh widget (seeded from keep()) instead of one whose stored label no longer exists.
-def keep(key: str, default):
-    """A widget's value survives a visit to another page (Streamlit forgets unrendered widgets)."""
-    return st.session_state.get(f"_keep_{key}", default)
+def on_step(step: float):
+    """`check=` for a slider's value from a link: a multiple of the slider's step."""
+    return lambda v: abs(v / step - round(v / step)) < 1e-6
 
 
-def size_default(name: str) -> tuple[str, object]:
-    """keep()'s arguments for one of the custom sizes: its key and the job manager's default."""
-    return name, CUSTOM_DEFAULTS[name]
+# Choices of the form. A link pre-fills it (?task=reverse&size=custom&d_model=128&heads=8&...: the link
+# names of the custom sizes are CUSTOM_URL); it never starts a run.
+D_MODELS = [16, 32, 48, 64, 96, 128, 192, 256, 384, 512]
+HEADS = [1, 2, 3, 4, 6, 8, 12, 16]
+D_FFS = [32, 64, 128, 256, 512, 1024, 2048]
+NORMS = ["post", "pre"]
+BATCHES = [8, 16, 32, 64, 128, 256]
+CUSTOM_URL = ("d_model", "heads", "d_ff", "layers", "dropout", "ls", "positional", "norm")
 
-
-def remember(key: str, value):
-    st.session_state[f"_keep_{key}"] = value
-    return value
-
-
-lang_key = lang()
 st.title(t("train.title"))
 text("train.intro")
 
 # -----------------------------------------------------------------------------
 # 1. task
 st.header(t("train.section.task"))
-task = st.selectbox(t("train.task_question"), ALL_TASKS, index=ALL_TASKS.index(keep("task", "copy")),
-                    format_func=labels("train.task", ALL_TASKS), key=f"train_task-{lang_key}")
-remember("task", task)
+task = st.selectbox(t("train.task_question"), ALL_TASKS, format_func=labels("train.task", ALL_TASKS),
+                    **keep("train_task", "copy", url="task", valid=ALL_TASKS))
 st.caption(t(f"train.task_help.{task}"))
 upload_bytes, upload_name, upload_ok, pairs = None, "", True, None
 if task == "tsv":
@@ -81,53 +77,56 @@ if task == "tsv":
 # -----------------------------------------------------------------------------
 # 2. model size
 st.header(t("train.section.size"))
-size = st.radio(t("train.size_label"), SIZES, index=SIZES.index(keep("size", "tiny")),
-                format_func=labels("train.size", SIZES), horizontal=True, key=f"train_size-{lang_key}")
-remember("size", size)
+size = st.radio(t("train.size_label"), SIZES, format_func=labels("train.size", SIZES), horizontal=True,
+                **keep("train_size", "tiny", url="size", valid=SIZES))
 custom = {}
 if size == "custom":
     c1, c2, c3 = st.columns(3)
     with c1:
-        custom["d_model"] = st.select_slider("d_model", [16, 32, 48, 64, 96, 128, 192, 256, 384, 512],
-                                             value=keep(*size_default("d_model")), key="train_d_model")
-        custom["heads"] = st.select_slider(t("train.heads_label"), [1, 2, 3, 4, 6, 8, 12, 16],
-                                           value=keep(*size_default("heads")), key="train_heads")
-        custom["d_ff"] = st.select_slider("d_ff", [32, 64, 128, 256, 512, 1024, 2048],
-                                          value=keep(*size_default("d_ff")), key="train_d_ff")
+        custom["d_model"] = st.select_slider("d_model", D_MODELS, **keep(
+            "train_d_model", CUSTOM_DEFAULTS["d_model"], url="d_model", valid=D_MODELS))
+        custom["heads"] = st.select_slider(t("train.heads_label"), HEADS, **keep(
+            "train_heads", CUSTOM_DEFAULTS["heads"], url="heads", valid=HEADS))
+        custom["d_ff"] = st.select_slider("d_ff", D_FFS, **keep(
+            "train_d_ff", CUSTOM_DEFAULTS["d_ff"], url="d_ff", valid=D_FFS))
     with c2:
-        custom["layers"] = st.slider(t("train.layers_label"), 1, LIMITS["layers"][1], keep(*size_default("layers")),
-                                     key="train_layers")
-        custom["dropout"] = st.slider(t("train.dropout_label"), 0.0, LIMITS["dropout"][1],
-                                      keep(*size_default("dropout")), 0.05, key="train_dropout")
-        custom["label_smoothing"] = st.slider(t("train.ls_label"), 0.0, LIMITS["label_smoothing"][1],
-                                              keep(*size_default("label_smoothing")), 0.05, key="train_ls")
+        max_layers = LIMITS["layers"][1]
+        custom["layers"] = st.slider(t("train.layers_label"), 1, max_layers, **keep(
+            "train_layers", CUSTOM_DEFAULTS["layers"], url="layers", valid=range(1, max_layers + 1)))
+        custom["dropout"] = st.slider(t("train.dropout_label"), 0.0, LIMITS["dropout"][1], step=0.05, **keep(
+            "train_dropout", float(CUSTOM_DEFAULTS["dropout"]), url="dropout",
+            valid=between(0.0, LIMITS["dropout"][1]), check=on_step(0.05)))
+        custom["label_smoothing"] = st.slider(t("train.ls_label"), 0.0, LIMITS["label_smoothing"][1], step=0.05,
+                                              **keep("train_ls", float(CUSTOM_DEFAULTS["label_smoothing"]), url="ls",
+                                                     valid=between(0.0, LIMITS["label_smoothing"][1]),
+                                                     check=on_step(0.05)))
     with c3:
         custom["positional"] = st.radio(t("train.positional_label"), POSITIONALS,
-                                        index=POSITIONALS.index(keep(*size_default("positional"))),
-                                        format_func=labels("train.positional", POSITIONALS),
-                                        key=f"train_positional-{lang_key}")
-        norm = st.radio(t("train.norm_label"), ["post", "pre"], index=int(keep(*size_default("norm_first"))),
-                        format_func=labels("train.norm", ["post", "pre"]), key=f"train_norm-{lang_key}")
+                                        format_func=labels("train.positional", POSITIONALS), **keep(
+                                            "train_positional", CUSTOM_DEFAULTS["positional"], url="positional",
+                                            valid=POSITIONALS))
+        norm = st.radio(t("train.norm_label"), NORMS, format_func=labels("train.norm", NORMS), **keep(
+            "train_norm", "pre" if CUSTOM_DEFAULTS["norm_first"] else "post", url="norm", valid=NORMS))
         custom["norm_first"] = norm == "pre"
-    for k, v in custom.items():
-        remember(k, v)
+else:  # a link describes the form as shown: the custom sizes only with size=custom
+    for name in CUSTOM_URL:
+        if name in st.query_params:
+            del st.query_params[name]
 
 # -----------------------------------------------------------------------------
 # 3. training recipe
 st.header(t("train.section.training"))
 recipe = RECIPES[size]
 c1, c2, c3, c4 = st.columns(4)
-steps = c1.number_input(t("train.steps_label"), 10, LIMITS["steps"][1], keep(f"steps_{size}", recipe["steps"]), 50,
-                        key=f"train_steps_{size}")
-batch = c2.select_slider(t("train.batch_label"), [8, 16, 32, 64, 128, 256],
-                         value=keep(f"batch_{size}", recipe["batch_size"]), key=f"train_batch_{size}")
-warmup = c3.number_input(t("train.warmup_label"), 1, LIMITS["warmup"][1], keep(f"warmup_{size}", recipe["warmup"]),
-                         50, key=f"train_warmup_{size}")
-lr_factor = c4.number_input(t("train.lr_label"), LIMITS["lr_factor"][0], LIMITS["lr_factor"][1],
-                            float(keep(f"lr_{size}", recipe["lr_factor"])), 0.25, key=f"train_lr_{size}")
-for _k, _v in ((f"steps_{size}", steps), (f"batch_{size}", batch), (f"warmup_{size}", warmup),
-               (f"lr_{size}", lr_factor)):
-    remember(_k, _v)
+# One set of keys per size: each size starts from its own recipe, and keeps what the learner set for it.
+steps = c1.number_input(t("train.steps_label"), 10, LIMITS["steps"][1], step=50, **keep(
+    f"train_steps_{size}", recipe["steps"], valid=range(10, LIMITS["steps"][1] + 1)))
+batch = c2.select_slider(t("train.batch_label"), BATCHES, **keep(
+    f"train_batch_{size}", recipe["batch_size"], valid=BATCHES))
+warmup = c3.number_input(t("train.warmup_label"), 1, LIMITS["warmup"][1], step=50, **keep(
+    f"train_warmup_{size}", recipe["warmup"], valid=range(1, LIMITS["warmup"][1] + 1)))
+lr_factor = c4.number_input(t("train.lr_label"), LIMITS["lr_factor"][0], LIMITS["lr_factor"][1], step=0.25, **keep(
+    f"train_lr_{size}", float(recipe["lr_factor"]), valid=between(*LIMITS["lr_factor"])))
 st.caption(prose("train.lr_schedule"))
 
 choices = TrainOptions(task=task, size=size, steps=int(steps), batch_size=int(batch), warmup=int(warmup),
@@ -150,8 +149,8 @@ if est:
     m4.metric(t("train.metric.tokens_per_step"), fmt.count(est["tokens_per_step"]))
     st.caption(t("train.estimate_caption", tflop=est["flops"] / 1e12, gflops=est["machine_flops"] / 1e9,
                  threads=mgr.threads))
-    if est["parameters"] > MAX_PARAMETERS:
-        st.error(t("train.too_big", count=est["parameters"], limit=MAX_PARAMETERS))
+    if est["parameters"] > MAX_PARAMETERS:  # a hint like the heads one; Start explains the refusal
+        st.warning(t("train.too_big", count=est["parameters"], limit=MAX_PARAMETERS))
 
 st.caption(t("train.limits", slots=mgr.max_running, max_d_model=LIMITS["d_model"][1], max_layers=LIMITS["layers"][1],
              max_steps=LIMITS["steps"][1], millions=MAX_PARAMETERS / 1e6))
@@ -163,10 +162,8 @@ if st.button(t("train.start"), type="primary", icon=":material/play_arrow:", key
     except UserError as e:
         error(e, icon="🚫")
     else:
-        st.session_state["train_selected"] = run_id
-        # A browser keeps sending the selection it shows, whatever the server's state says: a new widget
-        # key makes "Show run" a new widget, which opens on the new run.
-        st.session_state["train_select_gen"] = st.session_state.get("train_select_gen", 0) + 1
+        # "Show run" (drawn below, not yet in this run) opens on the new run.
+        st.session_state["train_run_select"] = run_id
         st.toast(t("train.started", id=run_id), icon="🚀")
 
 # -----------------------------------------------------------------------------
@@ -241,8 +238,7 @@ def run_actions(r: dict) -> None:
                 error(e)
             except OSError as e:
                 error(Message("train.delete_failed"), detail=str(e))
-            else:
-                st.session_state.pop("train_selected", None)
+            else:  # "Show run" and the comparison forget the deleted run (keep's valid=)
                 st.rerun(scope="app")
         if n.button(t("train.action.cancel"), key=f"cancel-delete-{rid}"):
             st.session_state.pop("train_confirm_delete", None)
@@ -309,15 +305,13 @@ def run_details(r: dict) -> None:
 def compare(runs: list[dict]) -> None:
     st.subheader(t("train.compare_title"))
     ids = [r["id"] for r in runs]
-    chosen = st.multiselect(t("train.compare_select"), ids,
-                            default=[i for i in st.session_state.get("train_compare", ids[:2]) if i in ids],
-                            key="train_compare_select")
-    st.session_state["train_compare"] = chosen
+    kept = st.session_state.get("train_compare_select")
+    if isinstance(kept, list) and any(i not in ids for i in kept):  # a deleted run leaves the others chosen
+        st.session_state["train_compare_select"] = [i for i in kept if i in ids]
+    chosen = st.multiselect(t("train.compare_select"), ids, **keep("train_compare_select", ids[:2], valid=ids))
     metrics = list(COMPARE_METRICS)
     metric = st.radio(t("train.compare_metric_label"), metrics, format_func=labels("train.compare_metric", metrics),
-                      horizontal=True, index=metrics.index(keep("compare_metric", "val_loss")),
-                      key=f"train_compare_metric-{lang_key}")
-    remember("compare_metric", metric)
+                      horizontal=True, **keep("train_compare_metric", "val_loss", valid=metrics))
     if not chosen:
         return
     by_id = {r["id"]: r for r in runs}
@@ -337,10 +331,8 @@ def runs_panel() -> None:
     else:
         run_table(runs)
         ids = [r["id"] for r in runs]
-        want = st.session_state.get("train_selected")
-        selected = st.selectbox(t("train.show_run"), ids, index=ids.index(want) if want in ids else 0,
-                                key=f"train_run_select-{st.session_state.get('train_select_gen', 0)}")
-        st.session_state["train_selected"] = selected
+        # The run shown survives other pages; a deleted one falls back to the newest.
+        selected = st.selectbox(t("train.show_run"), ids, **keep("train_run_select", ids[0], valid=ids))
         run_details(next(r for r in runs if r["id"] == selected))
         if len(runs) > 1:
             compare(runs)

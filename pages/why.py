@@ -8,6 +8,7 @@ from app.format import large
 from app.i18n import Message, UserError, t
 from app.inputs import parse_int_list
 from app.resources import device_description
+from app.state import keep
 from app.ui import error, show_figure, text
 from model.complexity import TIMED, complexity_table, curves_over_n, time_layers, timing_summary
 from model.device import best_device
@@ -15,10 +16,20 @@ from model.device import best_device
 FIRST_VIEW = dict(ns=(16, 64, 256), d=64, batch=2, repeats=3, recurrent="gru", one_thread=True)
 MAX_N, MAX_SIZES = 4096, 6
 BUDGET_S = 3.0  # the measuring budget the warning below speaks of
+TM_D_CHOICES, RECURRENT_KINDS = [32, 64, 128, 256], ["gru", "lstm"]
 
 
 def name(layer: str) -> str:
     return t(f"why.layers.{layer}")
+
+
+def sizes(text: str) -> tuple[int, ...]:
+    return tuple(sorted(set(parse_int_list(text, 1, MAX_N, MAX_SIZES, "n"))))
+
+
+def sizes_parse(text: str) -> bool:
+    """A link's size list must parse (what a learner types is explained after "measure" instead)."""
+    return bool(sizes(text))
 
 
 st.title(t("pages.why.title"))
@@ -27,10 +38,10 @@ text("why.intro")
 # ----------------------------------------------------------------------------- 1. table
 st.header(t("why.table.header"))
 c1, c2, c3, c4 = st.columns(4)
-n = int(c1.number_input("n", 1, 10_000_000, 100, key="cx_n"))
-d = int(c2.number_input("d", 1, 100_000, 512, key="cx_d"))
-k = c3.slider("k", 2, 64, 3, key="cx_k")
-r = c4.slider("r", 1, 1024, 16, key="cx_r")
+n = int(c1.number_input("n", 1, 10_000_000, **keep("cx_n", 100, url="n", valid=range(1, 10_000_001))))
+d = int(c2.number_input("d", 1, 100_000, **keep("cx_d", 512, url="d", valid=range(1, 100_001))))
+k = c3.slider("k", 2, 64, **keep("cx_k", 3, url="k", valid=range(2, 65)))
+r = c4.slider("r", 1, 1024, **keep("cx_r", 16, url="r", valid=range(1, 1025)))
 rows = complexity_table(n, d, k, r)
 table = [{t("why.table.layer"): name(row.layer),
           t("why.table.cost_formula"): row.cost_formula,
@@ -85,17 +96,20 @@ def _measure(ns: tuple, d: int, batch: int, repeats: int, recurrent: str, one_th
 
 with st.form("timing"):
     c1, c2, c3, c4, c5 = st.columns(5)
-    ns_text = c1.text_input(t("why.timing.lengths", max=MAX_N, most=MAX_SIZES), "16, 64, 256, 1024", key="tm_ns")
-    tm_d = c2.select_slider("d", [32, 64, 128, 256], 64, key="tm_d")
-    tm_b = c3.slider("batch", 1, 8, 2, key="tm_b")
-    tm_rep = c4.slider(t("why.timing.repeats"), 1, 7, 3, key="tm_rep")
-    tm_rnn = c5.radio(t("why.timing.recurrent"), ["gru", "lstm"], format_func=str.upper, key="tm_rnn")
-    one = st.checkbox(t("why.timing.one_thread"), value=True, key="tm_one", disabled=device.type != "cpu",
-                      help=t("why.timing.one_thread_help"))
+    # linked too, but a link only fills the form: measuring waits for the learner's click
+    ns_text = c1.text_input(t("why.timing.lengths", max=MAX_N, most=MAX_SIZES),
+                            **keep("tm_ns", "16, 64, 256, 1024", url="time_n", check=sizes_parse))
+    tm_d = c2.select_slider("d", TM_D_CHOICES, **keep("tm_d", 64, url="time_d", valid=TM_D_CHOICES))
+    tm_b = c3.slider("batch", 1, 8, **keep("tm_b", 2, url="batch", valid=range(1, 9)))
+    tm_rep = c4.slider(t("why.timing.repeats"), 1, 7, **keep("tm_rep", 3, url="repeats", valid=range(1, 8)))
+    tm_rnn = c5.radio(t("why.timing.recurrent"), RECURRENT_KINDS, format_func=str.upper,
+                      **keep("tm_rnn", "gru", url="recurrent", valid=RECURRENT_KINDS))
+    one = st.checkbox(t("why.timing.one_thread"), disabled=device.type != "cpu", help=t("why.timing.one_thread_help"),
+                      **keep("tm_one", True))
     run = st.form_submit_button(t("why.timing.measure"), type="primary")
 if run:
     try:
-        ns = tuple(sorted(set(parse_int_list(ns_text, 1, MAX_N, MAX_SIZES, "n"))))
+        ns = sizes(ns_text)
         st.session_state["tm_params"] = dict(ns=ns, d=tm_d, batch=tm_b, repeats=tm_rep, recurrent=tm_rnn,
                                              one_thread=bool(one))
     except UserError as e:

@@ -71,3 +71,30 @@ def test_no_inline_translations(path):
 
 def test_no_app_pages_folder():
     assert not (ROOT / "app" / "pages").exists(), "Streamlit would auto-detect app/pages/"
+
+
+INPUTS = {"text_input", "text_area", "number_input", "slider", "select_slider", "selectbox", "radio", "checkbox",
+          "toggle", "segmented_control", "pills", "multiselect", "data_editor", "date_input", "color_picker"}
+# Inputs that are momentary by design, not something a learner sets and expects back.
+MOMENTARY = {
+    "insp_example": "picks an example into the sentence box and is empty again",
+    "insp_pal_": "word palette: a click appends a word to the sentence, then the palette clears",
+}
+
+
+@pytest.mark.parametrize("path", PAGES, ids=rel)
+def test_every_input_is_kept(path):
+    """Issue 16's class of defect: an input drawn without app.state.keep is forgotten when the learner
+    visits another page. Every input widget of a page passes **keep(...) (or is a listed momentary one)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bad = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in INPUTS):
+            continue
+        kept = any(k.arg is None and isinstance(k.value, ast.Call) and getattr(k.value.func, "id", "") == "keep"
+                   for k in node.keywords)
+        key = next((k.value for k in node.keywords if k.arg == "key"), None)
+        key_text = ast.unparse(key) if key is not None else ""
+        if not kept and not any(m in key_text for m in MOMENTARY):
+            bad.append(f"line {node.lineno}: {node.func.attr}({key_text or 'no key'})")
+    assert bad == [], "inputs without keep(): " + "; ".join(bad)

@@ -93,7 +93,7 @@ def test_train_leave_return_inspect(tmp_path):
             if not inspector.is_file():
                 pytest.skip("pages/inspector.py does not exist yet: 'open in inspector' not clicked")
             page.get_by_role("button", name="인스펙터에서 열기").click()
-            page.wait_for_url("**/inspector", timeout=60_000)
+            page.wait_for_url("**/inspector?**", timeout=60_000)
             settle(page)
             page.wait_for_timeout(3000)
             page.screenshot(path=str(SHOTS / "browser-train-inspector-ko.png"), full_page=True)

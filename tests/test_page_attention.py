@@ -395,3 +395,215 @@ def test_reset_recovers_from_stale_picks_and_bad_input():
 ])
 def test_valid_index(value, size, expected):
     assert lab.valid_index(value, size) == expected
+
+
+# ---------------------------------------------------------------- issue 16: kept inputs and shareable links
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from tests.apptest_util import MAIN  # noqa: E402
+
+# A link's view: cross-attention of three 2-d queries over three keys, with the causal mask, the output
+# stage picked and one cell chosen (rows and columns are 1-based in links).
+LINK_Q = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+LINK_K = np.array([[1.0, 2.0], [0.0, 1.0], [2.0, 0.0]])
+LINK_V = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
+LINK = {"q": "1 0\n0 1\n1 1", "k": "1 2\n0 1\n2 0", "v": "1 0\n0 1\n0.5 0.5", "tokens_q": "a, b, c",
+        "tokens_k": "x, y, z", "causal": "1", "stage": "output", "row": "3", "col": "2", "dk": "16",
+        "dk_seed": "3", "hidden": "8", "add_seed": "5"}
+
+
+def open_link(params: dict, lang: str = "en") -> AppTest:
+    """The page opened from a shared link (the link's own page, as a browser opening it)."""
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    at.query_params.update({"lang": lang, **params})
+    at.switch_page("../pages/attention.py")
+    at.run()
+    return at
+
+
+def notices(at) -> list[str]:
+    return [x.value for x in at.toast]
+
+
+def my_attention(q, k, v, causal):
+    """softmax(QKᵀ / √dₖ) V, with numpy, masked keys −∞ (every row here keeps its first key)."""
+    s = q @ k.T / np.sqrt(q.shape[1])
+    if causal:
+        s = np.where(np.triu(np.ones_like(s, bool), 1), -np.inf, s)
+    a = np.exp(s - s.max(1, keepdims=True))
+    a /= a.sum(1, keepdims=True)
+    return q @ k.T, a, a @ v
+
+
+def test_a_link_with_q_k_v_shows_that_view_and_its_numbers():
+    at = open_link(LINK)
+    assert_clean(at)
+    assert not at.error and not notices(at)
+    # the widgets hold the link's values
+    assert [by_key(at.text_area, k).value for k in ("att_q", "att_k", "att_v")] == [LINK["q"], LINK["k"], LINK["v"]]
+    assert by_key(at.text_input, "att_tokens_q").value == "a, b, c"
+    assert by_key(at.text_input, "att_tokens_k").value == "x, y, z"
+    assert by_key(at.toggle, "att_causal").value is True
+    assert at.segmented_control(key="att_stage").value == "output"
+    assert by_key(at.selectbox, "att_row").value == 2 and by_key(at.selectbox, "att_col").value == 1
+    assert at.slider(key="att_dk").value == 16 and at.slider(key="att_hidden").value == 8
+    assert at.number_input(key="att_dk_seed").value == 3 and at.number_input(key="att_add_seed").value == 5
+    # ... and the numbers they drive, against numpy
+    s, a, o = my_attention(LINK_Q, LINK_K, LINK_V, causal=True)
+    out = fig_by_title(at, "O = AV")
+    assert np.allclose(z_of(out), o) and out["data"][0]["y"] == ["a", "b", "c"]
+    dot = fig_by_title(at, t("attention.additive.dot_title"))
+    assert np.allclose(z_of(dot), a) and dot["data"][0]["x"] == ["x", "y", "z"]
+    assert np.allclose(z_of(fig_by_title(at, "Additive weights (h = 8)")).sum(1), 1)
+    text = page_text(at)
+    assert "n = 3 queries, m = 3 keys, dₖ = 2, dᵥ = 2." in text
+    assert "**S[c, y]** = q3 · k2 = `1×0 + 1×1 = 0 + 1 = 1`" in text  # S[2, 1] = 1
+    assert s[2, 1] == 1
+    assert f"= {compact(a[2, 1])}`" in text and a[2, 1] == pytest.approx(0.14, abs=1e-3)  # A[c, y]
+    assert float(metrics_of(at)["measured Var(q·k)"]) == pytest.approx(16, rel=0.15)
+    # the address bar keeps describing the view
+    for name, value in LINK.items():
+        assert at.query_params[name] == value, name
+
+
+def metrics_of(at) -> dict:
+    return {m.label: m.value for m in at.metric}
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_link_with_the_weights_stage(lang):
+    at = open_link({"q": "1 0\n0 1\n1 1", "k": "1 2\n0 1\n2 0", "v": "1 0\n0 1\n0.5 0.5", "stage": "weights"}, lang)
+    assert_clean(at)
+    _, a, _ = my_attention(LINK_Q, LINK_K, LINK_V, causal=False)
+    assert np.allclose(z_of(fig_by_title(at, "A = softmax(S′)")), a)
+    assert fig_by_title(at, "A = softmax(S′)")["data"][0]["y"] == wx.EXAMPLE_TOKENS  # the example's 3 tokens
+    assert at.query_params["lang"] == lang
+
+
+DEFAULT_PARAMS = {"q": lab.matrix_to_text(Q), "k": lab.matrix_to_text(K), "v": lab.matrix_to_text(V),
+                  "tokens_q": ", ".join(wx.EXAMPLE_TOKENS), "tokens_k": "", "causal": "0", "stage": "raw",
+                  "row": "1", "col": "1", "dk": "64", "hidden": "16", "add_seed": "0", "dk_seed": "0",
+                  "all_stages": "0"}
+
+
+@pytest.mark.parametrize("name, value", [
+    ("q", "1 2\n3"),                  # ragged
+    ("k", "0.1 abc 0.3"),             # not a number
+    ("v", "nan 1 2"),                 # not finite
+    ("q", ""),                        # empty
+    ("q", "1 " * 50_000),             # 100_000 characters
+    ("tokens_q", "a" * 100_000),
+    ("k", "<b>x</b>"),                # html where numbers are expected
+    ("dk", "<b>x</b>"),
+    ("hidden", "<b>1</b>"),
+    ("dk", "0"), ("dk", "513"), ("dk", "6.5"), ("dk", "1" * 100_000),
+    ("hidden", "129"), ("add_seed", "-1"), ("dk_seed", "10001"),
+    ("causal", "maybe"),
+    ("stage", "nonsense"), ("stage", "masked"),  # the mask stage needs the mask
+    ("row", "4"), ("col", "0"), ("row", "mean"),
+    ("all_stages", "<b>1</b>"),
+])
+def test_bad_link_values_fall_back_with_a_notice(name, value):
+    at = open_link({name: value})
+    assert_clean(at)
+    assert not at.error  # the default example, no error box
+    shown = notices(at)
+    assert len(shown) == 1 and f"“{name}”" in shown[0], shown
+    assert len(value) < 4 or value[:20] not in shown[0]  # the notice does not repeat the link's text
+    assert at.query_params[name] == DEFAULT_PARAMS[name]
+    assert np.allclose(z_of(fig_by_title(at, "S = QKᵀ")), np.array(Q) @ np.array(K).T)
+    assert not any("<b>" in m.value for m in at.markdown)
+
+
+def test_one_bad_value_leaves_the_good_ones():
+    at = open_link({**LINK, "v": "1 0\n0 x\n0.5 0.5", "hidden": "999"})
+    assert_clean(at)
+    assert sorted(notices(at)) == sorted(t("common.link_ignored", name=n) for n in ("v", "hidden"))
+    assert by_key(at.text_area, "att_q").value == LINK["q"] and by_key(at.text_area, "att_k").value == LINK["k"]
+    assert by_key(at.text_area, "att_v").value == lab.matrix_to_text(V)  # the default V: 3 × 3, fits 3 keys
+    assert not at.error
+    _, _, o = my_attention(LINK_Q, LINK_K, np.array(V), causal=True)
+    assert np.allclose(z_of(fig_by_title(at, "O = AV")), o)
+    assert at.slider(key="att_dk").value == 16 and at.slider(key="att_hidden").value == 16
+    assert at.query_params["v"] == lab.matrix_to_text(V) and at.query_params["hidden"] == "16"
+
+
+def test_a_link_whose_matrices_do_not_fit_together_shows_the_page_message():
+    """Each matrix parses (the link is accepted) but Q and K differ in dₖ: the page's own error, as typed."""
+    at = open_link({"q": LINK["q"], "hidden": "8"})
+    assert_clean(at)
+    assert not notices(at)
+    assert at.error and "d_k" in at.error[0].value
+    assert by_key(at.text_area, "att_q").value == LINK["q"]
+
+
+def test_link_text_is_never_markdown():
+    """Tokens are free text (kept as typed), but shown as text: no image, emphasis or html from a link."""
+    hostile = "![i](http://127.0.0.1/x.png), **b**, <s>x</s>"
+    at = open_link({"tokens_q": hostile, "tokens_k": "$x$, :red[y], `z`"})
+    assert_clean(at)
+    assert not notices(at)
+    assert by_key(at.text_input, "att_tokens_q").value == hostile
+    cell = next(m.value for m in at.markdown if m.value.startswith("**S["))
+    assert cell.startswith(r"**S[\!\[i\]\(http\:"), cell
+    assert "![i](" not in cell and "<s>" not in cell
+    for value in (m.value for m in at.markdown):
+        assert "![i](http" not in value and "**b**" not in value and "$x$" not in value
+
+
+def test_setting_widgets_writes_the_link():
+    at = run_page("attention.py", "en")
+    assert at.query_params["q"] == lab.matrix_to_text(Q) and at.query_params["dk"] == "64"
+    by_key(at.text_area, "att_q").set_value("1 2 3\n4 5 6")
+    by_key(at.text_input, "att_tokens_q").set_value("we, eat")
+    by_key(at.toggle, "att_causal").set_value(True)
+    at.slider(key="att_dk").set_value(5)
+    at.slider(key="att_hidden").set_value(3)
+    at.number_input(key="att_add_seed").set_value(7)
+    at.run()
+    assert_clean(at)
+    at.segmented_control(key="att_stage").set_value("masked")
+    by_key(at.selectbox, "att_row").set_value(1)
+    at.run()
+    q = at.query_params
+    assert q["q"] == "1 2 3\n4 5 6" and q["tokens_q"] == "we, eat" and q["causal"] == "1"
+    assert q["dk"] == "5" and q["hidden"] == "3" and q["add_seed"] == "7"
+    assert q["stage"] == "masked" and q["row"] == "2"
+    # a typed matrix that does not parse is still the learner's: kept and written, the page explains it
+    by_key(at.text_area, "att_v").set_value("1 x").run()
+    assert_clean(at)
+    assert at.error and at.query_params["v"] == "1 x" and by_key(at.text_area, "att_v").value == "1 x"
+    # the example's reset button still works, and the link follows it
+    by_key(at.button, "att_reset").click().run()
+    assert_clean(at)
+    assert not at.error
+    assert at.query_params["q"] == lab.matrix_to_text(Q) and at.query_params["v"] == lab.matrix_to_text(V)
+    assert at.query_params["causal"] == "0" and at.query_params["stage"] == "raw"
+    assert at.query_params["dk"] == "5"  # the reset is the example's, not the √dₖ section's
+
+
+def test_a_link_applies_once_then_the_learner_sets():
+    at = open_link({"dk": "16", "q": "1 0\n0 1\n1 1"})
+    at.slider(key="att_dk").set_value(100).run()
+    by_key(at.text_area, "att_q").set_value(Q3).run()
+    assert_clean(at)
+    assert at.slider(key="att_dk").value == 100 and at.query_params["dk"] == "100"
+    assert by_key(at.text_area, "att_q").value == Q3 and at.query_params["q"] == Q3
+
+
+def test_inputs_survive_another_page_and_a_language_switch():
+    at = open_link(LINK)
+    at.switch_page("../pages/multihead.py")
+    at.run()
+    assert "q" not in at.query_params  # the other page owns the link now
+    at.session_state["lang"] = "ko"
+    at.run()
+    at.switch_page("../pages/attention.py")
+    at.run()
+    assert_clean(at)
+    assert by_key(at.text_area, "att_q").value == LINK["q"] and at.slider(key="att_dk").value == 16
+    assert by_key(at.toggle, "att_causal").value is True
+    _, _, o = my_attention(LINK_Q, LINK_K, LINK_V, causal=True)
+    assert np.allclose(z_of(fig_by_title(at, "O = AV")), o)
+    assert at.query_params["q"] == LINK["q"] and at.query_params["lang"] == "ko"

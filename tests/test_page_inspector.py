@@ -474,3 +474,77 @@ def test_device_text_reads_parts_and_recorded_descriptions():
     assert device_text("CPU · 4 threads (arm64)") == "CPU · 4 threads (arm64)"
     assert device_text("a TPU somewhere") == "a TPU somewhere" and device_text(None) == ""
     assert device_description() == describe_device()  # English: the same words as the run files
+
+
+# ----------------------------------------------------------------------------- links (issue 16)
+
+def open_link(params: dict, timeout: float = 120):
+    """The inspector opened from a shared link: its query parameters are there on the first run."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptest_util import MAIN
+    at = AppTest.from_file(MAIN, default_timeout=timeout)
+    at.query_params.update(params)
+    at.switch_page("../pages/inspector.py")
+    at.run()
+    return at
+
+
+def test_a_link_opens_the_exact_view():
+    """model, sentence, attention kind, layer and head from a link: the widgets hold them, and the detail
+    map is that head's cross-attention computed by the model itself."""
+    from model.checkpoint import load_model_dir
+    from model.decode import translate
+    from model.probe import kind_weights, pick_map
+
+    sentence = "My mother loves the new movie."
+    at = open_link({"model": "en-ko", "text": sentence, "kind": "cross", "layer": "2", "head": "3",
+                    "decoding": "greedy", "lang": "ko"})
+    assert_clean(at)
+    assert not at.toast
+    assert at.session_state["lang"] == "ko"
+    assert at.selectbox(key="insp_model").value == "en-ko"
+    assert at.text_area(key="insp_text").value == sentence
+    assert at.radio(key="insp_kind").value == "cross"
+    assert (at.selectbox(key="insp_layer").value, at.selectbox(key="insp_head").value) == (1, 2)
+    assert at.radio(key="insp_method").value == "greedy"
+    words = catalogue("ko")
+    detail = [f for f in figures(at) if f"{words['common.layer']} 2 · {words['common.head']} 3" in title(f)]
+    assert len(detail) == 1, [title(f) for f in figures(at)]
+    result = translate(load_model_dir(SHIPPED["en-ko"]), sentence, greedy=True)
+    expected = pick_map(kind_weights(result.attention, "cross"), 1, 2).numpy()
+    assert any(z_of(f).shape == expected.shape and np.allclose(z_of(f), expected, atol=1e-5) for f in detail), \
+        "the detail map is the linked head's cross-attention"
+    # the address bar keeps describing the view
+    assert at.query_params["layer"] == "2" and at.query_params["head"] == "3" and at.query_params["kind"] == "cross"
+
+
+@pytest.mark.parametrize("params, bad", [
+    ({"model": "no-such-model"}, "model"),
+    ({"head": "99"}, "head"),
+    ({"layer": "-5"}, "layer"),
+    ({"kind": "<script>alert(1)</script>"}, "kind"),
+    ({"text": "x" * 100_000}, "text"),
+    ({"beam": "<b>4</b>"}, "beam"),
+    ({"lang": "fr"}, "lang"),
+])
+def test_bad_link_values_fall_back_with_a_notice(params, bad):
+    at = open_link({"model": "en-ko", **params})
+    assert_clean(at)
+    notices = [x.value for x in at.toast]
+    assert len(notices) == 1 and bad in notices[0], notices
+    assert at.selectbox(key="insp_model").value == "en-ko" or bad != "model"
+    assert at.selectbox(key="insp_model").value in ("en-ko", "lm") if bad == "model" else True
+    assert len(at.text_area(key="insp_text").value) < 1000
+    assert at.radio(key="insp_kind").value == "encoder_self"
+    assert (at.selectbox(key="insp_layer").value, at.selectbox(key="insp_head").value) == (0, 0)
+
+
+def test_html_in_a_linked_sentence_is_never_rendered():
+    """A link's text goes into the sentence box only: no Markdown/HTML element shows it as markup."""
+    evil = "<img src=x onerror=alert(1)> **bold** [a](javascript:alert(1))"
+    at = open_link({"model": "en-ko", "text": evil})
+    assert_clean(at)
+    assert at.text_area(key="insp_text").value == evil
+    for element in [*at.markdown, *at.warning, *at.info, *at.caption]:
+        assert "<img" not in element.value and "javascript:" not in element.value, element.value

@@ -205,3 +205,102 @@ def test_the_picked_sentence_survives_an_edit_of_its_text():
     at.slider(key="mask_head").set_value(2).run()
     assert_clean(at)
     assert at.selectbox(key="mask_which").value == 1
+
+
+# ---------------------------------------------------------------- links and kept inputs (issue 16)
+
+def open_link(params: dict, lang: str = "en"):
+    """The page opened from a shared link (its query parameters), as a new visitor."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptest_util import MAIN
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    at.query_params.update({"lang": lang, **params})
+    at.switch_page("../pages/masks.py")
+    at.run()
+    return at
+
+
+def toasts(at) -> list[str]:
+    return [t.value for t in at.toast]
+
+
+def test_a_link_opens_the_view_it_describes():
+    from model.mask_demo import mask_demo_batch
+    from model.probe import attention_maps
+    from model.tokenizer import load_tokenizer
+
+    batch, src, tgt = "the cat sat\nI love you very much", "my sister reads a book", "언니가 책을 읽는다"
+    at = open_link({"model": "seeded", "batch": batch, "which": "2", "head": "3", "src": src, "tgt": tgt,
+                    "kind": "cross", "layer": "2", "kind_head": "4", "preset": "paper_big"})
+    assert_clean(at)
+    assert not toasts(at)
+    assert at.selectbox(key="mask_model").value == "seeded"
+    assert at.text_area(key="mask_batch").value == batch
+    assert at.selectbox(key="mask_which").value == 1
+    assert at.slider(key="mask_head").value == 3
+    assert (at.text_input(key="kind_src").value, at.text_input(key="kind_tgt").value) == (src, tgt)
+    assert at.radio(key="kind").value == "cross"
+    assert (at.slider(key="kind_layer").value, at.slider(key="kind_head").value) == (2, 4)
+    assert at.selectbox(key="arch_preset").value == "paper_big"
+    assert len(at.dataframe[0].value) == 2  # one row of token ids per sentence
+
+    tok = load_tokenizer()
+    model = probe_model(tok.vocab_size)
+    b = mask_demo_batch(model, [tok.encode(s) for s in batch.splitlines()], tok.pad_id)
+    n = b.lengths[1]
+    causal = z_of(next(f for f in figures(at) if title(f).startswith("scores after the mask")))
+    lower = np.tril_indices(n)  # sentence #2, head 3 of the decoder's first layer
+    assert np.allclose(causal[lower], b.decoder_scores[1, 2, :n, :n].numpy()[lower], atol=1e-4)
+    maps = attention_maps(model, tok.encode(src), [tok.bos_id] + tok.encode(tgt))
+    cross = next(f for f in figures(at) if title(f).startswith("encoder–decoder attention"))
+    assert "layer 2 · head 4" in title(cross)
+    assert np.allclose(z_of(cross), maps["cross"][1, 3], atol=1e-5)
+    assert at.dataframe[-1].value.iloc[2, 1] != "63,082,496"  # paper_big, not paper_base
+
+
+BAD_LINK = {"model": "no-such-model", "batch": "x" * 100_000, "which": "<b>x</b>", "head": "99",
+            "kind": "<b>cross</b>", "preset": "paper_huge", "src": "y" * 100_000}
+
+
+def test_bad_link_values_fall_back_to_the_defaults_with_a_notice():
+    fresh = run_page("masks.py", "en")
+    at = open_link(BAD_LINK)
+    assert_clean(at)
+    shown = toasts(at)
+    for name in BAD_LINK:
+        assert any(f"“{name}”" in s for s in shown), (name, shown)
+    assert all("<b>" not in s and "xxxx" not in s for s in shown)  # the notice never repeats the link's text
+    for kind, key in (("selectbox", "mask_model"), ("text_area", "mask_batch"), ("selectbox", "mask_which"),
+                      ("slider", "mask_head"), ("radio", "kind"), ("selectbox", "arch_preset"),
+                      ("text_input", "kind_src")):
+        assert getattr(at, kind)(key=key).value == getattr(fresh, kind)(key=key).value, key
+    assert at.query_params["head"] == "1" and at.query_params["model"] == fresh.query_params["model"]
+    assert not any("<b>" in m.value for m in at.markdown)
+
+
+def test_a_head_beyond_the_new_model_falls_back():
+    """Layer and head counts depend on the model: a kept or linked index the model lacks goes back to 1."""
+    at = open_link({"model": "seeded", "layer": "3", "kind_head": "5"})
+    assert_clean(at)
+    assert at.slider(key="kind_layer").value == 1 and at.slider(key="kind_head").value == 1
+    assert {"“layer”", "“kind_head”"} <= {s[s.index("“"):s.index("”") + 1] for s in toasts(at)}
+
+
+def test_widget_changes_are_written_to_the_link():
+    at = run_page("masks.py", "en", setup=lambda a: a.session_state.__setitem__("mask_model", "seeded"))
+    assert at.query_params["model"] == "seeded" and at.query_params["kind"] == "encoder_self"
+    at.text_area(key="mask_batch").set_value("a cat\nthe dog runs far away")
+    at.radio(key="kind").set_value("decoder_self")
+    at.slider(key="mask_head").set_value(2)
+    at.slider(key="kind_layer").set_value(2)
+    at.text_input(key="kind_tgt").set_value("개가 달린다")
+    at.selectbox(key="arch_preset").set_value("paper_big")
+    at.run()
+    assert_clean(at)
+    at.selectbox(key="mask_which").set_value(1).run()
+    assert_clean(at)
+    q = at.query_params
+    assert q["batch"] == "a cat\nthe dog runs far away" and q["kind"] == "decoder_self"
+    assert (q["head"], q["layer"], q["which"]) == ("2", "2", "2")
+    assert q["tgt"] == "개가 달린다" and q["preset"] == "paper_big"

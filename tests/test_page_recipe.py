@@ -82,3 +82,94 @@ def test_dropout_section(lang, monkeypatch):
     assert_clean(at)
     assert at.number_input(key="drop_seed").value == seed + 1
     assert metric(at, t("recipe.dropout.zero_share", p=0.5)) != zero
+
+
+# ---------------------------------------------------------------- links and kept inputs (issue 16)
+
+def open_link(params: dict, lang: str = "en"):
+    """The page opened from a shared link (its query parameters), as a new visitor."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptest_util import MAIN
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    at.query_params.update({"lang": lang, **params})
+    at.switch_page("../pages/recipe.py")
+    at.run()
+    return at
+
+
+def toasts(at) -> list[str]:
+    return [t.value for t in at.toast]
+
+
+GOOD_LINK = {"d_model": "256", "warmup": "2000", "range": "1,50000", "pairs": "", "log": "1", "theta": "2",
+             "scale": "10", "lr": "0.01", "steps": "7", "eps": "0.2", "vocab": "5",
+             "sentence": "the boy eats an apple", "p_drop": "0.5", "seed": "3"}
+
+
+def test_a_link_opens_the_view_it_describes():
+    at = open_link(GOOD_LINK)
+    assert_clean(at)
+    assert not toasts(at)
+    assert (at.slider(key="sch_d").value, at.slider(key="sch_w").value) == (256, 2000)
+    assert at.slider(key="sch_range").value == (1, 50_000)
+    assert at.text_input(key="sch_pairs").value == "" and at.checkbox(key="sch_log").value is True
+    assert at.number_input(key="adam_theta").value == 2.0
+    assert (at.select_slider(key="adam_c").value, at.select_slider(key="adam_lr").value) == (10.0, 0.01)
+    assert at.slider(key="adam_steps").value == 7
+    assert (at.slider(key="ls_eps").value, at.number_input(key="ls_V").value) == (0.2, 5)
+    assert at.text_input(key="drop_sentence").value == "the boy eats an apple"
+    assert (at.slider(key="drop_p").value, at.number_input(key="drop_seed").value) == (0.5, 3)
+    # the numbers they drive
+    table = at.dataframe[0].value
+    assert len(table) == 1 and int(table.iloc[0]["peak step"]) == 2000
+    assert float(table.iloc[0]["peak learning rate"]) == pytest.approx(256 ** -0.5 * 2000 ** -0.5, rel=1e-4)
+    assert "rate at step 50,000" in table.columns
+    assert len(at.dataframe[1].value) == 7  # Adam steps
+    assert metric(at, "first update |Δθ|") == pytest.approx(0.01, rel=1e-6)
+    assert metric(at, "best confidence, found numerically") == pytest.approx(1 - 0.2 + 0.2 / 5, abs=1e-5)
+    assert any(title(f).startswith("Dropout(y), P_drop = 0.5, seed 3") for f in figures(at))
+    assert metric(at, "kept entries × 1/(1 − P_drop)") == pytest.approx(2.0)
+
+
+BAD_LINK = {"d_model": "<b>x</b>", "warmup": "150", "range": "5,1", "pairs": "abc", "log": "maybe",
+            "theta": "1e400", "scale": "3", "lr": "0.2", "steps": "99", "eps": "0.9", "vocab": "1",
+            "sentence": "z" * 100_000, "p_drop": "<b>0.5</b>", "seed": "-1"}
+
+
+def test_bad_link_values_fall_back_to_the_defaults_with_a_notice():
+    fresh = run_page("recipe.py", "en")
+    at = open_link(BAD_LINK)
+    assert_clean(at)
+    shown = toasts(at)
+    for name in BAD_LINK:
+        assert any(f"“{name}”" in s for s in shown), (name, shown)
+    assert all("<b>" not in s and "zzzz" not in s for s in shown)
+    for kind, key in (("slider", "sch_d"), ("slider", "sch_w"), ("slider", "sch_range"), ("text_input", "sch_pairs"),
+                      ("checkbox", "sch_log"), ("number_input", "adam_theta"), ("select_slider", "adam_c"),
+                      ("select_slider", "adam_lr"), ("slider", "adam_steps"), ("slider", "ls_eps"),
+                      ("number_input", "ls_V"), ("text_input", "drop_sentence"), ("slider", "drop_p"),
+                      ("number_input", "drop_seed")):
+        assert getattr(at, kind)(key=key).value == getattr(fresh, kind)(key=key).value, key
+    assert [d.value.to_dict() for d in at.dataframe[:2]] == [d.value.to_dict() for d in fresh.dataframe[:2]]
+    assert at.query_params["d_model"] == "512" and at.query_params["seed"] == "0"
+    assert not any("<b>" in m.value for m in at.markdown)
+
+
+def test_widget_changes_are_written_to_the_link():
+    at = run_page("recipe.py", "en")
+    assert at.query_params["d_model"] == "512" and at.query_params["eps"] == "0.1"
+    at.slider(key="sch_d").set_value(1024)
+    at.text_input(key="sch_pairs").set_value("256, 2000")
+    at.checkbox(key="sch_log").check()
+    at.select_slider(key="adam_lr").set_value(0.5)
+    at.slider(key="ls_eps").set_value(0.25)
+    at.number_input(key="ls_V").set_value(40)
+    at.text_input(key="drop_sentence").set_value("we eat rice")
+    at.run()
+    assert_clean(at)
+    at.button(key="drop_new_seed").click().run()
+    assert_clean(at)
+    q = at.query_params
+    assert (q["d_model"], q["pairs"], q["log"], q["lr"]) == ("1024", "256, 2000", "1", "0.5")
+    assert (q["eps"], q["vocab"], q["sentence"], q["seed"]) == ("0.25", "40", "we eat rice", "1")

@@ -1,6 +1,7 @@
 """The training page in AppTest (no browser): both languages, a tiny run started from the page and
 followed to the end, stop / delete with confirmation, clear messages for bad uploads, damaged or old
-run folders that never crash the page; plus its text helpers (app/train_ui.py)."""
+run folders that never crash the page; links that pre-fill the form, and inputs and the selected run
+that survive other pages (issue 16); plus its text helpers (app/train_ui.py)."""
 from __future__ import annotations
 
 import json
@@ -85,7 +86,7 @@ def test_start_a_tiny_run_and_follow_it(runs):
     at.number_input(key="train_steps_tiny").set_value(20)
     at.button(key="train_start").click().run()
     assert_clean(at)
-    rid = at.session_state["train_selected"]
+    rid = at.session_state["train_run_select"]
     assert rid.startswith("copy-") and (runs / rid / "job.json").is_file()
     s = wait_until(at, runs, rid, {"done", "failed"})
     assert s["state"] == "done", s
@@ -117,7 +118,7 @@ def test_stop_then_delete_with_confirmation(runs):
     at = run_page(PAGE, "en")
     at.number_input(key="train_steps_tiny").set_value(5000)
     at.button(key="train_start").click().run()
-    rid = at.session_state["train_selected"]
+    rid = at.session_state["train_run_select"]
     wait_until(at, runs, rid, {"running"})
     at.button(key=f"stop-{rid}").click().run()
     assert_clean(at)
@@ -141,7 +142,7 @@ def test_stop_then_delete_with_confirmation(runs):
 ], ids=["three-columns", "not-utf8", "too-big"])
 def test_bad_upload_gives_a_clear_message(runs, lang, data, en, ko):
     at = run_page(PAGE, lang)
-    at.selectbox(key=f"train_task-{lang}").set_value("tsv").run()
+    at.selectbox(key="train_task").set_value("tsv").run()
     assert at.button(key="train_start").disabled  # nothing to start without a file
     at.file_uploader(key="train_upload").set_value(("mine.tsv", data, "text/tab-separated-values")).run()
     assert_clean(at)
@@ -154,13 +155,13 @@ def test_bad_upload_gives_a_clear_message(runs, lang, data, en, ko):
 def test_good_upload_and_a_bad_custom_size(runs):
     lang = "en"
     at = run_page(PAGE, lang)
-    at.selectbox(key=f"train_task-{lang}").set_value("tsv").run()
+    at.selectbox(key="train_task").set_value("tsv").run()
     good = "".join(f"word {i}\t낱말 {i}\n" for i in range(30)).encode()
     at.file_uploader(key="train_upload").set_value(("mine.tsv", good, "text/plain")).run()
     assert_clean(at)
     assert "30 pairs" in at.success[0].value
     assert not at.button(key="train_start").disabled
-    at.radio(key="train_size-en").set_value("custom").run()
+    at.radio(key="train_size").set_value("custom").run()
     at.select_slider(key="train_heads").set_value(3).run()  # d_model stays 64
     assert "do not divide" in texts(at)
     at.button(key="train_start").click().run()
@@ -255,6 +256,226 @@ def test_runs_folder_deleted_while_the_page_is_open(runs):
     assert "No runs yet" in " ".join(str(e.value) for e in at.info)
     get_manager(str(runs.resolve())).poll()
     assert runs.is_dir()
+
+
+# -----------------------------------------------------------------------------
+# links and kept inputs (issue 16): a link pre-fills the form (never starts a run); what a learner set,
+# and the run shown, survive other pages and the language.
+
+def open_link(params: dict, lang: str = "en"):
+    """The page opened from a shared link (its query parameters), as a new visitor."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptest_util import MAIN
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    at.query_params.update({"lang": lang, **params})
+    at.switch_page(f"../pages/{PAGE}")
+    at.run()
+    return at
+
+
+def toasts(at) -> list[str]:
+    return [x.value for x in at.toast]
+
+
+def estimated_parameters(**options) -> str:
+    from app import format as fmt
+    from app import jobs_estimate
+    from app.jobs_options import TrainOptions
+    return fmt.count(jobs_estimate.estimate(TrainOptions(**options), 1)["parameters"])
+
+
+def test_a_link_with_task_and_size_prefills_the_form(runs):
+    at = open_link({"task": "reverse", "size": "small"})
+    assert_clean(at)
+    assert not toasts(at)
+    assert at.selectbox(key="train_task").value == "reverse"
+    assert at.radio(key="train_size").value == "small"
+    assert at.number_input(key="train_steps_small").value == 1000  # the small size's own recipe
+    assert at.select_slider(key="train_batch_small").value == 64
+    assert at.metric[0].value == estimated_parameters(task="reverse", size="small") == "927.5k"
+    assert "No runs yet" in texts(at)  # a link never starts a run
+    assert not any(runs.glob("*/job.json"))
+    assert (at.query_params["task"], at.query_params["size"]) == ("reverse", "small")
+
+
+CUSTOM_LINK = {"task": "sort", "size": "custom", "d_model": "128", "heads": "8", "d_ff": "256", "layers": "3",
+               "dropout": "0.1", "ls": "0.2", "positional": "learned", "norm": "pre"}
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_link_with_custom_sizes_prefills_them(runs, lang):
+    at = open_link(CUSTOM_LINK, lang)
+    assert_clean(at)
+    assert not toasts(at)
+    assert at.session_state["lang"] == lang
+    assert at.selectbox(key="train_task").value == "sort" and at.radio(key="train_size").value == "custom"
+    assert (at.select_slider(key="train_d_model").value, at.select_slider(key="train_heads").value,
+            at.select_slider(key="train_d_ff").value) == (128, 8, 256)
+    assert at.slider(key="train_layers").value == 3
+    assert at.slider(key="train_dropout").value == pytest.approx(0.1)
+    assert at.slider(key="train_ls").value == pytest.approx(0.2)
+    assert at.radio(key="train_positional").value == "learned" and at.radio(key="train_norm").value == "pre"
+    custom = {"d_model": 128, "heads": 8, "d_ff": 256, "layers": 3, "dropout": 0.1, "label_smoothing": 0.2,
+              "positional": "learned", "norm_first": True}
+    assert at.metric[0].value == estimated_parameters(task="sort", size="custom", custom=custom)
+    assert at.metric[0].value != estimated_parameters(task="sort", size="custom")
+    assert {k: at.query_params[k] for k in CUSTOM_LINK} == CUSTOM_LINK
+    assert not any(runs.glob("*/job.json"))
+
+
+@pytest.mark.parametrize("params", [
+    {"task": "<b>x</b>", "size": "huge"},
+    {"task": "x" * 100_000, "size": "<b>small</b>"},
+    {"size": "custom", "d_model": "100", "heads": "<b>4</b>", "d_ff": "nan", "layers": "99", "dropout": "0.07",
+     "ls": "x" * 100_000, "positional": "rope", "norm": "sandwich"},
+    {"size": "custom", "d_model": "64.5", "heads": "0", "d_ff": "1e9", "layers": "-1", "dropout": "inf",
+     "ls": "0.9", "positional": "", "norm": "1"},
+], ids=["unknown", "html-and-long", "custom-unknown", "custom-out-of-range"])
+def test_bad_link_values_fall_back_to_the_defaults_with_a_notice(runs, params):
+    fresh = run_page(PAGE, "en")
+    at = open_link(params)
+    assert_clean(at)
+    shown = toasts(at)
+    bad = [k for k in params if k != "size" or params["size"] != "custom"]
+    for name in bad:
+        assert any(f"“{name}”" in s for s in shown), (name, shown)
+    assert len(shown) == len(bad), shown
+    assert all("<b>" not in s and "xxxx" not in s for s in shown)  # the notice never repeats the link's text
+    assert at.selectbox(key="train_task").value == "copy"
+    assert at.query_params["task"] == "copy"
+    if params["size"] == "custom":
+        for kind, key in (("select_slider", "train_d_model"), ("select_slider", "train_heads"),
+                          ("select_slider", "train_d_ff"), ("slider", "train_layers"), ("slider", "train_dropout"),
+                          ("slider", "train_ls"), ("radio", "train_positional"), ("radio", "train_norm")):
+            assert getattr(at, kind)(key=key).value == {"train_d_model": 64, "train_heads": 4, "train_d_ff": 128,
+                                                        "train_layers": 2, "train_dropout": 0.0, "train_ls": 0.1,
+                                                        "train_positional": "sinusoidal",
+                                                        "train_norm": "post"}[key], key
+        assert at.metric[0].value == estimated_parameters(task="copy", size="custom")
+        assert (at.query_params["d_model"], at.query_params["layers"], at.query_params["norm"]) == ("64", "2", "post")
+    else:
+        assert at.radio(key="train_size").value == "tiny" and at.query_params["size"] == "tiny"
+        assert at.metric[0].value == fresh.metric[0].value == "168.3k"
+    for element in [*at.markdown, *at.caption, *at.info, *at.warning, *at.error]:
+        assert "<b>" not in str(element.value)
+    assert not any(runs.glob("*/job.json"))
+
+
+def test_widget_changes_are_written_to_the_link(runs):
+    at = run_page(PAGE, "en")
+    assert (at.query_params["task"], at.query_params["size"]) == ("copy", "tiny")
+    assert "d_model" not in at.query_params
+    at.selectbox(key="train_task").set_value("en-ko")
+    at.radio(key="train_size").set_value("custom").run()
+    assert_clean(at)
+    at.select_slider(key="train_d_model").set_value(96)
+    at.select_slider(key="train_heads").set_value(6)
+    at.slider(key="train_layers").set_value(4)
+    at.slider(key="train_dropout").set_value(0.2)
+    at.radio(key="train_positional").set_value("learned")
+    at.radio(key="train_norm").set_value("pre").run()
+    assert_clean(at)
+    q = at.query_params
+    assert (q["task"], q["size"], q["d_model"], q["heads"], q["layers"], q["positional"], q["norm"]) == \
+        ("en-ko", "custom", "96", "6", "4", "learned", "pre")
+    assert float(q["dropout"]) == pytest.approx(0.2) and float(q["ls"]) == pytest.approx(0.1)
+    # The link now opens the same form in a new session.
+    other = open_link({k: q[k] for k in q if k != "lang"})
+    assert not toasts(other)
+    assert other.metric[0].value == at.metric[0].value
+    assert (other.select_slider(key="train_d_model").value, other.radio(key="train_norm").value) == (96, "pre")
+    # Back to a preset size: the custom sizes leave the link (they are not used), and come back kept.
+    at.radio(key="train_size").set_value("small").run()
+    assert at.query_params["size"] == "small" and "d_model" not in at.query_params
+    at.radio(key="train_size").set_value("custom").run()
+    assert at.select_slider(key="train_d_model").value == 96 and at.query_params["d_model"] == "96"
+
+
+def test_the_form_survives_other_pages_and_the_language(runs):
+    at = run_page(PAGE, "en")
+    at.selectbox(key="train_task").set_value("reverse")
+    at.radio(key="train_size").set_value("custom").run()
+    at.select_slider(key="train_d_model").set_value(128)
+    at.radio(key="train_positional").set_value("learned")
+    at.number_input(key="train_steps_custom").set_value(700).run()
+    at.radio(key="train_size").set_value("small").run()
+    at.number_input(key="train_steps_small").set_value(2000).run()
+    at.radio(key="train_size").set_value("custom").run()
+    assert_clean(at)
+    shown = at.metric[0].value
+    at.switch_page("../pages/multihead.py").run()
+    at.session_state["lang"] = "ko"
+    at.run()
+    at.switch_page(f"../pages/{PAGE}").run()
+    assert_clean(at)
+    assert at.title[0].value == "나만의 Transformer 학습하기"
+    assert at.selectbox(key="train_task").value == "reverse" and at.radio(key="train_size").value == "custom"
+    assert at.select_slider(key="train_d_model").value == 128
+    assert at.radio(key="train_positional").value == "learned"
+    assert at.number_input(key="train_steps_custom").value == 700
+    assert at.metric[0].value == shown
+    at.radio(key="train_size").set_value("small").run()
+    assert at.number_input(key="train_steps_small").value == 2000  # each size keeps its own recipe
+    assert at.number_input(key="train_steps_small").value != at.session_state["train_steps_custom"]
+
+
+def two_runs(runs) -> tuple[str, str]:
+    """Two finished runs written by hand; the first is older (the page lists newest first)."""
+    old, new = "copy-20250101-000000", "copy-20250102-000000"
+    fake_run(runs, rid=old, job=json.dumps({"id": old, "created_at": 1_000}))
+    fake_run(runs, rid=new, job=json.dumps({"id": new, "created_at": 2_000}))
+    return old, new
+
+
+def test_the_selected_run_survives_other_pages(runs):
+    old, new = two_runs(runs)
+    at = run_page(PAGE, "en")
+    assert_clean(at)
+    assert at.selectbox(key="train_run_select").value == new  # the newest first
+    at.selectbox(key="train_run_select").set_value(old).run()
+    at.multiselect(key="train_compare_select").set_value([old])
+    at.radio(key="train_compare_metric").set_value("val_exact").run()
+    assert_clean(at)
+    assert at.button(key=f"delete-{old}")  # the old run's details are shown
+    at.switch_page("../pages/overview.py").run()
+    at.session_state["lang"] = "ko"
+    at.run()
+    at.switch_page(f"../pages/{PAGE}").run()
+    assert_clean(at)
+    assert at.selectbox(key="train_run_select").value == old
+    assert at.button(key=f"delete-{old}") and not any(b.key == f"delete-{new}" for b in at.button)
+    assert at.multiselect(key="train_compare_select").value == [old]
+    assert at.radio(key="train_compare_metric").value == "val_exact"
+    assert "run" not in at.query_params and old not in str(dict(at.query_params))  # run ids stay local
+
+
+def test_a_deleted_run_falls_back(runs):
+    old, new = two_runs(runs)
+    at = run_page(PAGE, "en")
+    at.selectbox(key="train_run_select").set_value(old).run()
+    at.multiselect(key="train_compare_select").set_value([old, new]).run()
+    fake_run(runs, rid="copy-20250103-000000", job=json.dumps({"id": "copy-20250103-000000", "created_at": 3_000}))
+    shutil.rmtree(runs / old)  # deleted elsewhere (another tab, by hand)
+    at.run()
+    assert_clean(at)
+    assert at.selectbox(key="train_run_select").value == "copy-20250103-000000"  # the newest
+    assert at.multiselect(key="train_compare_select").value == [new]  # the others stay chosen
+
+
+@pytest.mark.slow
+def test_start_shows_the_new_run_although_another_was_selected(runs):
+    old, new = two_runs(runs)
+    at = run_page(PAGE, "en")
+    at.selectbox(key="train_run_select").set_value(old).run()
+    at.number_input(key="train_steps_tiny").set_value(10)
+    at.button(key="train_start").click().run()
+    assert_clean(at)
+    rid = at.selectbox(key="train_run_select").value
+    assert rid not in (old, new) and (runs / rid / "job.json").is_file()
+    assert at.session_state["train_run_select"] == rid
+    wait_until(at, runs, rid, {"done", "failed"})
+    assert at.selectbox(key="train_run_select").value == rid
 
 
 # -----------------------------------------------------------------------------

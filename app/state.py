@@ -1,0 +1,207 @@
+"""What a learner set survives: one mechanism for every input of every page.
+
+A page draws an input as
+
+    n = st.slider(label, 1, 50, **keep("why_n", 10, url="n", valid=range(1, 51)))
+
+and `keep`:
+- starts the widget from `default` the first time (the widget itself gets no value/index/default);
+- keeps its value for the whole browser session, across page and language switches
+  (Streamlit's `persist_state="session"`: a page that is not drawn does not forget its inputs);
+- puts a value that no longer fits (a head the new model does not have) back to the default;
+- with `url=`: reads the value once from a shared link (`?n=12`) and writes the current value back to
+  the address bar, so the view can be sent to someone else. A bad value in a link (unknown option,
+  out of range, malformed, over MAX_URL_TEXT characters) is ignored and named in a short notice;
+  the text of a link is only ever put into widgets, never rendered as Markdown or HTML;
+- remembers the default, so the sidebar's "reset this page" puts every input of the page back.
+
+main.py tells this module which page runs (`begin_page`), keeps `lang` in the URL and clears the other
+parameters when the learner moves to another page (each page owns its link)."""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import streamlit as st
+
+PAGE = "_page"               # url of the page being drawn
+DEFAULTS = "_defaults"       # {page: {key: default}}: what "reset this page" restores
+SEEN = "_link_seen"          # keys whose link value was already considered (a link applies once)
+LANG_PARAM = "lang"
+MAX_URL_TEXT = 4000          # a link's value longer than this is refused (a sentence, a matrix)
+
+
+class BadValue(ValueError):
+    """A value from a link that does not fit its input."""
+
+
+# ----------------------------------------------------------------------------- values <-> URL text
+
+class OneBased:
+    """A 0-based index shown 1-based in links (layer=1 is the first layer); `mean` for -1 (the average)."""
+
+    @staticmethod
+    def encode(value: int) -> str:
+        return "mean" if value == -1 else str(int(value) + 1)
+
+    @staticmethod
+    def decode(text: str, default: int) -> int:
+        return -1 if text.strip().lower() == "mean" else _decode_scalar(text, 0) - 1
+
+
+def _decode_scalar(text: str, like: Any) -> Any:
+    """URL text as the type of `like` (bool, int, float or str)."""
+    s = text.strip()
+    if isinstance(like, bool):
+        if s.lower() in ("1", "true", "on", "yes"):
+            return True
+        if s.lower() in ("0", "false", "off", "no"):
+            return False
+        raise BadValue(text)
+    if isinstance(like, int):
+        if len(s) > 24:
+            raise BadValue(text)
+        try:
+            return int(s)
+        except ValueError:
+            raise BadValue(text) from None
+    if isinstance(like, float):
+        if len(s) > 40:
+            raise BadValue(text)
+        try:
+            f = float(s)
+        except ValueError:
+            raise BadValue(text) from None
+        if not math.isfinite(f):
+            raise BadValue(text)
+        return f
+    return text
+
+
+def decode(text: str, default: Any) -> Any:
+    """A link's text as a value shaped like `default`: a scalar, a tuple (range slider, `1,100`) or a
+    list (multiselect, `0,2,3`; empty text is the empty list)."""
+    if not isinstance(text, str) or len(text) > MAX_URL_TEXT:
+        raise BadValue("too long")
+    if isinstance(default, tuple):
+        parts = text.split(",")
+        if len(parts) != len(default):
+            raise BadValue(text)
+        return tuple(_decode_scalar(p, d) for p, d in zip(parts, default))
+    if isinstance(default, list):
+        like = default[0] if default else ""
+        return [_decode_scalar(p, like) for p in text.split(",")] if text.strip() else []
+    return _decode_scalar(text, default)
+
+
+def encode(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (tuple, list)):
+        return ",".join(encode(v) for v in value)
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def fits(value: Any, valid) -> bool:
+    """Whether a value fits `valid`: None (anything), a range or collection of allowed values (every item
+    of a list/tuple value must be in it), or a predicate (False or an exception means no)."""
+    if valid is None:
+        return True
+    if callable(valid) and not isinstance(valid, (range, list, tuple, set, frozenset, dict)):
+        try:
+            return bool(valid(value))
+        except Exception:  # a predicate that cannot read the value refuses it
+            return False
+    items = value if isinstance(value, (list, tuple)) else [value]
+    try:
+        return all(v in valid for v in items)
+    except TypeError:
+        return False
+
+
+def between(lo: float, hi: float) -> Callable[[float], bool]:
+    """`valid=` for a number input: lo ≤ value ≤ hi (a tuple value: each end)."""
+    def ok(v) -> bool:
+        vs = v if isinstance(v, tuple) else (v,)
+        return all(isinstance(x, (int, float)) and not isinstance(x, bool) and lo <= x <= hi for x in vs)
+    return ok
+
+
+# ----------------------------------------------------------------------------- Streamlit side
+
+def begin_page(page: str) -> None:
+    """Called by main.py before the page runs. Moving to another page drops the previous page's link
+    parameters (the new page writes its own); the first page of a session keeps the link it was opened by."""
+    ss = st.session_state
+    previous = ss.get(PAGE)
+    if previous is not None and previous != page:
+        lang = st.query_params.get(LANG_PARAM)
+        st.query_params.clear()
+        if lang is not None:
+            st.query_params[LANG_PARAM] = lang
+    ss[PAGE] = page
+
+
+def keep(key: str, default: Any, *, url: str | None = None, valid=None, check=None, codec=None) -> dict:
+    """Prepare the input `key` (see the module's docstring); returns the widget's keyword arguments.
+
+    valid: what the widget can hold (a range, the options, a predicate): a kept or linked value outside
+           it goes back to the default. check: a further test for values from a link only (a matrix
+           that parses): what a learner types is theirs, and the page explains what is wrong with it.
+    codec: how the value is written in a link (default: by the type of `default`; OneBased for indices)."""
+    ss = st.session_state
+    page = ss.get(PAGE, "")
+    ss.setdefault(DEFAULTS, {}).setdefault(page, {})[key] = default
+    if url is not None:
+        seen = ss.setdefault(SEEN, set())
+        if key not in seen:
+            seen.add(key)
+            if url in st.query_params:
+                raw = st.query_params.get(url)
+                try:
+                    value = codec.decode(raw, default) if codec else decode(raw, default)
+                    if not fits(value, valid) or not fits(value, check):
+                        raise BadValue(raw)
+                except (BadValue, ValueError, TypeError):
+                    _ignored(url)
+                else:
+                    ss[key] = value
+    if key in ss and not fits(ss[key], valid):
+        ss[key] = default
+    if key not in ss:
+        ss[key] = default
+    if url is not None:
+        text = codec.encode(ss[key]) if codec else encode(ss[key])
+        if st.query_params.get(url) != text:
+            st.query_params[url] = text
+    return {"key": key, "persist_state": "session"}
+
+
+def _ignored(name: str) -> None:
+    """A link's value that did not fit: one short notice naming the parameter (never its text)."""
+    from app.i18n import t
+    st.toast(t("common.link_ignored", name=name), icon=":material/link_off:")
+
+
+def ignored_link_value(name: str) -> None:
+    """For main.py's own link parameter (the language)."""
+    _ignored(name)
+
+
+def reset_page(page: str) -> None:
+    """The sidebar's "reset this page" (an on_click callback): every input of the page back to its
+    default, and the page's link parameters dropped."""
+    ss = st.session_state
+    for key, default in ss.get(DEFAULTS, {}).get(page, {}).items():
+        ss[key] = default
+    lang = st.query_params.get(LANG_PARAM)
+    st.query_params.clear()
+    if lang is not None:
+        st.query_params[LANG_PARAM] = lang
+
+
+def page_keys(page: str) -> Iterable[str]:
+    return st.session_state.get(DEFAULTS, {}).get(page, {}).keys()

@@ -1,0 +1,172 @@
+"""What a learner set survives (issue 16), in a real browser: on every page with inputs, set values that
+differ from the defaults, visit two other pages and switch the language while away, come back — every
+input and every number in every figure is as it was. Then "reset this page" brings the defaults back,
+and the page's address opened in a fresh browser (a shared link) shows the same view."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.pages_list import PAGES
+from tests.streamlit_server import wait_idle
+from tests.test_browser import SHOTS, assert_no_exception, open_page, set_language
+
+pytestmark = pytest.mark.browser
+playwright = pytest.importorskip("playwright.sync_api")
+
+BY_URL = {p.url: p for p in PAGES}
+
+# What a learner does on each page: (action, widget key, argument). Keys are the pages' own widget keys;
+# Streamlit gives a keyed widget's container the class `st-key-<key>`.
+RECIPES = {
+    "attention": [("slide", "att_dk", 5), ("toggle", "att_causal", None), ("slide", "att_hidden", 3),
+                  ("fill", "att_tokens_q", "we eat rice")],
+    "multihead": [("fill", "mh_sentence", "the old dog sleeps near the warm fire"), ("slide", "mh_d", 1),
+                  ("toggle", "mh_pe", None), ("fill", "mh_seed", "7")],
+    "positional": [("slide", "pe_len", 4), ("fill", "pe_dims", "0, 2, 5"), ("fill", "perm_sentence", "we like long walks"),
+                   ("radio", "perm_order", 1), ("fill", "rot_k", "9")],
+    "masks": [("fill", "mask_batch", "the cat sat\nI love you very much"), ("radio", "kind", 2),
+              ("fill", "kind_src", "my sister reads a book")],
+    "recipe": [("slide", "sch_d", 2), ("fill", "sch_pairs", "256, 2000"), ("slide", "ls_eps", 4),
+               ("fill", "drop_sentence", "the boy eats an apple")],
+    "why": [("fill", "cx_n", "400"), ("slide", "cx_k", 2), ("slide", "cx_r", 3)],
+    "inspector": [("fill", "insp_text", "My mother loves the new movie."), ("radio", "insp_kind", 2),
+                  ("radio", "insp_method", 1)],
+    "train": [("select", "train_task", 2), ("radio", "train_size", 1)],
+}
+
+SNAPSHOT_JS = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const inputs = {};
+  main.querySelectorAll('[class*="st-key-"]').forEach(el => {
+    const key = Array.from(el.classList).find(c => c.startsWith('st-key-')).slice(7);
+    const vals = [];
+    el.querySelectorAll('input, textarea').forEach(i => {
+      if (i.type === 'radio' || i.type === 'checkbox') vals.push(i.checked ? 'on' : 'off');
+      else if (i.getAttribute('role') === 'combobox') vals.push('select=' + i.value);
+      else vals.push(i.value);
+    });
+    if (vals.length) inputs[key] = vals;
+  });
+  const numbers = v => (Array.isArray(v) ? v.flat(3) : []).filter(x => typeof x === 'number').map(x => +x.toPrecision(6));
+  const figures = Array.from(main.querySelectorAll('.js-plotly-plot')).map(gd =>
+      (gd.data || []).map(tr => [numbers(tr.z), numbers(tr.x), numbers(tr.y)]));
+  return JSON.stringify({inputs, figures});
+}"""
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, streamlit_server
+    SHOTS.mkdir(exist_ok=True)
+    with streamlit_server({"ATLAS_RUNS_DIR": str(tmp_path_factory.mktemp("runs"))}) as url, \
+            playwright.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield url, b
+        b.close()
+
+
+def act(page, action: str, key: str, arg) -> None:
+    box = page.locator(f"[data-testid='stMain'] .st-key-{key}").first
+    assert box.count() == 1, f"no widget with key {key}"
+    box.scroll_into_view_if_needed()
+    if action == "fill":
+        field = box.locator("textarea, input").first
+        field.fill(arg)
+        field.press("Control+Enter" if field.evaluate("e => e.tagName") == "TEXTAREA" else "Enter")
+    elif action == "slide":
+        thumb = box.locator("input[type='range']").first
+        thumb.focus()
+        for _ in range(arg):
+            thumb.press("ArrowRight")
+    elif action == "toggle":
+        box.locator("label").first.click()
+    elif action == "radio":
+        box.locator("label:has(input)").nth(arg).click()
+    elif action == "select":
+        box.locator("input[role='combobox']").first.click()
+        page.locator("[role='option']").nth(arg).click()
+    else:
+        raise ValueError(action)
+    wait_idle(page)
+
+
+def snapshot(page, settle_ms: int = 1500, tries: int = 40) -> dict:
+    """Inputs and figure numbers once the page has settled: two reads `settle_ms` apart that agree (on a
+    loaded machine, widgets inside columns and the charts can arrive seconds after the script run ends)."""
+    wait_idle(page)
+    last = page.evaluate(SNAPSHOT_JS)
+    for _ in range(tries):
+        page.wait_for_timeout(settle_ms)
+        now = page.evaluate(SNAPSHOT_JS)
+        if now == last:
+            break
+        last = now
+    return json.loads(last)
+
+
+def others(url: str) -> list:
+    return [p for p in PAGES if p.url not in (url, "train")][:2]
+
+
+@pytest.mark.parametrize("url", list(RECIPES))
+def test_inputs_survive_other_pages_and_a_language_switch(browser, url):
+    base, b = browser
+    ctx = b.new_context(viewport={"width": 1400, "height": 1000})
+    page = ctx.new_page()
+    try:
+        page.goto(base)
+        wait_idle(page)
+        set_language(page, "en")
+        info = BY_URL[url]
+        open_page(page, "en", info)
+        before_defaults = snapshot(page)
+        for action, key, arg in RECIPES[url]:
+            act(page, action, key, arg)
+            assert_no_exception(page, f"{url}: {action} {key}")
+        changed = snapshot(page)
+        for _, key, _ in RECIPES[url]:
+            assert changed["inputs"].get(key) != before_defaults["inputs"].get(key), f"{url}: {key} did not change"
+        first, second = others(url)
+        open_page(page, "en", first)
+        set_language(page, "ko")
+        open_page(page, "ko", second)
+        set_language(page, "en")
+        open_page(page, "en", info)
+        back = snapshot(page)
+        page.screenshot(path=str(SHOTS / f"state-{url}-back.png"), full_page=True)
+        assert back["inputs"] == changed["inputs"], f"{url}: inputs changed after visiting other pages"
+        assert back["figures"] == changed["figures"], f"{url}: figures changed after visiting other pages"
+
+        # The address bar now describes this view: a fresh browser session opened on it shows the same.
+        link = page.url
+        fresh = ctx.browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        fresh.goto(link)
+        wait_idle(fresh)
+        shared = snapshot(fresh)
+        linked_keys = [key for _, key, _ in RECIPES[url] if key in LINKED.get(url, ())]
+        for key in linked_keys:
+            assert shared["inputs"].get(key) == changed["inputs"].get(key), f"{url}: link {link} lost {key}"
+        fresh.context.close()
+
+        # Reset this page: every input back to where a new visitor starts.
+        page.locator("[data-testid='stSidebar'] .st-key-reset_page button").first.click()
+        wait_idle(page)
+        reset = snapshot(page)
+        assert reset["inputs"] == before_defaults["inputs"], f"{url}: reset did not restore the defaults"
+    finally:
+        ctx.close()
+
+
+# Inputs that a shared link carries (the page's main inputs).
+LINKED = {
+    "attention": {"att_tokens_q", "att_causal", "att_dk"},
+    "multihead": {"mh_sentence", "mh_d", "mh_pe", "mh_seed"},
+    "positional": {"pe_len", "pe_dims", "perm_sentence", "perm_order"},
+    "masks": {"mask_batch", "kind", "kind_src"},
+    "recipe": {"sch_d", "sch_pairs", "ls_eps"},
+    "why": {"cx_n", "cx_k", "cx_r"},
+    "inspector": {"insp_text", "insp_kind", "insp_method"},
+    "train": {"train_task", "train_size"},
+}
