@@ -65,27 +65,54 @@ ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = {"en-ko": ROOT / "assets" / "models" / "en-ko", "lm": ROOT / "assets" / "models" / "lm"}
 
 
+def pretrained_dir() -> Path:
+    """Where a learner puts pretrained models in the Hugging Face layout: $ATLAS_PRETRAINED_DIR or pretrained/."""
+    import os
+    return Path(os.environ.get("ATLAS_PRETRAINED_DIR") or ROOT / "pretrained")
+
+
+def pretrained_models() -> dict[str, Path]:
+    """Label -> folder of every pretrained model we can run: pretrained/<name>/ and the local hub cache."""
+    from model.hub import cached_models, is_hf_folder, supported
+    found: dict[str, Path] = {}
+    base = pretrained_dir()
+    if base.is_dir():
+        for folder in sorted(p for p in base.iterdir() if p.is_dir()):
+            if is_hf_folder(folder) and supported(folder):
+                found[f"pretrained: {folder.name}"] = folder
+    for name, folder in cached_models().items():
+        found.setdefault(f"pretrained: {name}", folder)
+    return found
+
+
 def available_models() -> dict[str, Path]:
-    """Label -> model directory: the shipped models, then every run that has saved weights."""
+    """Label -> model directory: the shipped models, every run that has saved weights, then pretrained
+    models (pretrained/ and the local Hugging Face cache)."""
     found = {name: path for name, path in SHIPPED.items() if (path / "config.json").is_file()}
     base = runs_dir()
     if base.is_dir():
         for cfg in sorted(base.glob("*/model/config.json"), key=lambda p: p.stat().st_mtime, reverse=True):
             found[f"run: {cfg.parent.parent.name}"] = cfg.parent
+    found.update(pretrained_models())
     return found
 
 
 def _stamp(path: Path) -> float:
     """Changes when the weights are rewritten (a training run saves a newer checkpoint)."""
-    try:
-        return (path / "model.safetensors").stat().st_mtime
-    except OSError:
-        return 0.0
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        try:
+            return (path / name).stat().st_mtime
+        except OSError:
+            continue
+    return 0.0
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _load(path: str, stamp: float):
     from model.checkpoint import load_model_dir
+    from model.hub import is_hf_folder, load_pretrained
+    if is_hf_folder(Path(path)):
+        return load_pretrained(path, device=best_device())
     return load_model_dir(path, device=best_device())
 
 

@@ -6,6 +6,13 @@ from dataclasses import dataclass
 
 ARCHITECTURES = ("encoder-decoder", "decoder-only", "encoder-only")
 POSITIONALS = ("sinusoidal", "learned")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swish")
+PE_LAYOUTS = ("interleaved", "halves")
+
+# The options after `pad_id` are the ways real pretrained Transformers differ from the paper's. Each
+# default is the paper's choice, so a config that does not name them is the paper's Transformer.
+PAPER_CHOICES = {"activation": "relu", "pe_layout": "interleaved", "embed_scale": True, "norm_eps": 1e-5,
+                 "output_bias": False, "segment_vocab": 0, "embed_norm": False, "mlm_transform": False}
 
 
 @dataclass(frozen=True)
@@ -24,12 +31,27 @@ class TransformerConfig:
     tie_embeddings: bool = True  # section 3.4: one matrix for both embeddings and the softmax
     label_smoothing: float = 0.1
     pad_id: int = 0
+    # --- where pretrained models differ from the paper (defaults: the paper) ---
+    activation: str = "relu"        # FFN non-linearity: relu (paper), gelu (BERT), gelu_tanh (GPT-2), swish (Marian)
+    pe_layout: str = "interleaved"  # sinusoids as sin,cos,sin,cos… (paper) or [all sin | all cos] halves (Marian)
+    embed_scale: bool = True        # multiply token embeddings by sqrt(d_model) (paper 3.4); GPT-2 and BERT don't
+    norm_eps: float = 1e-5          # LayerNorm epsilon (BERT: 1e-12)
+    output_bias: bool = False       # a bias added to the output logits (Marian's final_logits_bias, BERT's MLM bias)
+    segment_vocab: int = 0          # BERT's segment (token type) embeddings; 0 = none
+    embed_norm: bool = False        # a LayerNorm right after embeddings + positions (BERT)
+    mlm_transform: bool = False     # BERT's masked-LM head: dense -> activation -> LayerNorm before the output layer
 
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:
             raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {self.architecture!r}")
         if self.positional not in POSITIONALS:
             raise ValueError(f"positional must be one of {POSITIONALS}, got {self.positional!r}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        if self.pe_layout not in PE_LAYOUTS:
+            raise ValueError(f"pe_layout must be one of {PE_LAYOUTS}, got {self.pe_layout!r}")
+        if not 0.0 < self.norm_eps < 1.0 or self.segment_vocab < 0:
+            raise ValueError("norm_eps must be in (0, 1) and segment_vocab >= 0")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
@@ -51,6 +73,18 @@ class TransformerConfig:
     @property
     def has_decoder(self) -> bool:
         return self.architecture in ("encoder-decoder", "decoder-only")
+
+    def differences_from_paper(self) -> dict:
+        """{option: value} for every option where this model is not the paper's Transformer (besides sizes):
+        norm placement, positions, activation, embedding scale, biases, segments, … ."""
+        out = {name: getattr(self, name) for name, paper in PAPER_CHOICES.items() if getattr(self, name) != paper}
+        if self.norm_first:
+            out["norm_first"] = True
+        if self.positional != "sinusoidal":
+            out["positional"] = self.positional
+        if not self.tie_embeddings:
+            out["tie_embeddings"] = False
+        return out
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

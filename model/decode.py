@@ -66,16 +66,25 @@ def top_candidates(probs: torch.Tensor, k: int = TOP_K_SHOWN) -> list[tuple[int,
     return [(int(a), float(b)) for a, b in zip(i.tolist(), p.tolist())]
 
 
+def without_banned(logits: torch.Tensor, banned) -> torch.Tensor:
+    """logits (..., V) with the banned ids set to -inf: a token the model must never produce (Marian's
+    pad, which is also its decoder's start token) gets probability 0 and is never chosen."""
+    if not banned:
+        return logits
+    idx = torch.tensor(sorted(set(banned)), dtype=torch.long, device=logits.device)
+    return logits.index_fill(-1, idx, float("-inf"))
+
+
 def _check_encoder_decoder(model: Transformer) -> None:
     if model.config.architecture != "encoder-decoder":
         raise ValueError(f"needs an encoder-decoder model, got {model.config.architecture!r}")
 
 
-def _final_pass(model: Transformer, src: torch.Tensor, tokens: list[int], bos_id: int):
+def _final_pass(model: Transformer, src: torch.Tensor, tokens: list[int], bos_id: int, banned=()):
     """Teacher-forced pass: returns (probs (Lt, V), Intermediates) over [bos] + tokens."""
     tgt = torch.tensor([[bos_id] + tokens], dtype=torch.long, device=src.device)  # (1, Lt)
     out = model(src, tgt, return_attention=True)
-    return out.logits[0].float().softmax(-1), out.attention  # (Lt, V)
+    return without_banned(out.logits[0].float(), banned).softmax(-1), out.attention  # (Lt, V)
 
 
 def _steps_from_probs(probs: torch.Tensor, chosen: list[int]) -> list[StepInfo]:
@@ -87,10 +96,11 @@ def _steps_from_probs(probs: torch.Tensor, chosen: list[int]) -> list[StepInfo]:
 # greedy
 
 def greedy_decode(model: Transformer, src_ids: list[int], *, bos_id: int, eos_id: int,
-                  max_len: int = 64, record: bool = True) -> DecodeResult:
+                  max_len: int = 64, record: bool = True, banned: tuple[int, ...] = ()) -> DecodeResult:
     """Pick the most probable token at every step, encoding the source once and feeding one new
     token per step through the KV cache. `max_len` bounds the steps (EOS included). With
-    record=True the result carries the attention of the full sequence (see the module docstring)."""
+    record=True the result carries the attention of the full sequence (see the module docstring).
+    `banned` ids are never chosen (probability 0; see without_banned)."""
     _check_encoder_decoder(model)
     if not src_ids:
         raise ValueError("empty source")
@@ -104,7 +114,7 @@ def greedy_decode(model: Transformer, src_ids: list[int], *, bos_id: int, eos_id
         for t in range(_step_budget(model, max_len)):
             new = torch.tensor([[tok]], dtype=torch.long, device=src.device)  # (1, 1)
             h = model.decode(new, memory, cache=cache, offset=t)  # (1, 1, D)
-            probs = model.project(h[:, -1]).float().softmax(-1)[0]  # (V,)
+            probs = without_banned(model.project(h[:, -1]).float(), banned).softmax(-1)[0]  # (V,)
             tok = int(probs.argmax())
             steps.append(StepInfo(tok, float(probs[tok]), top_candidates(probs)))
             score += math.log(max(float(probs[tok]), 1e-45))
@@ -112,12 +122,13 @@ def greedy_decode(model: Transformer, src_ids: list[int], *, bos_id: int, eos_id
                 finished = True
                 break
             tokens.append(tok)
-        attention = _final_pass(model, src, tokens, bos_id)[1] if record else None
+        attention = _final_pass(model, src, tokens, bos_id, banned)[1] if record else None
     return DecodeResult(tokens, steps, attention, score, finished)
 
 
 def greedy_decode_batch(model: Transformer, sources: list[list[int]], *, bos_id: int, eos_id: int,
-                        pad_id: int | None = None, max_len: int = 64) -> list[list[int]]:
+                        pad_id: int | None = None, max_len: int = 64,
+                        banned: tuple[int, ...] = ()) -> list[list[int]]:
     """Greedy decoding of many sources at once (for BLEU on a test set); no attention kept.
     Returns the generated ids of each source, without BOS/EOS; same tokens as greedy_decode."""
     _check_encoder_decoder(model)
@@ -135,7 +146,7 @@ def greedy_decode_batch(model: Transformer, sources: list[list[int]], *, bos_id:
         tok = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
         for t in range(_step_budget(model, max_len)):
             h = model.decode(tok, memory, src_mask, cache=cache, offset=t)  # (B, 1, D)
-            tok = model.project(h[:, -1]).argmax(-1, keepdim=True)  # (B, 1)
+            tok = without_banned(model.project(h[:, -1]), banned).argmax(-1, keepdim=True)  # (B, 1)
             tok = tok.masked_fill(done[:, None], eos_id)
             out = torch.cat([out, tok], dim=1)  # (B, t+1)
             done |= tok[:, 0] == eos_id
@@ -156,7 +167,8 @@ def length_penalty(length: int, alpha: float) -> float:
 
 
 def beam_search(model: Transformer, src_ids: list[int], *, bos_id: int, eos_id: int, beam_size: int = 4,
-                alpha: float = 0.6, max_len: int = 64, record: bool = True) -> DecodeResult:
+                alpha: float = 0.6, max_len: int = 64, record: bool = True,
+                banned: tuple[int, ...] = ()) -> DecodeResult:
     """Beam search, all beams in one batch through the KV cache. A hypothesis ends when it picks
     EOS among the top `beam_size` candidates of a step; its score is log P(Y) / lp(|Y|) with |Y|
     counting EOS. Search stops once `beam_size` hypotheses have ended and no live beam can beat
@@ -183,7 +195,7 @@ def beam_search(model: Transformer, src_ids: list[int], *, bos_id: int, eos_id: 
         n_steps = _step_budget(model, max_len)
         for t in range(n_steps):
             h = model.decode(tok, memory, cache=cache, offset=t)  # (K, 1, D)
-            logp = F.log_softmax(model.project(h[:, -1]).float(), dim=-1)  # (K, V)
+            logp = F.log_softmax(without_banned(model.project(h[:, -1]).float(), banned), dim=-1)  # (K, V)
             cand = (scores[:, None] + logp).view(-1)  # (K*V,)
             top_s, top_i = cand.topk(min(2 * K, K * V))  # (2K,)
             beam_idx, tok_ids = top_i // V, top_i % V  # (2K,), (2K,)
@@ -222,7 +234,7 @@ def beam_search(model: Transformer, src_ids: list[int], *, bos_id: int, eos_id: 
             finished = [(s / length_penalty(max(len(q), 1), alpha), q, False)
                         for s, q in zip(scores.tolist(), seqs) if s > float("-inf")] or [(0.0, [], False)]
         best_score, best, ended = max(finished, key=lambda f: f[0])
-        probs, attention = _final_pass(model, src, best, bos_id)  # (Lt, V)
+        probs, attention = _final_pass(model, src, best, bos_id, banned)  # (Lt, V)
         steps = _steps_from_probs(probs, best + ([eos_id] if ended else []))
     return DecodeResult(list(best), steps, attention if record else None, float(best_score), ended)
 
@@ -301,7 +313,8 @@ def translate(loaded, text: str, *, beam_size: int = 4, alpha: float = 0.6, gree
     src_ids = ids[:limit] + [tok.eos_id]
     if max_len is None:
         max_len = 2 * len(src_ids) + 10
-    kw = dict(bos_id=tok.bos_id, eos_id=tok.eos_id, max_len=max_len)
+    # a tokenizer may name ids the model must never produce (Marian: its pad / decoder start token)
+    kw = dict(bos_id=tok.bos_id, eos_id=tok.eos_id, max_len=max_len, banned=tuple(getattr(tok, "banned_ids", ())))
     if greedy or beam_size <= 1:
         res = greedy_decode(model, src_ids, **kw)
     else:

@@ -17,31 +17,45 @@ def pe_frequencies(d_model: int) -> torch.Tensor:
     return 1.0 / torch.pow(10000.0, two_i / d_model)
 
 
-def positional_encoding(length: int, d_model: int, device=None, dtype=torch.float32) -> torch.Tensor:
+def positional_encoding(length: int, d_model: int, device=None, dtype=torch.float32,
+                        layout: str = "interleaved") -> torch.Tensor:
     """PE(pos, 2i) = sin(pos * w_i), PE(pos, 2i+1) = cos(pos * w_i), w_i = 1 / 10000^(2i/d_model).
     Returns (length, d_model). Computed in float64 on the CPU (MPS has no float64), then cast to
-    `dtype` and only then moved to `device` (default: torch's current default device)."""
+    `dtype` and only then moved to `device` (default: torch's current default device).
+    layout="halves" puts the same numbers as [all sines | all cosines] (Marian / opus-mt)."""
     device = torch.get_default_device() if device is None else torch.device(device)
     cpu = torch.device("cpu")
     pos = torch.arange(length, device=cpu, dtype=torch.float64)[:, None]  # (L, 1)
     angle = pos * pe_frequencies(d_model)[None, :]  # (L, ceil(D/2))
     pe = torch.zeros(length, d_model, device=cpu, dtype=torch.float64)
-    pe[:, 0::2] = torch.sin(angle)
-    pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    if layout == "halves":
+        half = (d_model + 1) // 2
+        pe[:, :half] = torch.sin(angle)
+        pe[:, half:] = torch.cos(angle[:, : d_model // 2])
+    else:
+        pe[:, 0::2] = torch.sin(angle)
+        pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
     return pe.to(dtype).to(device)  # cast on the CPU first: float64 never reaches the device
 
 
 class Embedding(nn.Module):
-    """Token embedding scaled by sqrt(d_model), plus positions, then dropout (section 3.4)."""
+    """Token embedding scaled by sqrt(d_model), plus positions, then dropout (section 3.4).
+    Pretrained variants (config options): no scale (GPT-2, BERT), segment embeddings and a LayerNorm
+    after the sum (BERT), sinusoids laid out in halves (Marian)."""
 
-    def __init__(self, vocab_size, d_model, max_len, positional, dropout, token: nn.Embedding | None = None):
+    def __init__(self, vocab_size, d_model, max_len, positional, dropout, token: nn.Embedding | None = None,
+                 cfg=None):
         super().__init__()
         self.d_model, self.positional, self.max_len = d_model, positional, max_len
+        self.scale = math.sqrt(d_model) if cfg is None or cfg.embed_scale else 1.0
         self.token = token if token is not None else nn.Embedding(vocab_size, d_model)
         if positional == "learned":
             self.position = nn.Embedding(max_len, d_model)
         else:
-            self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
+            layout = cfg.pe_layout if cfg is not None else "interleaved"
+            self.register_buffer("pe", positional_encoding(max_len, d_model, layout=layout), persistent=False)
+        self.segment = nn.Embedding(cfg.segment_vocab, d_model) if cfg is not None and cfg.segment_vocab else None
+        self.norm = nn.LayerNorm(d_model, eps=cfg.norm_eps) if cfg is not None and cfg.embed_norm else None
         self.drop = nn.Dropout(dropout)
         self.use_positions = True  # the permutation experiment switches this off
 
@@ -55,31 +69,50 @@ class Embedding(nn.Module):
             return self.position(idx)  # (L, D)
         return self.pe[offset: offset + L]  # (L, D)
 
-    def forward(self, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        x = self.token(ids) * math.sqrt(self.d_model)  # (B, L, D)
+    def forward(self, ids: torch.Tensor, offset: int = 0, segments: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.token(ids) * self.scale if self.scale != 1.0 else self.token(ids)  # (B, L, D)
         if self.use_positions:
             x = x + self.positions(ids.size(1), offset)
+        if self.segment is not None:  # BERT: every token belongs to segment 0 unless told otherwise
+            x = x + self.segment(segments if segments is not None else torch.zeros_like(ids))
+        if self.norm is not None:
+            x = self.norm(x)
         return self.drop(x)
 
 
-class FeedForward(nn.Module):
-    """FFN(x) = max(0, x W1 + b1) W2 + b2, applied at every position alike."""
+def activation(name: str):
+    """The FFN's non-linearity: relu (the paper), gelu (BERT), gelu_tanh (GPT-2's gelu_new), swish (Marian)."""
+    if name == "relu":
+        return torch.relu
+    if name == "gelu":
+        return torch.nn.functional.gelu
+    if name == "gelu_tanh":
+        return lambda x: torch.nn.functional.gelu(x, approximate="tanh")
+    if name == "swish":
+        return torch.nn.functional.silu
+    raise ValueError(f"unknown activation {name!r}")
 
-    def __init__(self, d_model: int, d_ff: int):
+
+class FeedForward(nn.Module):
+    """FFN(x) = max(0, x W1 + b1) W2 + b2, applied at every position alike (another activation than
+    max(0, ·) for pretrained models that use one)."""
+
+    def __init__(self, d_model: int, d_ff: int, act: str = "relu"):
         super().__init__()
         self.w1 = nn.Linear(d_model, d_ff)
         self.w2 = nn.Linear(d_ff, d_model)
+        self.act = activation(act)
 
     def forward(self, x):
-        return self.w2(torch.relu(self.w1(x)))
+        return self.w2(self.act(self.w1(x)))
 
 
 class Residual(nn.Module):
     """Post-LN (paper): LN(x + Dropout(f(x))).  Pre-LN: x + Dropout(f(LN(x)))."""
 
-    def __init__(self, d_model: int, dropout: float, norm_first: bool):
+    def __init__(self, d_model: int, dropout: float, norm_first: bool, eps: float = 1e-5):
         super().__init__()
-        self.norm = nn.LayerNorm(d_model)
+        self.norm = nn.LayerNorm(d_model, eps=eps)
         self.drop = nn.Dropout(dropout)
         self.norm_first = norm_first
 
@@ -96,9 +129,9 @@ class EncoderLayer(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, self_attention=True)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff)
-        self.res1 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first)
-        self.res2 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation)
+        self.res1 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.norm_eps)
+        self.res2 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.norm_eps)
 
     def forward(self, x, mask=None, need_weights=False, need_details=False):
         y, w, d = self.self_attn(self.res1.pre(x), mask=mask, need_weights=need_weights, need_details=need_details)
@@ -114,10 +147,10 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, self_attention=True)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, self_attention=False) if cross else None
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff)
-        self.res1 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first)
-        self.res2 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first) if cross else None
-        self.res3 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation)
+        self.res1 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.norm_eps)
+        self.res2 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.norm_eps) if cross else None
+        self.res3 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.norm_eps)
 
     def forward(self, x, memory=None, self_mask=None, cross_mask=None, need_weights=False,
                 need_details=False, cache: dict | None = None):

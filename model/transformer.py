@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from .attention import HeadDetails
 from .config import TransformerConfig
-from .layers import DecoderLayer, Embedding, EncoderLayer
+from .layers import DecoderLayer, Embedding, EncoderLayer, activation
 from .masks import as_key_mask
 
 KINDS = ("encoder_self", "decoder_self", "cross")
@@ -35,6 +35,15 @@ class Intermediates:
         return torch.stack(getattr(self, kind))
 
 
+class ActivationModule(nn.Module):
+    def __init__(self, name: str):
+        super().__init__()
+        self.name, self.fn = name, activation(name)
+
+    def forward(self, x):
+        return self.fn(x)
+
+
 @dataclass
 class TransformerOutput:
     logits: torch.Tensor  # (B, L_out, vocab)
@@ -48,13 +57,14 @@ class Transformer(nn.Module):
         self.config = cfg = config
         token = nn.Embedding(cfg.vocab_size, cfg.d_model)
         nn.init.normal_(token.weight, std=cfg.d_model ** -0.5)
-        emb = lambda tok=None: Embedding(cfg.vocab_size, cfg.d_model, cfg.max_len, cfg.positional, cfg.dropout, tok)
+        emb = lambda tok=None: Embedding(cfg.vocab_size, cfg.d_model, cfg.max_len, cfg.positional, cfg.dropout, tok,
+                                         cfg=cfg)
         self.src_embed = self.tgt_embed = None
         self.encoder = self.decoder = None
         if cfg.has_encoder:
             self.src_embed = emb(token)
             self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
-            self.encoder_norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
+            self.encoder_norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps) if cfg.norm_first else nn.Identity()
         if cfg.has_decoder:
             shared = token if (cfg.tie_embeddings or not cfg.has_encoder) else None
             self.tgt_embed = emb(shared)
@@ -62,9 +72,13 @@ class Transformer(nn.Module):
                 nn.init.normal_(self.tgt_embed.token.weight, std=cfg.d_model ** -0.5)
             cross = cfg.architecture == "encoder-decoder"
             self.decoder = nn.ModuleList(DecoderLayer(cfg, cross=cross) for _ in range(cfg.n_decoder_layers))
-            self.decoder_norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
+            self.decoder_norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps) if cfg.norm_first else nn.Identity()
         # Output softmax projection: the shared embedding matrix when tied (section 3.4).
         self.generator = None if cfg.tie_embeddings else nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        # Pretrained variants: BERT's masked-LM transform before the output layer; a bias on the logits.
+        self.mlm = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_model), ActivationModule(cfg.activation),
+                                 nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps)) if cfg.mlm_transform else None
+        self.logits_bias = nn.Parameter(torch.zeros(cfg.vocab_size)) if cfg.output_bias else None
 
     # ------------------------------------------------------------------ helpers
     def num_parameters(self, trainable_only: bool = False) -> int:
@@ -76,10 +90,14 @@ class Transformer(nn.Module):
         return next(self.parameters()).device
 
     def project(self, x: torch.Tensor) -> torch.Tensor:
+        if self.mlm is not None:
+            x = self.mlm(x)
         if self.generator is not None:
-            return self.generator(x)
-        embed = self.tgt_embed if self.tgt_embed is not None else self.src_embed
-        return F.linear(x, embed.token.weight)  # (B, L, vocab)
+            logits = self.generator(x)
+        else:
+            embed = self.tgt_embed if self.tgt_embed is not None else self.src_embed
+            logits = F.linear(x, embed.token.weight)  # (B, L, vocab)
+        return logits + self.logits_bias if self.logits_bias is not None else logits
 
     def set_positional(self, enabled: bool) -> None:
         """Turn positional encoding on or off (for the permutation experiment)."""

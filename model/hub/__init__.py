@@ -1,0 +1,196 @@
+"""Real pretrained Transformers, run by our own model code.
+
+A folder in the Hugging Face layout (config.json + model.safetensors or pytorch_model.bin + the
+tokenizer's files) becomes a `LoadedModel` whose `model` is our `Transformer`: the family module maps
+the checkpoint's config to a `TransformerConfig` (every difference from the paper is a named option)
+and renames its weights to ours. Nothing here touches the network; see `model.hub.fetch` for downloads.
+
+Family modules (model/hub/marian.py, gpt2.py, bert.py) each provide:
+
+    MODEL_TYPES: tuple[str, ...]                      # config.json "model_type" values handled
+    def convert(hf_config: dict, weights: dict[str, Tensor]) -> tuple[TransformerConfig, dict[str, Tensor]]
+    def tokenizer(folder: Path, hf_config: dict)      # our tokenizer interface (see model/tokenizer.py)
+    def meta(hf_config: dict) -> dict                 # task ("translation"/"lm"/"mlm"), extra facts
+
+Weights load safely: safetensors, or a PyTorch .bin with torch.load(weights_only=True) (a pickle that
+would run code is refused). A model too large for this machine is refused with an estimate first."""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..checkpoint import CheckpointError, LoadedModel
+from ..transformer import Transformer
+
+FAMILIES = ("marian", "gpt2", "bert")
+SAFETENSORS, PICKLE_BIN = "model.safetensors", "pytorch_model.bin"
+LICENCE_FILES = ("LICENSE", "LICENSE.txt", "LICENSE.md", "README.md")
+
+
+class HubError(CheckpointError):
+    """A pretrained model folder that cannot be used; the message says what is wrong and names the file."""
+
+
+def family_module(model_type: str):
+    """The module that handles a config.json model_type (its MODEL_TYPES lists the values it takes)."""
+    if model_type not in FAMILIES:
+        raise HubError(f"unsupported architecture {model_type!r} (supported: Marian/opus-mt, GPT-2, BERT)")
+    return importlib.import_module(f"{__name__}.{model_type}")
+
+
+def read_hf_config(folder: Path) -> dict:
+    path = Path(folder) / "config.json"
+    if not path.is_file():
+        raise HubError(f"{path}: file not found (a Hugging Face model folder has config.json)")
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise HubError(f"{path}: not readable JSON ({e})") from None
+    if not isinstance(d, dict) or not isinstance(d.get("model_type"), str):
+        raise HubError(f"{path}: no model_type (is this a Hugging Face config?)")
+    return d
+
+
+def is_hf_folder(folder: Path) -> bool:
+    """A folder that looks like a Hugging Face model (config.json with a model_type and weights)."""
+    folder = Path(folder)
+    if not ((folder / SAFETENSORS).is_file() or (folder / PICKLE_BIN).is_file()):
+        return False
+    try:
+        return isinstance(json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type"), str)
+    except Exception:
+        return False
+
+
+def weights_file(folder: Path) -> Path:
+    for name in (SAFETENSORS, PICKLE_BIN):
+        if (Path(folder) / name).is_file():
+            return Path(folder) / name
+    raise HubError(f"{folder}: no {SAFETENSORS} or {PICKLE_BIN}")
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available now (Linux /proc/meminfo), or None when unknown."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def memory_needed(path: Path) -> int:
+    """A float32 copy of the weights plus the file read alongside (an estimate, in bytes)."""
+    size = path.stat().st_size
+    return 3 * size if path.suffix == ".safetensors" else 3 * size
+
+
+def check_memory(path: Path, available: int | None = None) -> None:
+    available = available_memory() if available is None else available
+    need = memory_needed(path)
+    if available is not None and need > available:
+        raise HubError(f"{path.name}: this model needs about {need / 2**30:.1f} GiB of memory to load, "
+                       f"and this machine has {available / 2**30:.1f} GiB available")
+
+
+def read_weights(path: Path) -> dict[str, torch.Tensor]:
+    """The checkpoint's tensors, safely: safetensors, or torch.load(weights_only=True) for .bin."""
+    try:
+        if path.suffix == ".safetensors":
+            from safetensors.torch import load_file
+            return load_file(str(path), device="cpu")
+        state = torch.load(str(path), map_location="cpu", weights_only=True)
+    except Exception as e:  # corrupt file, or a pickle that asks for code (weights_only refuses it)
+        first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+        raise HubError(f"{path.name}: cannot be read safely ({first})") from None
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise HubError(f"{path.name}: not a dictionary of tensors")
+    return state
+
+
+def licence(folder: Path, hf_config: dict) -> str | None:
+    """The licence as the model's files state it: a LICENSE file's first line, or the README's
+    `license:` front-matter line."""
+    for name in LICENCE_FILES:
+        p = Path(folder) / name
+        if not p.is_file():
+            continue
+        try:
+            text = p.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if name == "README.md":
+            for line in text.splitlines()[:40]:
+                if line.lower().startswith("license:"):
+                    return line.split(":", 1)[1].strip()
+        elif text.strip():
+            return text.strip().splitlines()[0][:200]
+    return None
+
+
+def load_pretrained(folder: str | os.PathLike, device: str | torch.device = "cpu",
+                    available: int | None = None) -> LoadedModel:
+    """A Hugging Face model folder as our Transformer + tokenizer. Raises HubError on any problem."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise HubError(f"{folder}: folder not found")
+    hf = read_hf_config(folder)
+    family = family_module(hf["model_type"])
+    path = weights_file(folder)
+    check_memory(path, available)
+    weights = read_weights(path)
+    try:
+        config, state = family.convert(hf, weights)
+    except HubError:
+        raise
+    except (KeyError, ValueError, TypeError) as e:
+        raise HubError(f"{folder.name}: config or weights not as expected for {hf['model_type']} ({e})") from None
+    model = Transformer(config)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise HubError(f"{path.name}: weights do not match (missing {sorted(missing)[:5]}, "
+                       f"unexpected {sorted(unexpected)[:5]})")
+    model.to(device).eval()
+    tok = family.tokenizer(folder, hf)
+    meta: dict[str, Any] = {"source": "pretrained", "family": family.__name__.rsplit(".", 1)[-1],
+                            "model_type": hf["model_type"], "hf_name": hf.get("_name_or_path") or folder.name,
+                            "licence": licence(folder, hf), "folder": str(folder), **family.meta(hf)}
+    return LoadedModel(model=model, tokenizer=tok, config=config, meta=meta, path=folder)
+
+
+def hub_cache_dir() -> Path:
+    """The Hugging Face hub cache: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"])
+    home = os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface")
+    return Path(home) / "hub"
+
+
+def cached_models(cache: Path | None = None) -> dict[str, Path]:
+    """{"owner/name": snapshot folder} for every model in the local hub cache that we can run
+    (newest snapshot; a family we support; weights present)."""
+    cache = hub_cache_dir() if cache is None else Path(cache)
+    found: dict[str, Path] = {}
+    if not cache.is_dir():
+        return found
+    for repo in sorted(cache.glob("models--*")):
+        snaps = sorted((repo / "snapshots").glob("*"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for snap in snaps:
+            if is_hf_folder(snap) and supported(snap):
+                found[repo.name[len("models--"):].replace("--", "/")] = snap
+                break
+    return found
+
+
+def supported(folder: Path) -> bool:
+    try:
+        family_module(read_hf_config(folder)["model_type"])
+        return True
+    except (HubError, ImportError):
+        return False

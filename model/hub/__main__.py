@@ -1,0 +1,48 @@
+"""python -m model.hub list                      models we can run: the local hub cache and ./pretrained
+python -m model.hub fetch Helsinki-NLP/opus-mt-en-de   download only the files a model needs (online only)
+python -m model.hub check FOLDER              load a folder and print its card facts"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import HubError, cached_models, load_pretrained
+from .fetch import FetchError, fetch
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m model.hub", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list")
+    f = sub.add_parser("fetch")
+    f.add_argument("repo_id")
+    c = sub.add_parser("check")
+    c.add_argument("folder")
+    args = parser.parse_args(argv)
+    if args.command == "list":
+        for name, path in cached_models().items():
+            print(f"{name}\t{path}")
+        return 0
+    if args.command == "fetch":
+        try:
+            path = fetch(args.repo_id, progress=True)
+        except FetchError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        print(path)
+        return 0
+    try:
+        loaded = load_pretrained(args.folder)
+    except HubError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    cfg = loaded.config
+    print(f"{loaded.meta['family']} {cfg.architecture}: {loaded.model.num_parameters():,} parameters, "
+          f"d_model={cfg.d_model} heads={cfg.n_heads} layers={cfg.n_encoder_layers}+{cfg.n_decoder_layers}")
+    print("differs from the paper in:", cfg.differences_from_paper())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""Download a pretrained model's files into the standard Hugging Face cache (only what we need:
+config, weights in safetensors when there are some, tokenizer files, licence and README). Needs the
+network: offline, it says so and how to add a model from a folder instead. The app never calls this on
+its own; the learner asks for it."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from . import hub_cache_dir
+
+NEEDED = ["config.json", "generation_config.json", "tokenizer_config.json", "special_tokens_map.json",
+          "vocab.json", "vocab.txt", "merges.txt", "source.spm", "target.spm", "*.md", "LICENSE*"]
+REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}$")
+
+
+class FetchError(RuntimeError):
+    """A download that cannot happen (offline, unknown repository, no supported weights)."""
+
+
+def fetch(repo_id: str, progress: bool = False, cache_dir: Path | None = None) -> Path:
+    """The local snapshot folder of `repo_id` after downloading what is missing."""
+    if not REPO_ID.match(repo_id or ""):
+        raise FetchError(f"{repo_id!r} is not a Hugging Face model name such as Helsinki-NLP/opus-mt-en-de")
+    try:
+        from huggingface_hub import list_repo_files, snapshot_download
+        from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
+    except ImportError:
+        raise FetchError("the huggingface_hub package is not installed (pip install huggingface_hub)") from None
+    cache = str(cache_dir or hub_cache_dir())
+    try:
+        files = list_repo_files(repo_id)
+    except Exception as e:  # offline (connection errors), unknown repository, gated model
+        raise FetchError(f"cannot reach the Hugging Face hub for {repo_id} ({type(e).__name__}). Offline, put the "
+                         f"model's folder (config.json, weights, tokenizer files) into ./pretrained/ instead") from None
+    weights = ["model.safetensors"] if "model.safetensors" in files else ["pytorch_model.bin"] if \
+        "pytorch_model.bin" in files else []
+    if not weights:
+        raise FetchError(f"{repo_id} has no model.safetensors or pytorch_model.bin")
+    (enable_progress_bars if progress else disable_progress_bars)()
+    try:
+        return Path(snapshot_download(repo_id, allow_patterns=NEEDED + weights, cache_dir=cache))
+    except Exception as e:
+        raise FetchError(f"download of {repo_id} failed ({type(e).__name__}: {str(e)[:200]})") from None
