@@ -165,6 +165,10 @@ def card_rows(facts: CardFacts) -> list[dict]:
     else:
         training = t("inspector.card.training_value", steps=facts.steps, minutes=facts.train_seconds / 60)
     rows += [("training", training), ("device", device_text(facts.device) or unknown)]
+    if facts.origin:  # a pretrained model: where it came from, its licence, how it differs from the paper
+        rows = [r for r in rows if r[0] not in ("recipe", "training", "device")]
+        rows += [("origin", facts.origin), ("licence", facts.licence or unknown),
+                 ("differences", ", ".join(f"{k}={v}" for k, v in facts.differences.items()) or t("inspector.card.none"))]
     table = [{fact: t(f"inspector.card.row.{name}"), value: text} for name, text in rows]
     for name, v in facts.scores.items():
         plain = name.startswith("bleu_") and not name.startswith("bleu_words") and not facts.character_bleu

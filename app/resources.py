@@ -177,3 +177,14 @@ def lm_positions(path: Path, ids: list[int], k: int = 5):
     """A decoder-only model's next-token candidates at every position of ids, cached per (model
     version, ids, k)."""
     return _lm_positions(str(path), _stamp(Path(path)), tuple(ids), k)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _fill_mask(path: str, stamp: float, text: str):
+    from model.hub.bert import fill_mask
+    return fill_mask(load_model(Path(path)), text)
+
+
+def fill_mask(path: Path, text: str):
+    """A BERT-style model's predictions at each [MASK] and its attention (model.hub.bert.FillMask), cached."""
+    return _fill_mask(str(path), _stamp(Path(path)), text)

@@ -50,6 +50,9 @@ class CardFacts:
     device: str | None = None  # as the trainer recorded it (model.device.describe_device)
     scores: dict[str, float] = field(default_factory=dict)  # test-split scores (numbers only)
     character_bleu: bool = False  # BLEU by character, as model.evaluate.score_test scores Korean references
+    origin: str | None = None      # a pretrained model's name (Hugging Face id or folder) and family
+    licence: str | None = None     # as the pretrained model's own files state it
+    differences: dict = field(default_factory=dict)  # TransformerConfig.differences_from_paper()
 
 
 def run_folder(loaded) -> Path | None:
@@ -116,4 +119,7 @@ def card_facts(loaded) -> CardFacts:
         dropout=cfg.dropout, label_smoothing=cfg.label_smoothing, recipe=_recipe(options),
         steps=int(steps) if steps is not None else None, train_seconds=seconds,
         device=device if isinstance(device, str) else None, scores=scores,
-        character_bleu=any(_HANGUL.search(str(r)) for r in references))
+        character_bleu=any(_HANGUL.search(str(r)) for r in references),
+        origin=f"{meta.get('hf_name')} ({meta.get('family')})" if meta.get("source") == "pretrained" else None,
+        licence=meta.get("licence") if isinstance(meta.get("licence"), str) else None,
+        differences=cfg.differences_from_paper())

@@ -320,8 +320,9 @@ def translate(loaded, text: str, *, beam_size: int = 4, alpha: float = 0.6, gree
     else:
         res = beam_search(model, src_ids, beam_size=beam_size, alpha=alpha, **kw)
     out_pieces = [tok.id_to_piece(i) for i in res.tokens]
+    source_piece = getattr(tok, "source_piece", tok.id_to_piece)  # separate source/target vocabularies (Marian)
     return TranslationResult(
-        src_ids=src_ids, src_pieces=[tok.id_to_piece(i) for i in src_ids], out_ids=res.tokens,
+        src_ids=src_ids, src_pieces=[source_piece(i) for i in src_ids], out_ids=res.tokens,
         out_pieces=out_pieces, text=tok.decode(res.tokens), attention=res.attention, steps=res.steps,
         truncated=truncated, tgt_pieces=[tok.id_to_piece(tok.bos_id)] + out_pieces, score=res.score,
         finished=res.finished,

@@ -9,9 +9,10 @@ from app.charts.export import csv_text
 from app.charts.headview import head_view
 from app.charts.heatmaps import attention_heatmap, head_grid
 from app.i18n import UserError, options, t
-from app.resources import (available_models, card, forward_pass, lm_positions, load_model, translation,
-                           vocabulary)
+from app.resources import (available_models, card, fill_mask, forward_pass, lm_positions, load_model,
+                           pretrained_dir, translation, vocabulary)
 from app.state import OneBased, between, keep
+from model.hub.fetch import FetchError, fetch
 from app.ui import error, show_figure, show_matrix, text
 from model.checkpoint import CheckpointError
 from model.decode import lm_next_token, lm_sample, top_candidates
@@ -33,6 +34,19 @@ if wanted:
     if match:
         st.session_state["insp_model"] = match[0]
 choice = st.selectbox(t("inspector.model"), names, **keep("insp_model", names[0], url="model", valid=names))
+with st.expander(t("inspector.hub.expander")):
+    text("inspector.pretrained", folder=str(pretrained_dir()))
+    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+    repo = c1.text_input(t("inspector.hub.name"), **keep("insp_hub_name", "Helsinki-NLP/opus-mt-en-de"))
+    if c2.button(t("inspector.hub.download"), key="insp_hub_fetch"):
+        with st.spinner(t("inspector.hub.downloading")):
+            try:
+                fetch(repo.strip())
+            except FetchError as e:
+                error(UserError(f"inspector.hub.{e.code}"), detail=str(e))
+            else:
+                st.session_state["insp_model"] = f"pretrained: {repo.strip()}"
+                st.rerun()
 path = models[choice]
 try:
     loaded = load_model(path)
@@ -163,6 +177,22 @@ elif arch == "decoder-only":
     if st.session_state.pop("insp_note", None) == "eos":
         st.info(t("inspector.eos_sampled"))
     tgt_labels = ins.labels([tok.id_to_piece(i) for i in ctx])
+elif facts.task == "mlm":  # a pretrained BERT: what it puts in each [MASK], and its attention on [CLS] … [SEP]
+    try:
+        filled = fill_mask(path, sentence)
+    except ValueError as e:
+        error(UserError("inspector.errors.too_long"), detail=str(e))
+        st.stop()
+    att = filled.attention
+    src_labels = ins.labels(filled.pieces)
+    st.subheader(t("inspector.mlm.title"))
+    if not filled.predictions:
+        st.info(t("inspector.mlm.no_mask"))
+    for pos, top in filled.predictions:
+        fig = bar_chart(ins.labels([pc for pc, _ in top]), [p for _, p in top], horizontal=True, y_range=[0, 1],
+                        title=t("inspector.mlm.at", position=pos), x_title=t("inspector.probability"),
+                        y_title=t("inspector.token"))
+        show_figure(fig, name=f"mask-{pos}", csv=csv_text(["piece", "probability"], top), key=f"mask-{pos}")
 else:
     att = forward_pass(path, ids)
     src_labels = ins.labels(pieces)

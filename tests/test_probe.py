@@ -36,7 +36,7 @@ def test_seeded_demo_model_is_reproducible_and_leaves_the_global_rng_alone(demo)
 
 def test_examples_are_data_for_every_task_and_the_masks_page():
     ex = probe.examples()
-    assert set(ex["inspector"]) == {"en-ko", "lm", "copy", "reverse", "sort"}
+    assert set(ex["inspector"]) == {"en-ko", "lm", "copy", "reverse", "sort", "translation", "mlm"}  # + pretrained tasks
     for task in ex["inspector"]:
         groups = probe.example_groups(task)
         assert groups and all(kind and sentences and all(isinstance(s, str) and s for s in sentences)
