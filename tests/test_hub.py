@@ -1,0 +1,92 @@
+"""model/hub's shared part: finding pretrained models (./pretrained and a fake Hugging Face cache), refusing
+what cannot be run (unknown architecture, no config, no weights, too large for this machine's memory),
+and the offline download message. The per-family numbers are in tests/test_hub_{marian,gpt2,bert}.py."""
+import json
+import shutil
+
+import pytest
+
+from model.hub import (HubError, cached_models, check_memory, hub_cache_dir, is_hf_folder, load_pretrained,
+                       memory_needed)
+from model.hub.fetch import FetchError, fetch
+
+pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="module")
+def marian(tmp_path_factory):
+    from tests.hub_fixtures_marian import build_marian_folder
+    return build_marian_folder(tmp_path_factory.mktemp("hub") / "opus-mt-tiny")
+
+
+def test_discovery_in_a_fake_hub_cache(marian, tmp_path, monkeypatch):
+    cache = tmp_path / "hf" / "hub"
+    old = cache / "models--Helsinki-NLP--opus-mt-tiny" / "snapshots" / "aaaa"
+    new = cache / "models--Helsinki-NLP--opus-mt-tiny" / "snapshots" / "bbbb"
+    shutil.copytree(marian, old)
+    shutil.copytree(marian, new)
+    (cache / "models--google--t5-small" / "snapshots" / "cccc").mkdir(parents=True)  # not a family we run
+    t5 = cache / "models--google--t5-small" / "snapshots" / "cccc"
+    (t5 / "config.json").write_text(json.dumps({"model_type": "t5"}))
+    (t5 / "model.safetensors").write_bytes(b"")
+    (cache / "models--empty--repo").mkdir()
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    assert hub_cache_dir() == cache
+    found = cached_models()
+    assert list(found) == ["Helsinki-NLP/opus-mt-tiny"]
+    assert found["Helsinki-NLP/opus-mt-tiny"].parent.name == "snapshots"
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "elsewhere"))
+    assert cached_models() == {}
+
+
+def test_the_app_lists_pretrained_folders(marian, tmp_path, monkeypatch):
+    from app.resources import available_models
+    base = tmp_path / "pretrained"
+    shutil.copytree(marian, base / "opus-mt-tiny")
+    (base / "half-copied").mkdir()
+    (base / "half-copied" / "config.json").write_text("{")  # damaged: not offered, no crash
+    monkeypatch.setenv("ATLAS_PRETRAINED_DIR", str(base))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "none"))
+    models = available_models()
+    assert models["pretrained: opus-mt-tiny"] == base / "opus-mt-tiny"
+    assert not any("half-copied" in name for name in models)
+
+
+def test_too_large_for_this_machine_is_refused_with_an_estimate(marian):
+    need = memory_needed(marian / "model.safetensors")
+    with pytest.raises(HubError, match=r"needs about .* GiB .* has 0\.0 GiB available"):
+        check_memory(marian / "model.safetensors", available=need // 2)
+    with pytest.raises(HubError, match="needs about"):
+        load_pretrained(marian, available=1000)
+    check_memory(marian / "model.safetensors", available=need * 2)  # enough: no error
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda d: (d / "config.json").unlink(), "config.json"),
+    (lambda d: (d / "config.json").write_text(json.dumps({"model_type": "t5"})), "unsupported architecture"),
+    (lambda d: (d / "config.json").write_text("not json"), "config.json"),
+    (lambda d: (d / "model.safetensors").unlink(), "no model.safetensors"),
+    (lambda d: (d / "model.safetensors").write_bytes(b"\x00" * 64), "cannot be read safely"),
+])
+def test_a_folder_that_cannot_be_run_says_why(marian, tmp_path, damage, words):
+    folder = tmp_path / "m"
+    shutil.copytree(marian, folder)
+    damage(folder)
+    with pytest.raises(HubError, match=words):
+        load_pretrained(folder)
+
+
+def test_our_own_model_folders_are_not_taken_for_hugging_face_ones():
+    from app.resources import SHIPPED
+    assert not is_hf_folder(SHIPPED["en-ko"])
+
+
+def test_downloads_say_clearly_when_offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(FetchError) as e:
+        fetch("Helsinki-NLP/opus-mt-en-de")
+    assert e.value.code == "offline" and "pretrained" in str(e.value)
+    with pytest.raises(FetchError) as e:
+        fetch("../../etc/passwd")
+    assert e.value.code == "bad_name"
