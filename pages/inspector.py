@@ -42,8 +42,11 @@ with st.expander(t("inspector.hub.expander")):
         with st.spinner(t("inspector.hub.downloading")):
             try:
                 fetch(repo.strip())
-            except FetchError as e:
-                error(UserError(f"inspector.hub.{e.code}"), detail=str(e))
+            except FetchError as e:  # offline or a mistyped name is a situation to explain, not a failure
+                if e.code in ("offline", "bad_name", "unreachable"):
+                    st.warning(t(f"inspector.hub.{e.code}"))
+                else:
+                    error(UserError(f"inspector.hub.{e.code}"), detail=str(e))
             else:
                 st.session_state["insp_model"] = f"pretrained: {repo.strip()}"
                 st.rerun()

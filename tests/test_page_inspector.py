@@ -548,3 +548,15 @@ def test_html_in_a_linked_sentence_is_never_rendered():
     assert at.text_area(key="insp_text").value == evil
     for element in [*at.markdown, *at.warning, *at.info, *at.caption]:
         assert "<img" not in element.value and "javascript:" not in element.value, element.value
+
+
+@pytest.mark.parametrize("name, code", [("Helsinki-NLP/opus-mt-en-de", "offline"), ("not a name <b>", "bad_name")])
+def test_the_download_box_explains_offline_and_bad_names(monkeypatch, name, code):
+    """No network here: the download button says so at once (and a mistyped name is named as such)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    at = run_page("inspector.py", "en", setup=with_text("I see the sky."))
+    at.text_input(key="insp_hub_name").set_value(name)
+    at.button(key="insp_hub_fetch").click().run()
+    assert_clean(at)
+    assert catalogue("en")[f"inspector.hub.{code}"] in [w.value for w in at.warning]
+    assert at.selectbox(key="insp_model").value == "en-ko"
