@@ -73,14 +73,21 @@ def pretrained_dir() -> Path:
 
 def pretrained_models() -> dict[str, Path]:
     """Label -> folder of every pretrained model we can run: pretrained/<name>/ and the local hub cache."""
+    from model.hub import hub_cache_dir
+    return _pretrained_models(str(pretrained_dir()), str(hub_cache_dir()))
+
+
+@st.cache_data(ttl=10, show_spinner=False)
+def _pretrained_models(base_dir: str, cache_dir: str) -> dict[str, Path]:
+    """Scanned at most every 10 s, not on every rerun (each candidate's config.json is read)."""
     from model.hub import cached_models, is_hf_folder, supported
     found: dict[str, Path] = {}
-    base = pretrained_dir()
+    base = Path(base_dir)
     if base.is_dir():
         for folder in sorted(p for p in base.iterdir() if p.is_dir()):
             if is_hf_folder(folder) and supported(folder):
                 found[f"pretrained: {folder.name}"] = folder
-    for name, folder in cached_models().items():
+    for name, folder in cached_models(Path(cache_dir)).items():
         found.setdefault(f"pretrained: {name}", folder)
     return found
 

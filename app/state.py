@@ -20,7 +20,7 @@ parameters when the learner moves to another page (each page owns its link)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
@@ -201,7 +201,3 @@ def reset_page(page: str) -> None:
     st.query_params.clear()
     if lang is not None:
         st.query_params[LANG_PARAM] = lang
-
-
-def page_keys(page: str) -> Iterable[str]:
-    return st.session_state.get(DEFAULTS, {}).get(page, {}).keys()

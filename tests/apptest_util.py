@@ -24,3 +24,18 @@ def run_page(file: str | None = None, lang: str = "en", timeout: float = 120, se
 
 def assert_clean(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
+
+
+def open_link(file: str, params: dict, lang: str | None = None, timeout: float = 120) -> AppTest:
+    """A page opened from a shared link, as a new visitor: the address's query parameters are there
+    before the first run (`lang`, when given, unless the parameters name their own)."""
+    at = AppTest.from_file(MAIN, default_timeout=timeout)
+    at.query_params.update({**({"lang": lang} if lang else {}), **params})
+    at.switch_page(f"../pages/{file}")
+    at.run()
+    return at
+
+
+def toasts(at: AppTest) -> list[str]:
+    """The texts of the page's toasts (a link's ignored values are named there)."""
+    return [x.value for x in at.toast]

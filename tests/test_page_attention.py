@@ -15,6 +15,7 @@ from model import lab as mlab
 from model import worked_example as wx
 from tests.apptest_read import figures, title, z_of
 from tests.apptest_util import assert_clean, run_page
+from tests import apptest_util
 
 Q, K, V = wx.EXAMPLE_Q, wx.EXAMPLE_K, wx.EXAMPLE_V
 
@@ -401,7 +402,6 @@ def test_valid_index(value, size, expected):
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from tests.apptest_util import MAIN  # noqa: E402
 
 # A link's view: cross-attention of three 2-d queries over three keys, with the causal mask, the output
 # stage picked and one cell chosen (rows and columns are 1-based in links).
@@ -414,16 +414,10 @@ LINK = {"q": "1 0\n0 1\n1 1", "k": "1 2\n0 1\n2 0", "v": "1 0\n0 1\n0.5 0.5", "t
 
 
 def open_link(params: dict, lang: str = "en") -> AppTest:
-    """The page opened from a shared link (the link's own page, as a browser opening it)."""
-    at = AppTest.from_file(MAIN, default_timeout=120)
-    at.query_params.update({"lang": lang, **params})
-    at.switch_page("../pages/attention.py")
-    at.run()
-    return at
+    return apptest_util.open_link("attention.py", params, lang)
 
 
-def notices(at) -> list[str]:
-    return [x.value for x in at.toast]
+notices = apptest_util.toasts
 
 
 def my_attention(q, k, v, causal):

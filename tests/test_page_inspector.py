@@ -12,6 +12,7 @@ from app.i18n import catalogue
 from app.resources import SHIPPED
 from tests.apptest_read import figures, title, z_of
 from tests.apptest_util import assert_clean, run_page
+from tests import apptest_util
 
 pytestmark = pytest.mark.skipif(not (SHIPPED["en-ko"] / "model.safetensors").is_file(),
                                 reason="the shipped en-ko model is not built")
@@ -479,15 +480,7 @@ def test_device_text_reads_parts_and_recorded_descriptions():
 # ----------------------------------------------------------------------------- links (issue 16)
 
 def open_link(params: dict, timeout: float = 120):
-    """The inspector opened from a shared link: its query parameters are there on the first run."""
-    from streamlit.testing.v1 import AppTest
-
-    from tests.apptest_util import MAIN
-    at = AppTest.from_file(MAIN, default_timeout=timeout)
-    at.query_params.update(params)
-    at.switch_page("../pages/inspector.py")
-    at.run()
-    return at
+    return apptest_util.open_link("inspector.py", params, timeout=timeout)
 
 
 def test_a_link_opens_the_exact_view():

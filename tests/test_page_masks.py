@@ -9,6 +9,7 @@ import torch
 from app.resources import SHIPPED
 from tests.apptest_read import errors, figures, metric, title, z_of
 from tests.apptest_util import assert_clean, run_page
+from tests import apptest_util
 
 
 def run_with_model(tmp_path, monkeypatch, name: str, make, lang="en"):
@@ -210,19 +211,10 @@ def test_the_picked_sentence_survives_an_edit_of_its_text():
 # ---------------------------------------------------------------- links and kept inputs (issue 16)
 
 def open_link(params: dict, lang: str = "en"):
-    """The page opened from a shared link (its query parameters), as a new visitor."""
-    from streamlit.testing.v1 import AppTest
-
-    from tests.apptest_util import MAIN
-    at = AppTest.from_file(MAIN, default_timeout=120)
-    at.query_params.update({"lang": lang, **params})
-    at.switch_page("../pages/masks.py")
-    at.run()
-    return at
+    return apptest_util.open_link("masks.py", params, lang)
 
 
-def toasts(at) -> list[str]:
-    return [t.value for t in at.toast]
+toasts = apptest_util.toasts
 
 
 def test_a_link_opens_the_view_it_describes():

@@ -6,7 +6,8 @@ from streamlit.testing.v1 import AppTest
 
 from app.i18n import catalogue
 from tests.apptest_read import broken_emphasis, errors, figures, metric, title, z_of
-from tests.apptest_util import MAIN, assert_clean, run_page
+from tests.apptest_util import assert_clean, run_page
+from tests import apptest_util
 
 
 @pytest.mark.slow
@@ -86,16 +87,10 @@ def test_positional_waves_survive_a_smaller_d_model(lang):
 # ----------------------------------------------------------------------------- links (issue 16)
 
 def open_link(params: dict, file: str = "positional.py") -> AppTest:
-    """The page opened from a shared link: the address's parameters are there before the first run."""
-    at = AppTest.from_file(MAIN, default_timeout=120)
-    at.query_params.update(params)
-    at.switch_page(f"../pages/{file}")
-    at.run()
-    return at
+    return apptest_util.open_link(file, params)
 
 
-def toasts(at) -> list[str]:
-    return [x.value for x in at.toast]
+toasts = apptest_util.toasts
 
 
 GOOD_LINK = {"length": "64", "d_model": "32", "dims": "0, 3, 9", "anchor": "10", "shift": "-7", "pair": "5",

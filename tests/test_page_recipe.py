@@ -5,6 +5,7 @@ import pytest
 from model.schedule import noam_peak
 from tests.apptest_read import broken_emphasis, errors, figures, metric, title, z_of
 from tests.apptest_util import assert_clean, run_page
+from tests import apptest_util
 
 
 def test_recipe_page_en():
@@ -87,19 +88,10 @@ def test_dropout_section(lang, monkeypatch):
 # ---------------------------------------------------------------- links and kept inputs (issue 16)
 
 def open_link(params: dict, lang: str = "en"):
-    """The page opened from a shared link (its query parameters), as a new visitor."""
-    from streamlit.testing.v1 import AppTest
-
-    from tests.apptest_util import MAIN
-    at = AppTest.from_file(MAIN, default_timeout=120)
-    at.query_params.update({"lang": lang, **params})
-    at.switch_page("../pages/recipe.py")
-    at.run()
-    return at
+    return apptest_util.open_link("recipe.py", params, lang)
 
 
-def toasts(at) -> list[str]:
-    return [t.value for t in at.toast]
+toasts = apptest_util.toasts
 
 
 GOOD_LINK = {"d_model": "256", "warmup": "2000", "range": "1,50000", "pairs": "", "log": "1", "theta": "2",

@@ -15,6 +15,7 @@ from app.jobs import get_manager
 from app.train_ui import fmt_duration, plain, status_text
 from model.messages import Message
 from tests.apptest_util import assert_clean, run_page
+from tests import apptest_util
 
 PAGE = "train.py"
 
@@ -263,19 +264,10 @@ def test_runs_folder_deleted_while_the_page_is_open(runs):
 # and the run shown, survive other pages and the language.
 
 def open_link(params: dict, lang: str = "en"):
-    """The page opened from a shared link (its query parameters), as a new visitor."""
-    from streamlit.testing.v1 import AppTest
-
-    from tests.apptest_util import MAIN
-    at = AppTest.from_file(MAIN, default_timeout=120)
-    at.query_params.update({"lang": lang, **params})
-    at.switch_page(f"../pages/{PAGE}")
-    at.run()
-    return at
+    return apptest_util.open_link(PAGE, params, lang)
 
 
-def toasts(at) -> list[str]:
-    return [x.value for x in at.toast]
+toasts = apptest_util.toasts
 
 
 def estimated_parameters(**options) -> str:

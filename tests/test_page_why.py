@@ -6,7 +6,8 @@ from streamlit.testing.v1 import AppTest
 from app.i18n import catalogue
 from model.complexity import LAYERS
 from tests.apptest_read import broken_emphasis, errors, figures, title
-from tests.apptest_util import MAIN, assert_clean, run_page
+from tests.apptest_util import assert_clean, run_page
+from tests import apptest_util
 
 
 def test_why_page_en():
@@ -49,16 +50,10 @@ def test_why_page_ko():
 # ----------------------------------------------------------------------------- links (issue 16)
 
 def open_link(params: dict) -> AppTest:
-    """The page opened from a shared link: the address's parameters are there before the first run."""
-    at = AppTest.from_file(MAIN, default_timeout=120)
-    at.query_params.update(params)
-    at.switch_page("../pages/why.py")
-    at.run()
-    return at
+    return apptest_util.open_link("why.py", params)
 
 
-def toasts(at) -> list[str]:
-    return [x.value for x in at.toast]
+toasts = apptest_util.toasts
 
 
 GOOD_LINK = {"n": "2000", "d": "64", "k": "5", "r": "7", "time_n": "8, 32", "time_d": "128", "batch": "3",

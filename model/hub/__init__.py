@@ -87,8 +87,7 @@ def available_memory() -> int | None:
 
 def memory_needed(path: Path) -> int:
     """A float32 copy of the weights plus the file read alongside (an estimate, in bytes)."""
-    size = path.stat().st_size
-    return 3 * size if path.suffix == ".safetensors" else 3 * size
+    return 3 * path.stat().st_size
 
 
 def check_memory(path: Path, available: int | None = None) -> None:
@@ -147,8 +146,6 @@ def load_pretrained(folder: str | os.PathLike, device: str | torch.device = "cpu
     weights = read_weights(path)
     try:
         config, state = family.convert(hf, weights)
-    except HubError:
-        raise
     except (KeyError, ValueError, TypeError) as e:
         raise HubError(f"{folder.name}: config or weights not as expected for {hf['model_type']} ({e})") from None
     model = build_with(config, state, path)
