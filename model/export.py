@@ -71,3 +71,40 @@ def export_model(model, data: TaskData, args, dest: Path, seconds: float, comman
     write_vocabulary(load_model_dir(dest), dest)  # what the inspector checks typed words against
     print(json.dumps({k: v for k, v in scores.items() if not isinstance(v, list)}, indent=1))
     return scores
+
+
+def export_family(task, model, args, dest: Path, seconds: float, command: str) -> dict:
+    """A shippable family model directory (model/family): weights, config, extras, meta.json with the
+    test-split scores, and CARD.md."""
+    from .family import save_family_dir
+    t0 = time.time()
+    raw = model.module if hasattr(model, "module") else model
+    raw.eval()
+    with torch.no_grad():
+        scores = task.score_test(raw, raw_device(raw))
+    device = describe_device(raw_device(raw))
+    params = sum(p.numel() for p in raw.parameters())
+    meta = {"task": task.name, "steps": args.steps, "seed": args.seed, "train_seconds": round(seconds, 1),
+            "score_seconds": round(time.time() - t0, 1), "command": command, "parameters": params,
+            "device": device, "torch": torch.__version__, "scores": scores, "source": "shipped"}
+    dest = Path(dest)
+    save_family_dir(dest, task, raw, meta)
+    lines = [f"# Model card: {dest.name}", "", f"- Task: `{task.name}` (the Transformer family, model/family)",
+             f"- Configuration: `{json.dumps(raw.config.to_dict(), separators=(', ', ': '))}`",
+             f"- {params:,} parameters; batch {args.batch_size}, warm-up {args.warmup}, "
+             f"learning-rate factor {args.lr_factor}, seed {args.seed}",
+             f"- Trained for {args.steps} steps in {seconds / 60:.1f} min on {device} (torch {torch.__version__})",
+             "", "## Recreate", "", "```bash", command, "```", "", "## Test-split scores", ""]
+    for k, v in scores.items():
+        if isinstance(v, (int, float)):
+            lines.append(f"- {k}: {v:.4f}" if isinstance(v, float) else f"- {k}: {v}")
+    (dest / "CARD.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(json.dumps({k: v for k, v in scores.items() if isinstance(v, (int, float))}, indent=1))
+    return scores
+
+
+def raw_device(model) -> torch.device:
+    try:
+        return next(model.parameters()).device
+    except StopIteration:
+        return torch.device("cpu")

@@ -33,6 +33,7 @@ from .atomic import atomic_write_json
 from .checkpoint import CheckpointError, load_training_state, save_model_dir, save_training_state
 from .config import PRESETS, TransformerConfig
 from .corpus import TASKS
+from .family import FAMILY_TASKS, family_task, is_family_task, save_family_dir
 from .device import best_device, describe_device
 from .messages import Message, UserError
 from .run_files import Run, read_json
@@ -51,7 +52,9 @@ MODEL_FLAGS = ("preset", "architecture", "d_model", "heads", "d_ff", "layers", "
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m model.train", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--task", choices=TASKS + ("tsv",), default="copy")
+    p.add_argument("--task", choices=TASKS + ("tsv",) + tuple(FAMILY_TASKS), default="copy",
+                   help="a translation/LM task, a TSV corpus, or a member of the Transformer family "
+                        "(mlm: BERT-style masked LM, vit-digits: ViT on 8x8 digits, detr-shapes: DETR)")
     p.add_argument("--tsv", help="a UTF-8 TSV file of source<TAB>target lines (with --task tsv)")
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--out", help="run directory")
@@ -84,8 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def read_config(value) -> TransformerConfig:
-    """--config: a dict, JSON text ("{...}") or the path of a JSON file. ValueError says what is wrong."""
+def read_config_object(value) -> dict:
+    """--config as a dict: a dict, JSON text ("{...}") or the path of a JSON file. ValueError says what is wrong."""
     if isinstance(value, str):
         text = value if value.lstrip().startswith("{") else None
         if text is None:
@@ -99,8 +102,13 @@ def read_config(value) -> TransformerConfig:
             raise ValueError(f"not valid JSON ({e})") from None
     if not isinstance(value, dict):
         raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def read_config(value, config_class=TransformerConfig):
+    """--config as a config object (a TransformerConfig, or a family member's config class)."""
     try:
-        return TransformerConfig.from_dict(value)
+        return config_class.from_dict(read_config_object(value))
     except TypeError as e:
         raise ValueError(str(e)) from None
 
@@ -198,29 +206,119 @@ def _give_up(run: Run, message: Message, code: int, **fields) -> int:
     return code
 
 
+class _Seq2Seq:
+    """The translation / language-model tasks (and a user's TSV corpus) for the training loop."""
+
+    def __init__(self, args, data):
+        self.args, self.data, self.tok = args, data, data.tokenizer
+
+    def config(self, args):
+        cfg = model_config(args, self.tok.vocab_size)
+        return cfg, config_problem(cfg, self.tok.vocab_size, self.data.decoder_only)
+
+    def build(self, cfg):
+        return Transformer(cfg)
+
+    def optimizer(self, model, args):
+        opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=ADAM_BETAS, eps=ADAM_EPS)
+        return opt, torch.optim.lr_scheduler.LambdaLR(opt, noam_lambda(model.config.d_model, args.warmup,
+                                                                         args.lr_factor))
+
+    def batch(self, step, seed, rank, batch_size, device):
+        # Batches depend only on (seed, step, rank): a resumed run sees the same data.
+        g = torch.Generator().manual_seed(seed * 1_000_003 + step * 7919 + rank)
+        idx = torch.randint(len(self.data.train), (batch_size,), generator=g).tolist()
+        tok = self.tok
+        return make_batch(self.data.train, idx, tok.pad_id, tok.bos_id, tok.eos_id, self.data.decoder_only, device)
+
+    def loss(self, model, raw, batch):
+        src, tin, tout = batch
+        pad = self.tok.pad_id
+        logits = model(src, tin, src_pad_mask=src != pad).logits if src is not None else model(tin).logits
+        n_tok = int((tout != pad).sum()) + (int((src != pad).sum()) if src is not None else 0)
+        return raw.loss(logits, tout), n_tok
+
+    def evaluate(self, model, device):
+        from .evaluate import evaluate
+        return evaluate(model, self.data, device)
+
+    def save(self, directory, model, meta):
+        save_model_dir(directory, model, self.tok, meta)
+
+    def export(self, model, args, dest, seconds, command):
+        from .export import export_model
+        export_model(model, self.data, args, dest, seconds, command)
+
+
+class _Family:
+    """A member of the Transformer family (model/family): the task object does the work."""
+
+    def __init__(self, args):
+        self.task = family_task(args.task, args.seed)
+
+    def config(self, args):
+        if args.config:
+            try:
+                return self.task.config_class.from_dict(dict(args.config)), None
+            except (TypeError, ValueError) as e:
+                return None, Message("train.status.bad_config", {"detail": str(e)[:300]})
+        return self.task.default_config(args), None
+
+    def build(self, cfg):
+        return self.task.build(cfg)
+
+    def optimizer(self, model, args):
+        return self.task.optimizer(model, args)
+
+    def batch(self, step, seed, rank, batch_size, device):
+        return self.task.batch(step, seed, rank, batch_size, device)
+
+    def loss(self, model, raw, batch):
+        return self.task.loss(model, batch)
+
+    def evaluate(self, model, device):
+        raw = model.module if hasattr(model, "module") else model
+        was = raw.training
+        raw.eval()
+        try:
+            with torch.no_grad():
+                return self.task.evaluate(raw, device)
+        finally:
+            raw.train(was)
+
+    def save(self, directory, model, meta):
+        save_family_dir(directory, self.task, model, meta)
+
+    def export(self, model, args, dest, seconds, command):
+        from .export import export_family
+        export_family(self.task, model, args, dest, seconds, command)
+
+
 def _train(args, stop: dict) -> int:
     device, world, rank = _devices(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     run = Run(out, writer=(rank == 0))
 
-    max_len = read_config(args.config).max_len if args.config else args.max_len
-    try:
-        data = load_task(args.task, args.seed, args.tsv, max_len)
-    except UserError as e:
-        return _give_up(run, Message("train.status.corpus", {"problem": e.message}), 2, step=0, total_steps=args.steps)
-    except OSError as e:
-        return _give_up(run, Message("train.status.corpus_unreadable", {"detail": str(e)}), 2, step=0,
-                     total_steps=args.steps)
-    tok = data.tokenizer
-    cfg = model_config(args, tok.vocab_size)
-    problem = config_problem(cfg, tok.vocab_size, data.decoder_only)
+    if is_family_task(args.task):
+        job = _Family(args)
+    else:
+        max_len = read_config(args.config).max_len if args.config else args.max_len
+        try:
+            data = load_task(args.task, args.seed, args.tsv, max_len)
+        except UserError as e:
+            return _give_up(run, Message("train.status.corpus", {"problem": e.message}), 2, step=0,
+                            total_steps=args.steps)
+        except OSError as e:
+            return _give_up(run, Message("train.status.corpus_unreadable", {"detail": str(e)}), 2, step=0,
+                            total_steps=args.steps)
+        job = _Seq2Seq(args, data)
+    cfg, problem = job.config(args)
     if problem is not None:
         return _give_up(run, problem, 2, step=0, total_steps=args.steps)
     torch.manual_seed(args.seed)
-    model = Transformer(cfg).to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=ADAM_BETAS, eps=ADAM_EPS)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, noam_lambda(cfg.d_model, args.warmup, args.lr_factor))
+    model = job.build(cfg).to(device)
+    opt, sched = job.optimizer(model, args)
 
     step, prior_seconds, note = 0, 0.0, None
     ckpt = out / "checkpoint.pt"
@@ -248,14 +346,15 @@ def _train(args, stop: dict) -> int:
             save_training_state(ckpt, model, opt, sched, step_now,
                                 {"task": args.task, "train_seconds": prior_seconds + time.time() - started,
                                  "rng": torch.get_rng_state()})
-            save_model_dir(out / "model", model, tok, {"task": args.task, "step": step_now,
-                                                       "source": "training page", "run": out.name})
+            job.save(out / "model", model, {"task": args.task, "step": step_now,
+                                            "source": "training page", "run": out.name})
 
     started = time.time()
     run.update(state="running", step=step, total_steps=args.steps, message=note, pid=os.getpid(),
                task=args.task, device=describe_device(device), world_size=world,
-               parameters=model.num_parameters(), started_at=run.status.get("started_at", started))
-    n_train = len(data.train)
+               parameters=model.num_parameters() if hasattr(model, "num_parameters")
+               else sum(p.numel() for p in model.parameters()),
+               started_at=run.status.get("started_at", started))
     tokens_seen, window_start, loss_sum, loss_n = 0, time.time(), 0.0, 0
     paused = 0.0  # seconds of evaluation and saving inside the current logging window
     last_saved = step
@@ -263,15 +362,8 @@ def _train(args, stop: dict) -> int:
     while step < args.steps:
         if stop["flag"]:
             break
-        # Batches depend only on (seed, step, rank): a resumed run sees the same data.
-        g = torch.Generator().manual_seed(args.seed * 1_000_003 + step * 7919 + rank)
-        idx = torch.randint(n_train, (args.batch_size,), generator=g).tolist()
-        src, tin, tout = make_batch(data.train, idx, tok.pad_id, tok.bos_id, tok.eos_id, data.decoder_only, device)
-        if src is not None:
-            logits = ddp_model(src, tin, src_pad_mask=src != tok.pad_id).logits
-        else:
-            logits = ddp_model(tin).logits
-        loss = model.loss(logits, tout)
+        batch = job.batch(step, args.seed, rank, args.batch_size, device)
+        loss, n_tok = job.loss(ddp_model, model, batch)
         if args.fail_at_step and step + 1 >= args.fail_at_step:
             loss = loss * float("nan")
         if not torch.isfinite(loss):
@@ -283,7 +375,6 @@ def _train(args, stop: dict) -> int:
         opt.step()
         sched.step()
         step += 1
-        n_tok = int((tout != tok.pad_id).sum()) + (int((src != tok.pad_id).sum()) if src is not None else 0)
         tokens_seen += n_tok * world
         loss_sum += loss.item()
         loss_n += 1
@@ -300,8 +391,7 @@ def _train(args, stop: dict) -> int:
             tokens_seen, window_start, loss_sum, loss_n, paused = 0, time.time(), 0.0, 0, 0.0
         t_pause = time.time()
         if run.writer and (step % args.eval_every == 0 or step == args.steps):
-            from .evaluate import evaluate
-            ev = evaluate(model, data, device)
+            ev = job.evaluate(model, device)
             run.log({"kind": "eval", "step": step, **ev, "time": time.time()})
             run.update(**ev)
         if step % args.ckpt_every == 0 or step == args.steps:
@@ -315,9 +405,8 @@ def _train(args, stop: dict) -> int:
         run.update(replica_checksums=_replica_checksums(model, world))
         dist.destroy_process_group()
     if args.export and run.writer and step >= args.steps:
-        from .export import export_model
         run.update(message=Message("train.status.scoring"))
-        export_model(model, data, args, Path(args.export), prior_seconds + time.time() - started, command_line(args))
+        job.export(model, args, Path(args.export), prior_seconds + time.time() - started, command_line(args))
     if stop["flag"] and step < args.steps:
         run.update(state="stopped", step=step, message=Message("train.status.stopped", {"at": step}))
     else:
@@ -349,7 +438,8 @@ def main(argv=None) -> int:
         if clash:
             parser.error(f"--config gives the whole model; leave out {', '.join(clash)}")
         try:
-            args.config = read_config(args.config).to_dict()  # args.json keeps the config itself
+            cls = family_task(args.task).config_class if is_family_task(args.task) else TransformerConfig
+            args.config = read_config(args.config, cls).to_dict()  # args.json keeps the config itself
         except ValueError as e:
             parser.error(f"--config: {e}")
     for name in ("steps", "eval_every", "log_every", "ckpt_every", "batch_size", "warmup", "max_len"):

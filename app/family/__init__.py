@@ -1,0 +1,74 @@
+"""Shared pieces of the Transformer family page's sections (pages/family.py): which models of a family
+task exist (shipped in assets/models/<task>/ and trained on the training page), a kept picker, and
+cached loading that turns a wrong or damaged file into a message instead of a traceback."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from app.i18n import UserError, t
+from app.jobs import runs_dir
+from app.state import keep
+from app.ui import error
+from model.checkpoint import CheckpointError
+from model.corpus import ASSETS
+
+SHIPPED = "shipped"  # the picker's id for the shipped model of a task
+
+
+def family_models(task: str) -> dict[str, Path]:
+    """Picker id -> model directory: the shipped model (if present), then every training-page run of this
+    task that has saved weights, newest first."""
+    from model.family import family_of
+    found: dict[str, Path] = {}
+    shipped = ASSETS / "models" / task
+    if (shipped / "config.json").is_file():
+        found[SHIPPED] = shipped
+    base = runs_dir()
+    if base.is_dir():
+        for cfg in sorted(base.glob("*/model/config.json"), key=lambda p: p.stat().st_mtime, reverse=True):
+            if family_of(cfg.parent) == task:
+                found[f"run: {cfg.parent.parent.name}"] = cfg.parent
+    return found
+
+
+def _stamp(path: Path) -> float:
+    try:
+        return (path / "model.safetensors").stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _load(path: str, task: str, stamp: float):
+    from model.family import load_family_dir
+    return load_family_dir(path, expect=task)
+
+
+def load_family_model(path: Path, task: str):
+    """A LoadedFamily (model.family), once per server per version of the weights; CheckpointError when the
+    folder holds another family, a damaged file or nothing."""
+    return _load(str(path), task, _stamp(Path(path)))
+
+
+def pick_family_model(task: str, key: str, *, label: str | None = None, where=None):
+    """Draw a kept model picker for `task` and return the loaded model, or None after a clear message
+    (no model yet, a damaged file, a folder of another family)."""
+    where = where or st
+    models = family_models(task)
+    if not models:
+        where.info(t("family.no_model", task=task))
+        return None
+    names = list(models)
+    if len(names) == 1:
+        choice = names[0]
+    else:
+        choice = where.selectbox(label or t("family.model"), names,
+                                 format_func=lambda n: t("family.shipped") if n == SHIPPED else n,
+                                 **keep(key, names[0], valid=names))
+    try:
+        return load_family_model(models[choice], task)
+    except CheckpointError as e:
+        error(UserError("family.cannot_load", name=choice, detail=str(e)[:300]))
+        return None
