@@ -72,3 +72,9 @@ def pick_family_model(task: str, key: str, *, label: str | None = None, where=No
     except CheckpointError as e:
         error(UserError("family.cannot_load", name=choice, detail=str(e)[:300]))
         return None
+
+
+def concept_link(file: str, label: str, icon: str | None = None, where=None) -> None:
+    """A link to the concept page a section builds on (`file` in pages/, e.g. "masks.py"). Page paths are
+    relative to the entrypoint app/main.py."""
+    (where or st).page_link(f"../pages/{file}", label=label, icon=icon)

@@ -1,0 +1,59 @@
+"""The decoder-only (GPT-style) section of the family page: the shipped `lm` with its causal maps."""
+from __future__ import annotations
+
+import streamlit as st
+
+from app.charts.curves import bar_chart
+from app.charts.heatmaps import attention_heatmap
+from app.charts.style import labels
+from app.family import concept_link
+from app.i18n import UserError, t
+from app.inputs import piece_label
+from app.resources import SHIPPED, load_model
+from app.state import keep
+from app.ui import error, show_figure, text
+from model.checkpoint import CheckpointError
+from model.family.gpt import MAX_TOKENS, future_weight, next_token_view
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _view(path: str, sentence: str):
+    return next_token_view(load_model(SHIPPED["lm"]), sentence)
+
+
+def render() -> None:
+    st.header(t("family_gpt.header"))
+    text("family_gpt.changed")
+    c1, c2 = st.columns(2)
+    concept_link("masks.py", t("family_gpt.link_masks"), ":material/grid_on:", where=c1)
+    concept_link("inspector.py", t("family_gpt.link_inspector"), ":material/visibility:", where=c2)
+    sentence = st.text_input(t("family_gpt.sentence"), max_chars=300,
+                             **keep("fam_gpt_text", t("family_gpt.default_sentence"), url="gpt_text"))
+    if not (SHIPPED["lm"] / "config.json").is_file():
+        st.info(t("family.no_model", task="lm"))
+        return
+    try:
+        view = _view(str(SHIPPED["lm"]), sentence)
+    except UserError as e:
+        error(e)
+        return
+    except CheckpointError as e:
+        error(UserError("family.cannot_load", name="lm", detail=str(e)[:300]))
+        return
+    if view.truncated:
+        st.warning(t("family_gpt.truncated", limit=MAX_TOKENS))
+    n_layers, n_heads = view.attention.shape[:2]
+    left, right = st.columns(2)
+    with left:
+        show_figure(bar_chart(labels([piece_label(p) for p, _ in view.top]), [p for _, p in view.top],
+                              horizontal=True, y_range=[0, 1], title=t("family_gpt.next"),
+                              x_title=t("family_gpt.probability")), name="gpt-next-token")
+    with right:
+        layer = st.slider(t("family_gpt.layer"), 1, n_layers, **keep("fam_gpt_layer", n_layers, url="gpt_layer",
+                                                                   valid=range(1, n_layers + 1))) if n_layers > 1 else 1
+        pieces = labels([piece_label(p) for p in view.pieces])
+        show_figure(attention_heatmap(view.attention[layer - 1].mean(0), pieces, pieces,
+                                      title=t("family_gpt.map_title", layer=layer, heads=n_heads),
+                                      query_title=t("common.query"), key_title=t("common.key")),
+                    name="gpt-causal-attention")
+    st.caption(t("family_gpt.future", value=future_weight(view.attention)))
