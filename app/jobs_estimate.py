@@ -7,7 +7,8 @@ import contextlib
 import functools
 import time
 
-from app.jobs_options import MAX_LEN, MAX_UPLOAD_BYTES, UPLOAD_SAMPLE, TrainOptions, checks_every, model_config
+from app.jobs_options import (MAX_LEN, MAX_UPLOAD_BYTES, UPLOAD_SAMPLE, TrainOptions, checks_every, is_family,
+                              model_config, shipped_meta)
 from model.messages import UserError
 
 
@@ -62,8 +63,38 @@ def throughput(threads: int) -> float:
 
 
 def config_for(o: TrainOptions):
-    """The exact TransformerConfig the trainer will build for these choices."""
-    return model_config(o, vocab_size(o.task))
+    """The exact configuration the trainer will build for these choices (a TransformerConfig, or a family
+    member's own config)."""
+    return model_config(o, 0 if is_family(o.task) else vocab_size(o.task))
+
+
+def family_estimate(o: TrainOptions) -> dict:
+    """A family member: parameters exact (built on the meta device), memory from them (weights, gradients,
+    Adam's moments, plus as much again for activations), time scaled from the shipped model's own
+    training (same machine kind, same recipe): seconds per step x batch ratio x steps."""
+    import torch
+    from model.family import family_task
+    cfg = config_for(o)
+    with torch.device("meta"):
+        params = sum(p.numel() for p in family_task(o.task).build(cfg).parameters())
+    meta = shipped_meta(o.task)
+    shipped_steps, shipped_seconds = meta.get("steps"), meta.get("train_seconds")
+    seconds = None
+    if isinstance(shipped_steps, int) and shipped_steps > 0 and isinstance(shipped_seconds, (int, float)):
+        batch = _shipped_batch(meta) or o.batch_size
+        seconds = shipped_seconds / shipped_steps * o.steps * (o.batch_size / batch) + 5.0
+    return {"parameters": params, "memory_bytes": int(2 * 16 * params), "state_bytes": int(16 * params),
+            "activation_bytes": int(16 * params), "flops": None, "tokens_per_step": None, "seconds": seconds,
+            "machine_flops": None, "config": cfg.to_dict(), "family": True}
+
+
+def _shipped_batch(meta: dict) -> int | None:
+    import shlex
+    try:
+        words = shlex.split(str(meta.get("command", "")))
+        return int(words[words.index("--batch-size") + 1])
+    except (ValueError, IndexError):
+        return None
 
 
 def estimate(o: TrainOptions, threads: int, pairs: list[tuple[str, str]] | None = None) -> dict:
@@ -71,6 +102,8 @@ def estimate(o: TrainOptions, threads: int, pairs: list[tuple[str, str]] | None 
     states + a rough activation count) and time (6 · parameters · tokens FLOPs over the
     measured matmul speed, at an assumed efficiency). An estimate, not a promise.
     UserError when the choices make no model (e.g. heads that do not divide d_model)."""
+    if is_family(o.task):
+        return family_estimate(o)
     import torch
     from model.transformer import Transformer
     cfg = config_for(o)

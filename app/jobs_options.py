@@ -10,10 +10,11 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from model.config import PRESETS, TransformerConfig
-from model.corpus import TASKS, read_tsv_corpus, split_pairs
+from model.corpus import ASSETS, TASKS, read_tsv_corpus, split_pairs
+from model.family import FAMILY_TASKS
 from model.messages import Message, UserError
 
-ALL_TASKS = TASKS + ("tsv",)
+ALL_TASKS = TASKS + ("tsv",) + tuple(FAMILY_TASKS)  # the family members train their own architecture
 SIZES = ("tiny", "small", "custom")
 SIZE_PRESET = {"tiny": "tiny", "small": "teaching", "custom": "teaching"}  # model.config.PRESETS names
 # A recipe per size that works on a CPU (the tiny one learns the copy task in ~300 steps).
@@ -112,9 +113,52 @@ def _check_range(name: str, value) -> None:
         raise UserError("jobs.errors.out_of_range", name=Message(f"jobs.field.{name}"), lo=lo, hi=hi, value=value)
 
 
+def is_family(task: str) -> bool:
+    """A member of the Transformer family (model/family): its own model, not a size of the form."""
+    return task in FAMILY_TASKS
+
+
+def shipped_meta(task: str) -> dict:
+    """meta.json of the shipped model of a task (assets/models/<task>/), {} when there is none."""
+    import json
+    try:
+        meta = json.loads((ASSETS / "models" / task / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def family_recipe(task: str) -> dict:
+    """The recipe the shipped model of a family task was trained with (read from the command recorded in
+    its meta.json), within the page's limits; a general recipe when nothing is shipped."""
+    import shlex
+    recipe = dict(RECIPES["small"])
+    try:
+        words = shlex.split(str(shipped_meta(task).get("command", "")))
+    except ValueError:
+        words = []
+    for flag, name, kind in (("--steps", "steps", int), ("--batch-size", "batch_size", int),
+                             ("--warmup", "warmup", int), ("--lr-factor", "lr_factor", float)):
+        if flag in words[:-1]:
+            try:
+                value = kind(words[words.index(flag) + 1])
+            except ValueError:
+                continue
+            lo, hi = LIMITS[name]
+            recipe[name] = min(max(value, lo), hi)
+    return recipe
+
+
 def model_config(o: TrainOptions, vocab_size: int) -> TransformerConfig:
     """The exact TransformerConfig the trainer builds for these choices (it gets it as --config).
-    TransformerConfig's own checks have the last word; what they refuse is a UserError too."""
+    TransformerConfig's own checks have the last word; what they refuse is a UserError too.
+    A family task's model is its own default configuration (model.family), whatever the size says."""
+    if is_family(o.task):
+
+        from model.family import family_task
+        from model.train import build_parser
+        args = build_parser().parse_args(["--task", o.task, "--seed", str(int(o.seed))])
+        return family_task(o.task, o.seed).default_config(args)
     if o.size not in SIZES:
         raise UserError("jobs.errors.unknown_size", size=str(o.size))
     changes = dict(vocab_size=vocab_size, max_len=MAX_LEN,
@@ -145,7 +189,7 @@ def validate_options(o: TrainOptions) -> None:
     TransformerConfig (model_config; the estimate and JobManager.start build it)."""
     if o.task not in ALL_TASKS:
         raise UserError("jobs.errors.unknown_task", task=str(o.task))
-    if o.size not in SIZES:
+    if o.size not in SIZES and not is_family(o.task):
         raise UserError("jobs.errors.unknown_size", size=str(o.size))
     for name in WHOLE_NUMBERS:
         value = getattr(o, name)

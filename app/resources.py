@@ -98,8 +98,10 @@ def available_models() -> dict[str, Path]:
     found = {name: path for name, path in SHIPPED.items() if (path / "config.json").is_file()}
     base = runs_dir()
     if base.is_dir():
+        from model.family import family_of
         for cfg in sorted(base.glob("*/model/config.json"), key=lambda p: p.stat().st_mtime, reverse=True):
-            found[f"run: {cfg.parent.parent.name}"] = cfg.parent
+            if family_of(cfg.parent) is None:  # ViT, DETR and BERT-style runs open on the family page
+                found[f"run: {cfg.parent.parent.name}"] = cfg.parent
     found.update(pretrained_models())
     return found
 

@@ -11,7 +11,7 @@ from app.charts import export, training as charts
 from app.i18n import Message, UserError, options, prose, say, t
 from app.jobs import ACTIVE, COMPARE_METRICS, compare_label, get_manager, runs_dir
 from app.jobs_options import (ALL_TASKS, CUSTOM_DEFAULTS, LIMITS, MAX_PARAMETERS, MAX_UPLOAD_BYTES, POSITIONALS,
-                              RECIPES, SIZES, TrainOptions, check_upload)
+                              RECIPES, SIZES, TrainOptions, check_upload, family_recipe, is_family)
 from app.pages_list import PAGES
 from app.state import between, keep
 from app.train_ui import fmt_duration, status_text
@@ -19,6 +19,8 @@ from app.ui import error, plot, text
 
 ROOT = Path(__file__).resolve().parent.parent
 INSPECTOR = ROOT / "pages" / "inspector.py"
+FAMILY_PAGE = ROOT / "pages" / "family.py"
+FAMILY_MEMBER = {"mlm": "mlm", "vit-digits": "vit", "detr-shapes": "detr"}  # task -> the family page's section
 mgr = get_manager(str(runs_dir()))
 
 
@@ -77,10 +79,14 @@ if task == "tsv":
 # -----------------------------------------------------------------------------
 # 2. model size
 st.header(t("train.section.size"))
-size = st.radio(t("train.size_label"), SIZES, format_func=labels("train.size", SIZES), horizontal=True,
-                **keep("train_size", "tiny", url="size", valid=SIZES))
 custom = {}
-if size == "custom":
+if is_family(task):  # its own architecture: no size to choose
+    st.info(t("train.family_size"))
+    size = "small"
+else:
+    size = st.radio(t("train.size_label"), SIZES, format_func=labels("train.size", SIZES), horizontal=True,
+                    **keep("train_size", "tiny", url="size", valid=SIZES))
+if size == "custom" and not is_family(task):
     c1, c2, c3 = st.columns(3)
     with c1:
         custom["d_model"] = st.select_slider("d_model", D_MODELS, **keep(
@@ -116,17 +122,17 @@ else:  # a link describes the form as shown: the custom sizes only with size=cus
 # -----------------------------------------------------------------------------
 # 3. training recipe
 st.header(t("train.section.training"))
-recipe = RECIPES[size]
+recipe, which = (family_recipe(task), task) if is_family(task) else (RECIPES[size], size)
 c1, c2, c3, c4 = st.columns(4)
-# One set of keys per size: each size starts from its own recipe, and keeps what the learner set for it.
+# One set of keys per size (and per family task): each starts from its own recipe, and keeps what the learner set.
 steps = c1.number_input(t("train.steps_label"), 10, LIMITS["steps"][1], step=50, **keep(
-    f"train_steps_{size}", recipe["steps"], valid=range(10, LIMITS["steps"][1] + 1)))
+    f"train_steps_{which}", recipe["steps"], valid=range(10, LIMITS["steps"][1] + 1)))
 batch = c2.select_slider(t("train.batch_label"), BATCHES, **keep(
-    f"train_batch_{size}", recipe["batch_size"], valid=BATCHES))
+    f"train_batch_{which}", recipe["batch_size"] if recipe["batch_size"] in BATCHES else 64, valid=BATCHES))
 warmup = c3.number_input(t("train.warmup_label"), 1, LIMITS["warmup"][1], step=50, **keep(
-    f"train_warmup_{size}", recipe["warmup"], valid=range(1, LIMITS["warmup"][1] + 1)))
+    f"train_warmup_{which}", recipe["warmup"], valid=range(1, LIMITS["warmup"][1] + 1)))
 lr_factor = c4.number_input(t("train.lr_label"), LIMITS["lr_factor"][0], LIMITS["lr_factor"][1], step=0.25, **keep(
-    f"train_lr_{size}", float(recipe["lr_factor"]), valid=between(*LIMITS["lr_factor"])))
+    f"train_lr_{which}", float(recipe["lr_factor"]), valid=between(*LIMITS["lr_factor"])))
 st.caption(prose("train.lr_schedule"))
 
 choices = TrainOptions(task=task, size=size, steps=int(steps), batch_size=int(batch), warmup=int(warmup),
@@ -145,10 +151,14 @@ if est:
     m1, m2, m3, m4 = st.columns(4)
     m1.metric(t("train.metric.parameters"), fmt.count(est["parameters"]), help=t("train.metric_help.parameters"))
     m2.metric(t("train.metric.memory"), fmt.size_bytes(est["memory_bytes"]), help=t("train.metric_help.memory"))
-    m3.metric(t("train.metric.time"), "≈ " + fmt_duration(est["seconds"]), help=t("train.metric_help.time"))
-    m4.metric(t("train.metric.tokens_per_step"), fmt.count(est["tokens_per_step"]))
-    st.caption(t("train.estimate_caption", tflop=est["flops"] / 1e12, gflops=est["machine_flops"] / 1e9,
-                 threads=mgr.threads))
+    m3.metric(t("train.metric.time"), "≈ " + fmt_duration(est["seconds"]) if est["seconds"] else "–",
+              help=t("train.metric_help.time"))
+    if not est.get("family"):
+        m4.metric(t("train.metric.tokens_per_step"), fmt.count(est["tokens_per_step"]))
+        st.caption(t("train.estimate_caption", tflop=est["flops"] / 1e12, gflops=est["machine_flops"] / 1e9,
+                     threads=mgr.threads))
+    else:
+        st.caption(t("train.family_estimate_caption"))
     if est["parameters"] > MAX_PARAMETERS:  # a hint like the heads one; Start explains the refusal
         st.warning(t("train.too_big", count=est["parameters"], limit=MAX_PARAMETERS))
 
@@ -214,11 +224,16 @@ def run_actions(r: dict) -> None:
             error(e)
         else:
             st.rerun(scope="app")
-    if "inspect" in cols and cols["inspect"].button(t("train.action.inspect"), icon=":material/search:",
-                                                    key=f"inspect-{rid}"):
+    inspect_label = t("train.open_family") if r["task"] in FAMILY_MEMBER else t("train.action.inspect")
+    if "inspect" in cols and cols["inspect"].button(inspect_label, icon=":material/search:", key=f"inspect-{rid}"):
         path = mgr.model_dir(rid)
         if path is None:
             st.error(t("train.no_model"))
+        elif r["task"] in FAMILY_MEMBER:  # a member of the family opens in its own section
+            member = FAMILY_MEMBER[r["task"]]
+            st.session_state["fam_member"] = member
+            st.session_state[f"fam_{member}_model"] = f"run: {rid}"
+            st.switch_page(str(FAMILY_PAGE))
         elif not inspector_registered():
             st.info(t("train.no_inspector", path=path))
         else:
