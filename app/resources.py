@@ -92,6 +92,20 @@ def _pretrained_models(base_dir: str, cache_dir: str) -> dict[str, Path]:
     return found
 
 
+@st.cache_data(ttl=60, show_spinner=False, max_entries=16)
+def pretrained_sizes(folders: tuple[str, ...]) -> list[dict | None]:
+    """model.hub.size_summary of each pretrained folder (None for one that cannot be read), read from the
+    config and the weights file's header only."""
+    from model.hub import HubError, size_summary
+    out = []
+    for folder in folders:
+        try:
+            out.append(size_summary(folder))
+        except (HubError, OSError, ValueError, TypeError):
+            out.append(None)
+    return out
+
+
 def available_models() -> dict[str, Path]:
     """Label -> model directory: the shipped models, every run that has saved weights, then pretrained
     models (pretrained/ and the local Hugging Face cache)."""

@@ -3,7 +3,7 @@ import streamlit as st
 
 from app.i18n import t
 from app.pages_list import PAGES
-from app.resources import preset_parameter_count
+from app.resources import pretrained_models, pretrained_sizes, preset_parameter_count
 from app.ui import text
 from model.config import PAPER_PARAMS, PRESETS
 
@@ -55,8 +55,22 @@ for name, label in MODEL_NAMES.items():
         t("overview.table.paper"): f"{paper / 1e6:.0f}M",
         t("overview.table.difference"): f"{(counted - paper) / paper:+.1%}",
     })
+imported = pretrained_sizes(tuple(str(p) for p in pretrained_models().values()))
+for name, size in zip(pretrained_models(), imported):
+    if size is None:  # unreadable folders are explained in the inspector, where they are opened
+        continue
+    rows.append({
+        t("overview.table.model"): t("overview.table.imported", name=name, family=size["family"]),
+        "N": size["layers"], "d_model": size["d_model"], "d_ff": size["d_ff"], "h": size["heads"],
+        "d_k = d_v": size["d_model"] // size["heads"] if size["d_model"] and size["heads"] else None,
+        "P_drop": None, "ε_ls": None,
+        t("overview.table.computed"): f"{size['parameters']:,}",  # exact: a small model would read 0.0M
+        t("overview.table.paper"): "", t("overview.table.difference"): "",
+    })
 st.dataframe(rows, hide_index=True)
 text("overview.difference")
+if not imported:
+    st.caption(t("overview.table.no_imported"))
 
 st.header(t("overview.pages"))
 for p in PAGES[1:]:

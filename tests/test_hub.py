@@ -90,3 +90,22 @@ def test_downloads_say_clearly_when_offline(monkeypatch):
     with pytest.raises(FetchError) as e:
         fetch("../../etc/passwd")
     assert e.value.code == "bad_name"
+
+
+def test_size_summary_counts_what_we_load(marian):
+    from model.hub import load_pretrained, size_summary
+    s = size_summary(marian)
+    loaded = load_pretrained(marian)
+    assert (s["family"], s["layers"], s["d_model"], s["d_ff"], s["heads"]) == (
+        "marian", loaded.config.n_encoder_layers, loaded.config.d_model, loaded.config.d_ff, loaded.config.n_heads)
+    assert s["parameters"] == loaded.model.num_parameters()
+
+
+def test_size_summary_of_a_damaged_file_is_a_clear_error(marian, tmp_path):
+    import shutil
+    from model.hub import HubError, size_summary
+    bad = tmp_path / "bad"
+    shutil.copytree(marian, bad)
+    (bad / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(HubError, match="cannot be read safely"):
+        size_summary(bad)

@@ -335,3 +335,10 @@ def test_unknown_tensors_refused(tmp_path, tiny):
 def test_fill_mask_too_long(loaded):
     with pytest.raises(ValueError, match="at most 64"):
         bert.fill_mask(loaded, "the " * 70 + "[MASK]")
+
+
+def test_size_summary_counts_what_we_load(tiny, loaded):
+    from model.hub import size_summary
+    s = size_summary(tiny)
+    assert s["family"] == "bert" and s["d_model"] == loaded.config.d_model and s["layers"] == loaded.config.n_encoder_layers
+    assert s["parameters"] == loaded.model.num_parameters()

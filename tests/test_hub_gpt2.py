@@ -271,3 +271,14 @@ def test_unknown_weights_refused(pair):
     bad = dict(hf_cfg, n_embd=64)
     with pytest.raises(HubError, match="n_embd"):
         convert(bad, dict(hf.state_dict()))
+
+
+def test_size_summary_counts_what_we_load(pair):
+    """The overview's row for an imported model: sizes from config.json and parameters from the weights
+    file's header, equal to our loaded model's own count (tied embeddings once)."""
+    from model.hub import size_summary
+    folder, hf, loaded = pair
+    s = size_summary(folder)
+    assert (s["family"], s["layers"], s["d_model"], s["heads"]) == ("gpt2", hf.config.n_layer, hf.config.n_embd,
+                                                                    hf.config.n_head)
+    assert s["parameters"] == loaded.model.num_parameters()

@@ -93,3 +93,20 @@ def test_bert_fills_the_mask_with_bidirectional_attention(use):
     at = use("bert-tiny", "no mask here")
     assert_clean(at)
     assert any("[MASK]" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_overview_table_counts_imported_models_beside_the_paper(pretrained, monkeypatch, tmp_path, lang):
+    """Issue 11: the overview's parameter table gains every imported model, counted from its weights (the
+    count equals what our own loaded model holds)."""
+    from model.hub import load_pretrained
+    monkeypatch.setenv("ATLAS_PRETRAINED_DIR", str(pretrained))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    at = run_page(None, lang)
+    assert_clean(at)
+    table = at.dataframe[0].value
+    names = list(table.iloc[:, 0])
+    assert len(names) == 2 + 3, names  # base, big, and the three runnable folders (not-a-model is left out)
+    marian_row = table[table.iloc[:, 0].str.contains("opus-mt-tiny")].iloc[0]
+    ours = load_pretrained(pretrained / "opus-mt-tiny").model.num_parameters()
+    assert marian_row.iloc[-3] == f"{ours:,}" and ours > 1000

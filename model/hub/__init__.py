@@ -213,3 +213,48 @@ def supported(folder: Path) -> bool:
         return True
     except (HubError, ImportError):
         return False
+
+
+# The sizes of a Hugging Face config, by family: (layers, d_model, d_ff, heads) keys; GPT-2's d_ff defaults to 4 d.
+_SIZE_KEYS = {"marian": ("encoder_layers", "d_model", "encoder_ffn_dim", "encoder_attention_heads"),
+              "gpt2": ("n_layer", "n_embd", "n_inner", "n_head"),
+              "bert": ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads")}
+
+
+def size_summary(folder: str | os.PathLike) -> dict:
+    """A pretrained folder's sizes without loading its weights, for a table beside the paper's models:
+    {"family", "layers", "d_model", "d_ff", "heads", "parameters"}. Parameters are counted from the tensor
+    shapes in the weights file's header (safetensors) or a memory-mapped, weights-only read (.bin); a
+    tensor stored twice under two names (tied embeddings) is counted once. HubError when unreadable."""
+    folder = Path(folder)
+    hf = read_hf_config(folder)
+    kind = hf["model_type"]
+    family_module(kind)  # unsupported families are refused here
+    layers, d, ff, heads = (hf.get(k) for k in _SIZE_KEYS[kind])
+    if kind == "gpt2" and ff is None and isinstance(d, int):
+        ff = 4 * d
+    path = weights_file(folder)
+    try:
+        if path.suffix == ".safetensors":
+            from safetensors import safe_open
+            with safe_open(str(path), framework="pt") as f:
+                shapes = {name: tuple(f.get_slice(name).get_shape()) for name in f.keys()}
+        else:
+            state = torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
+            shapes = {k: tuple(v.shape) for k, v in state.items() if isinstance(v, torch.Tensor)}
+    except Exception as e:
+        raise HubError(f"{path.name}: cannot be read safely ({str(e).strip()[:200] or type(e).__name__})") from None
+    counted = 0
+    embeddings_seen = set()
+    for name, shape in shapes.items():
+        if name.endswith(("position_ids", ".attn.bias", ".attn.masked_bias")):  # buffers, not parameters
+            continue
+        n = 1
+        for s in shape:
+            n *= int(s)
+        if name.endswith(("embed_tokens.weight", "shared.weight", "lm_head.weight", "wte.weight")):
+            if shape in embeddings_seen:  # the same (vocab, d) matrix stored for each role: one parameter
+                continue
+            embeddings_seen.add(shape)
+        counted += n
+    return {"family": kind, "layers": layers, "d_model": d, "d_ff": ff, "heads": heads, "parameters": counted}
