@@ -130,12 +130,22 @@ def _stamp(path: Path) -> float:
     return 0.0
 
 
+def pretrained_dtype(device):
+    """bfloat16 for imported models on a CUDA GPU when ATLAS_BF16=1 (half the memory, faster); else float32."""
+    import os
+
+    import torch
+    on = os.environ.get("ATLAS_BF16", "").strip().lower() in ("1", "true", "yes", "on")
+    return torch.bfloat16 if on and getattr(device, "type", str(device)) == "cuda" else None
+
+
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _load(path: str, stamp: float):
     from model.checkpoint import load_model_dir
     from model.hub import is_hf_folder, load_pretrained
     if is_hf_folder(Path(path)):
-        return load_pretrained(path, device=best_device())
+        device = best_device()
+        return load_pretrained(path, device=device, dtype=pretrained_dtype(device))
     return load_model_dir(path, device=best_device())
 
 

@@ -109,3 +109,35 @@ def test_size_summary_of_a_damaged_file_is_a_clear_error(marian, tmp_path):
     (bad / "model.safetensors").write_bytes(b"not a safetensors file")
     with pytest.raises(HubError, match="cannot be read safely"):
         size_summary(bad)
+
+
+def test_bfloat16_runs_the_whole_inspector_path(marian):
+    """ATLAS_BF16 on a GPU loads imported models in bfloat16; the same code path on the CPU: translation,
+    every attention map and the figures' arrays come back as float32 numbers close to the float32 model's."""
+    import numpy as np
+    import torch
+
+    from app.charts.style import to_np
+    from model.decode import translate
+    from model.hub import load_pretrained
+    from model.probe import kind_weights
+    full = load_pretrained(marian)
+    half = load_pretrained(marian, dtype=torch.bfloat16)
+    assert next(half.model.parameters()).dtype == torch.bfloat16 and half.meta["dtype"] == "bfloat16"
+    a = translate(full, "the cat sat", greedy=True, max_len=8)
+    b = translate(half, "the cat sat", greedy=True, max_len=8)
+    assert b.out_ids and all(0 <= s.prob <= 1 for s in b.steps)
+    w32 = to_np(kind_weights(a.attention, "encoder_self"))
+    w16 = to_np(kind_weights(b.attention, "encoder_self"))
+    assert w16.dtype == np.float64 and np.allclose(w32, w16, atol=0.05)
+
+
+def test_bfloat16_only_on_cuda_and_only_when_asked(monkeypatch):
+    import torch
+
+    from app.resources import pretrained_dtype
+    monkeypatch.setenv("ATLAS_BF16", "1")
+    assert pretrained_dtype(torch.device("cuda")) == torch.bfloat16
+    assert pretrained_dtype(torch.device("cpu")) is None
+    monkeypatch.setenv("ATLAS_BF16", "0")
+    assert pretrained_dtype(torch.device("cuda")) is None
