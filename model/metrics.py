@@ -130,7 +130,9 @@ def layer_averages(stats: list[dict], keys: Sequence[str] = AVERAGED) -> list[di
     groups: dict = {}
     for s in stats:
         groups.setdefault(s["layer"], []).append(s)
-    mean = lambda items, k: float(np.nanmean([i[k] for i in items]))
+    def mean(items, k):  # all-NaN (e.g. "previous" on a one-token sentence) is NaN, without numpy's warning
+        values = np.asarray([i[k] for i in items], dtype=float)
+        return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
     rows = [{"layer": layer, **{k: mean(items, k) for k in keys}} for layer, items in sorted(groups.items())]
     if stats:
         rows.append({"layer": None, **{k: mean(stats, k) for k in keys}})

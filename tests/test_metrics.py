@@ -116,3 +116,13 @@ def test_layer_averages():
     rec = Intermediates(decoder_self=[torch.eye(3)[None, None].expand(1, 2, 3, 3)])
     (only, overall) = layer_averages(summarize_heads(rec, "decoder_self"))
     assert only["layer"] == 0 and overall["layer"] is None and only["diagonal"] == pytest.approx(1.0)
+
+
+def test_layer_averages_of_all_nan_is_nan_without_a_warning():
+    import math
+    import warnings
+    stats = [{"layer": 0, "entropy": float("nan")}, {"layer": 0, "entropy": float("nan")}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "Mean of empty slice" would fail here
+        rows = layer_averages(stats, keys=("entropy",))
+    assert math.isnan(rows[0]["entropy"]) and math.isnan(rows[-1]["entropy"])
