@@ -213,11 +213,12 @@ def lm_positions(path: Path, ids: list[int], k: int = 5):
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _fill_mask(path: str, stamp: float, text: str):
+def _fill_mask(path: str, stamp: float, text: str, text_b: str):
     from model.hub.bert import fill_mask
-    return fill_mask(load_model(Path(path)), text)
+    return fill_mask(load_model(Path(path)), text, text_b=text_b or None)
 
 
-def fill_mask(path: Path, text: str):
-    """A BERT-style model's predictions at each [MASK] and its attention (model.hub.bert.FillMask), cached."""
-    return _fill_mask(str(path), _stamp(Path(path)), text)
+def fill_mask(path: Path, text: str, text_b: str = ""):
+    """A BERT-style model's predictions at each [MASK] and its attention (model.hub.bert.FillMask), cached;
+    with text_b, the pair [CLS] text [SEP] text_b [SEP] (segments 0 and 1)."""
+    return _fill_mask(str(path), _stamp(Path(path)), text, (text_b or "").strip())

@@ -106,10 +106,12 @@ class Transformer(nn.Module):
                 e.use_positions = enabled
 
     # ------------------------------------------------------------------ stacks
-    def encode(self, src, src_pad_mask=None, record: Intermediates | None = None, details: bool = False):
-        """src: (B, Ls) ids -> memory (B, Ls, D). src_pad_mask: (B, Ls), True = real token."""
+    def encode(self, src, src_pad_mask=None, record: Intermediates | None = None, details: bool = False,
+               segments=None):
+        """src: (B, Ls) ids -> memory (B, Ls, D). src_pad_mask: (B, Ls), True = real token.
+        segments: (B, Ls) segment ids (BERT's sentence A = 0 / B = 1; config.segment_vocab > 0)."""
         mask = as_key_mask(src_pad_mask)  # (B, 1, 1, Ls)
-        x = self.src_embed(src)  # (B, Ls, D)
+        x = self.src_embed(src, segments=segments)  # (B, Ls, D)
         want = record is not None
         for layer in self.encoder:
             x, w, d = layer(x, mask, need_weights=want, need_details=details)
@@ -144,24 +146,27 @@ class Transformer(nn.Module):
         return self.decoder_norm(x)
 
     def forward(self, src, tgt=None, *, src_pad_mask=None, tgt_pad_mask=None,
-                return_attention: bool = False, return_details: bool = False) -> TransformerOutput:
+                return_attention: bool = False, return_details: bool = False, segments=None) -> TransformerOutput:
         """encoder-decoder: src (B, Ls), tgt (B, Lt) -> logits (B, Lt, vocab).
         decoder-only: the sequence is `tgt` if given, else `src`; its mask likewise.
-        encoder-only: src (B, Ls) -> logits (B, Ls, vocab)."""
+        encoder-only: src (B, Ls) -> logits (B, Ls, vocab).
+        segments: (B, Ls) segment ids of the encoder's input, for models with segment embeddings (BERT)."""
+        if segments is not None and (self.src_embed is None or self.src_embed.segment is None):
+            raise ValueError("segments given, but this model has no segment embeddings (config.segment_vocab = 0)")
         record = Intermediates() if (return_attention or return_details) else None
         arch = self.config.architecture
         memory = None
         if arch == "encoder-decoder":
             if tgt is None:
                 raise ValueError("an encoder-decoder model needs tgt")
-            memory = self.encode(src, src_pad_mask, record, return_details)
+            memory = self.encode(src, src_pad_mask, record, return_details, segments)
             h = self.decode(tgt, memory, src_pad_mask, tgt_pad_mask, record, return_details)
         elif arch == "decoder-only":
             seq = tgt if tgt is not None else src
             mask = tgt_pad_mask if tgt is not None else src_pad_mask
             h = self.decode(seq, None, None, mask, record, return_details)
         else:
-            h = memory = self.encode(src, src_pad_mask, record, return_details)
+            h = memory = self.encode(src, src_pad_mask, record, return_details, segments)
         return TransformerOutput(self.project(h), record, memory)
 
     def loss(self, logits: torch.Tensor, target: torch.Tensor, label_smoothing: float | None = None):

@@ -181,8 +181,10 @@ elif arch == "decoder-only":
         st.info(t("inspector.eos_sampled"))
     tgt_labels = ins.labels([tok.id_to_piece(i) for i in ctx])
 elif facts.task == "mlm":  # a pretrained BERT: what it puts in each [MASK], and its attention on [CLS] … [SEP]
+    second = st.text_input(t("inspector.mlm.second"), max_chars=ins.MAX_CHARS, help=t("inspector.mlm.second_help"),
+                           **keep("insp_mlm_pair", "", url="pair"))
     try:
-        filled = fill_mask(path, sentence)
+        filled = fill_mask(path, sentence, second)
     except ValueError as e:
         error(UserError("inspector.errors.too_long"), detail=str(e))
         st.stop()

@@ -342,3 +342,29 @@ def test_size_summary_counts_what_we_load(tiny, loaded):
     s = size_summary(tiny)
     assert s["family"] == "bert" and s["d_model"] == loaded.config.d_model and s["layers"] == loaded.config.n_encoder_layers
     assert s["parameters"] == loaded.model.num_parameters()
+
+
+def test_fill_mask_of_a_sentence_pair_uses_segment_ids_like_transformers(tiny, loaded):
+    """A pair [CLS] A [SEP] B [SEP]: B's tokens get segment 1, and our logits equal transformers' with the
+    same token_type_ids (and differ from reading B as segment 0, so the segment embedding really counts)."""
+    ref = _reference(tiny)
+    res = bert.fill_mask(loaded, "the [MASK] sat", text_b="on the mat", top=3)
+    n_a = res.ids.index(loaded.tokenizer.eos_id) + 1
+    assert res.segments == [0] * n_a + [1] * (len(res.ids) - n_a) and res.ids[-1] == loaded.tokenizer.eos_id
+    ids = torch.tensor([res.ids])
+    with torch.no_grad():
+        theirs = ref(ids, token_type_ids=torch.tensor([res.segments])).logits[0]
+        ours = loaded.model(ids, segments=torch.tensor([res.segments])).logits[0]
+        as_one = loaded.model(ids).logits[0]
+    assert (ours - theirs).abs().max().item() < 1e-4
+    assert (ours - as_one).abs().max().item() > 1e-3
+    pos, preds = res.predictions[0]
+    assert preds[0][0] == VOCAB[int(theirs[pos].argmax())]
+
+
+def test_segments_refused_by_a_model_without_segment_embeddings():
+    from model.config import PRESETS
+    from model.transformer import Transformer
+    m = Transformer(PRESETS["tiny"].replace(architecture="encoder-only"))
+    with pytest.raises(ValueError, match="no segment embeddings"):
+        m(torch.zeros(1, 3, dtype=torch.long), segments=torch.zeros(1, 3, dtype=torch.long))

@@ -90,6 +90,12 @@ def test_bert_fills_the_mask_with_bidirectional_attention(use):
     bars = masks[0]["data"][0]
     assert len(bars["y"]) == 5  # the five most probable pieces
     assert len(at.radio(key="insp_kind").options) == 1
+    alone = masks[0]["data"][0]["x"]
+    at.text_input(key="insp_mlm_pair").set_value("a dog ran").run()  # a pair: sentence B in segment 1
+    assert_clean(at)
+    paired = next(f for f in figures(at) if "[MASK]" in title(f))["data"][0]["x"]
+    assert paired != alone, "sentence B must change the prediction's probabilities"
+    assert at.query_params.get("pair") in ("a dog ran", ["a dog ran"])
     at = use("bert-tiny", "no mask here")
     assert_clean(at)
     assert any("[MASK]" in i.value for i in at.info)

@@ -446,22 +446,30 @@ def tokenizer(folder: Path, hf_config: dict) -> WordPieceTokenizer:
 class FillMask:
     """predictions: one (position, [(piece, probability), ...] best first) per [MASK], where position
     indexes `ids` / `pieces` / the attention maps (position 0 is [CLS]); attention: every layer's
-    bidirectional self-attention (Intermediates.encoder_self, each (1, H, L, L))."""
+    bidirectional self-attention (Intermediates.encoder_self, each (1, H, L, L)); segments: 0 for
+    [CLS] + sentence A + [SEP], 1 for sentence B + [SEP] (a pair)."""
     predictions: list[tuple[int, list[tuple[str, float]]]]
     attention: Intermediates
     ids: list[int]
     pieces: list[str]
+    segments: list[int] | None = None
 
 
 @torch.no_grad()
-def fill_mask(loaded, text: str, top: int = 5) -> FillMask:
-    """Run [CLS] + text + [SEP] through our model; the `top` most probable pieces at each [MASK]."""
+def fill_mask(loaded, text: str, top: int = 5, text_b: str | None = None) -> FillMask:
+    """Run [CLS] + text + [SEP] (+ text_b + [SEP], as segment 1) through our model; the `top` most probable
+    pieces at each [MASK]."""
     tok, model = loaded.tokenizer, loaded.model
     ids = [tok.bos_id, *tok.encode(text), tok.eos_id]
+    segments = [0] * len(ids)
+    if text_b is not None and text_b.strip():
+        second = [*tok.encode(text_b), tok.eos_id]
+        ids, segments = ids + second, segments + [1] * len(second)
     max_len = loaded.config.max_len
     if len(ids) > max_len:
         raise ValueError(f"the text is {len(ids)} tokens with [CLS] and [SEP]; this model reads at most {max_len}")
-    out = model(torch.tensor([ids], device=model.device), return_attention=True)
+    seg = torch.tensor([segments], device=model.device) if model.config.segment_vocab else None
+    out = model(torch.tensor([ids], device=model.device), return_attention=True, segments=seg)
     probs = torch.softmax(out.logits[0].float(), dim=-1)  # (L, vocab)
     k = max(1, min(int(top), probs.size(-1)))
     predictions = []
@@ -470,4 +478,4 @@ def fill_mask(loaded, text: str, top: int = 5) -> FillMask:
             p, j = probs[pos].topk(k)
             predictions.append((pos, [(tok.id_to_piece(int(b)) if int(b) < tok.vocab_size else f"[{int(b)}]", float(a))
                                       for a, b in zip(p.tolist(), j.tolist())]))
-    return FillMask(predictions, out.attention, ids, [tok.id_to_piece(i) for i in ids])
+    return FillMask(predictions, out.attention, ids, [tok.id_to_piece(i) for i in ids], segments)
