@@ -24,6 +24,7 @@ the server-wide instance (st.cache_resource)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import math
 import os
@@ -232,7 +233,7 @@ class JobManager:
                     continue
                 launched = bool(job.get("pid")) or (state == "running")
                 if not launched:
-                    if job.get("command"):  # a run this app queued (not one started by hand)
+                    if job.get("command") or job.get("options"):  # a run this app queued (not one started by hand)
                         waiting.append((_number(job.get("queued_at")) or 0, d))
                 elif self._is_live(d, st, job):
                     running += 1
@@ -264,12 +265,31 @@ class JobManager:
     def _mark_vanished(self, d: Path, st: dict) -> None:
         self._set_status(d, state="stopped", message=Message("jobs.status.vanished", {"at": _count(st.get("step"))}))
 
+    def trainer_command(self, d: Path, job: dict) -> list[str] | None:
+        """The trainer's command line for run folder `d`, rebuilt every time from the job's validated options
+        (a stored command line is never executed: a crafted job.json in the runs folder must not run a
+        program). None when the options are missing or do not pass the page's own checks."""
+        if job.get("resume") and (d / "args.json").exists():
+            return [self.python, "-m", "model.train", "--resume", str(d), "--threads", str(self.threads)]
+        stored = job.get("options")
+        if not isinstance(stored, dict):
+            return None
+        known = {f.name for f in dataclasses.fields(TrainOptions)} - {"tsv_bytes"}
+        try:
+            o = TrainOptions(**{k: v for k, v in stored.items() if k in known})
+            if o.task == "tsv":
+                o.tsv_bytes = (d / "corpus.tsv").read_bytes()
+            validate_options(o)
+        except (TypeError, ValueError, OSError):  # UserError is a ValueError
+            return None
+        cmd = [self.python, "-m", "model.train", "--config", str(d / "config.json"), *train_arguments(o)]
+        if o.task == "tsv":
+            cmd += ["--tsv", str(d / "corpus.tsv")]
+        return cmd + ["--threads", str(self.threads), "--out", str(d)]
+
     def _launch(self, d: Path) -> None:
         job = self._job(d)
-        cmd = job.get("command")
-        cmd = list(cmd) if isinstance(cmd, list) and all(isinstance(c, str) for c in cmd) else []
-        if job.get("resume") and (d / "args.json").exists():
-            cmd = [self.python, "-m", "model.train", "--resume", str(d)]
+        cmd = self.trainer_command(d, job)
         if not cmd:
             self._set_status(d, state="failed", message=Message("jobs.status.no_command"))
             return

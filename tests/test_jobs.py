@@ -339,22 +339,47 @@ def test_a_crashed_trainer_shows_its_error_not_a_traceback(tmp_path, monkeypatch
     root = tmp_path / "runs"
     d = root / "copy-x"
     d.mkdir(parents=True)
-    code = "def f():\n    raise RuntimeError('out of memory while allocating')\nf()\n"
-    (d / "job.json").write_text(json.dumps({"id": "copy-x", "command": [sys.executable, "-c", code], "pid": None,
+    (d / "config.json").write_text("{not json")  # the trainer refuses it and exits with code 2
+    (d / "job.json").write_text(json.dumps({"id": "copy-x", "options": {**FAST, "steps": 10}, "pid": None,
                                             "queued_at": time.time(), "created_at": time.time()}))
     (d / "status.json").write_text(json.dumps({"state": "queued", "step": 0}))
     m = JobManager(root)
-    deadline = time.time() + 30
+    deadline = time.time() + 60
     while m.summary("copy-x")["state"] in ("queued", "running") and time.time() < deadline:
         time.sleep(0.1)
         m.poll()
     msg = m.summary("copy-x")["message"]
-    assert msg == Message("jobs.status.crashed_with",
-                          {"code": 1, "at": 0, "detail": "RuntimeError: out of memory while allocating"}), msg
-    assert say_in("en", msg, monkeypatch) == \
-        "the trainer exited with code 1 at step 0: RuntimeError: out of memory while allocating"
-    assert say_in("ko", msg, monkeypatch) == \
-        "학습 프로세스가 0 스텝에서 코드 1로 끝났습니다: RuntimeError: out of memory while allocating"
+    assert msg.code == "jobs.status.crashed_with" and msg.args["code"] == 2, msg
+    assert "--config: not valid JSON" in msg.args["detail"] and "Traceback" not in msg.args["detail"]
+    assert say_in("ko", msg, monkeypatch).startswith("학습 프로세스가 0 스텝에서 코드 2로 끝났습니다: ")
+
+
+# -- issue 12: job.json's "command" was executed as stored, so a crafted queued run in the runs folder ran any
+# program on the next page view. The command is rebuilt from the validated options every time.
+@pytest.mark.parametrize("options, runs", [({**FAST, "steps": 5}, True), ({**FAST, "task": "../../bin/sh"}, False),
+                                           ({**FAST, "steps": "5; rm -rf /"}, False), (None, False)])
+def test_a_stored_command_is_never_executed(tmp_path, options, runs):
+    root = tmp_path / "runs"
+    d = root / "copy-x"
+    d.mkdir(parents=True)
+    witness = tmp_path / "pwned"
+    job = {"id": "copy-x", "command": ["sh", "-c", f"touch {witness}"], "pid": None,
+           "queued_at": time.time(), "created_at": time.time(), **({"options": options} if options else {})}
+    (d / "job.json").write_text(json.dumps(job))
+    (d / "status.json").write_text(json.dumps({"state": "queued", "step": 0}))
+    m = JobManager(root, threads=1)
+    cmd = m.trainer_command(d, job)
+    if runs:
+        assert cmd[:3] == [m.python, "-m", "model.train"] and "sh" not in cmd and "--out" in cmd
+    else:
+        assert cmd is None
+    m.poll()
+    for p in m._procs.values():
+        p.kill()
+        p.wait(10)
+    assert not witness.exists()
+    if not runs:
+        assert m.summary("copy-x")["message"] == Message("jobs.status.no_command")
 
 
 # -----------------------------------------------------------------------------
