@@ -1,0 +1,225 @@
+"""The ViT section of the family page: a small Vision Transformer classifies 8×8 handwritten digits. The
+learner picks a test digit or draws one (click pixels on a canvas, or edit the same picture as text), and
+sees the patches as tokens, the prediction, where [CLS] attends in every layer and head, the attention
+rollout, and what the learned position embeddings learned. Layout only: the model and every number come
+from model.family.vit (data from model.family.digits), the figures from app.charts.family_vit."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from app.charts.family_vit import (class_probabilities, cls_attention_tiles, digit_canvas, patch_similarity_grid,
+                                   patch_tokens, position_similarity_map, rollout_overlay)
+from app.family import concept_link, pick_family_model
+from app.i18n import UserError, t
+from app.state import keep
+from app.ui import error, show_figure, show_matrix, text
+from model.family.digits import (SIZE, blank_text, image_from_text, image_to_text, lenient_image, split,
+                                 toggle_pixel)
+from model.family.vit import ViTConfig, classify, neighbour_similarity, position_similarity
+
+TASK = "vit-digits"
+INDEX = "fam_vit_index"
+GRID = "fam_vit_grid"
+CANVAS_N = "fam_vit_canvas_n"  # bumped after every click: a fresh canvas widget with nothing selected
+MAX_GRID_TEXT = 400
+
+
+def _stamp(path: Path | None) -> float:
+    try:
+        return (Path(path) / "model.safetensors").stat().st_mtime if path else 0.0
+    except OSError:
+        return 0.0
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def _classification(path: str, stamp: float, grid: str, _model):
+    return classify(_model, image_from_text(grid))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _positions(path: str, stamp: float, _model):
+    S = position_similarity(_model)
+    return S, neighbour_similarity(S, _model.config.grid)
+
+
+def _test_text(index: int) -> str:
+    images, _ = split("test")
+    return image_to_text(images[index])
+
+
+def _fresh_canvas() -> None:
+    st.session_state[CANVAS_N] = st.session_state.get(CANVAS_N, 0) + 1
+
+
+def _use_test_digit() -> None:
+    """The index's test digit onto the canvas (the number input's on_change and the button)."""
+    ss = st.session_state
+    ss[GRID] = _test_text(int(ss.get(INDEX, 0)))
+    _fresh_canvas()
+
+
+def _clear() -> None:
+    st.session_state[GRID] = blank_text()
+    _fresh_canvas()
+
+
+def _clicked(key: str) -> None:
+    """A click on the canvas (an on_select callback): switch every selected pixel, then a fresh canvas."""
+    ss = st.session_state
+    state = ss.get(key)
+    try:
+        points = state["selection"]["points"] if state else []
+    except (KeyError, TypeError):
+        points = []
+    grid = ss.get(GRID, blank_text())
+    for p in points:
+        try:
+            row, col = int(round(float(p["y"]))), int(round(float(p["x"])))
+        except (KeyError, TypeError, ValueError):
+            try:  # the point's number: pixels are drawn row by row
+                row, col = divmod(int(p["point_index"]), SIZE)
+            except (KeyError, TypeError, ValueError):
+                continue
+        grid = toggle_pixel(grid, row, col)
+    ss[GRID] = grid
+    _fresh_canvas()
+
+
+def render() -> None:
+    st.header(t("family_vit.header"))
+    intro = st.container()  # filled once the picker says which model (its numbers are in the text)
+    c1, c2 = st.columns(2)
+    concept_link("positional.py", t("family_vit.link_positional"), icon=":material/linear_scale:", where=c1)
+    concept_link("multihead.py", t("family_vit.link_multihead"), icon=":material/view_module:", where=c2)
+    loaded = pick_family_model(TASK, key="fam_vit_model")
+    cfg = loaded.config if loaded is not None else ViTConfig()
+    with intro:
+        text("family_vit.intro", size=cfg.image_size, patch=cfg.patch_size, grid=cfg.grid, patches=cfg.n_patches,
+             tokens=cfg.n_tokens)
+    if loaded is None:
+        return
+    images, labels = split("test")
+    n_test = len(images)
+    model, path = loaded.model, loaded.path
+    stamp = _stamp(path)
+
+    m1, m2 = st.columns([3, 1])
+    m1.caption(t("family_vit.model_caption", params=model.num_parameters(), layers=cfg.n_layers, heads=cfg.n_heads,
+                 d_model=cfg.d_model, patches=cfg.n_patches, patch=cfg.patch_size, tokens=cfg.n_tokens))
+    scores = loaded.meta.get("scores") if isinstance(loaded.meta.get("scores"), dict) else {}
+    if isinstance(scores.get("test_accuracy"), (int, float)):
+        m2.metric(t("family_vit.test_score"), f"{scores['test_accuracy']:.1%}",
+                  help=t("family_vit.test_score_help", n=scores.get("test_images", n_test)))
+
+    # ------------------------------------------------------------ the digit
+    st.subheader(t("family_vit.input_header"))
+    text("family_vit.input", n_test=n_test)
+    ss = st.session_state
+    left, middle, right = st.columns([1, 1.3, 1])
+    index = int(left.number_input(t("family_vit.index", last=n_test - 1), 0, n_test - 1, step=1,
+                                  help=t("family_vit.index_help"), on_change=_use_test_digit,
+                                  **keep(INDEX, 0, url="vit_index", valid=range(n_test))))
+    left.button(t("family_vit.use_digit"), on_click=_use_test_digit, key="fam_vit_use", icon=":material/download:")
+    left.button(t("family_vit.clear"), on_click=_clear, key="fam_vit_clear", icon=":material/ink_eraser:")
+    # the canvas starts from the linked or kept test digit; "reset this page" brings back test digit 0
+    default_grid = _test_text(index) if GRID not in ss else _test_text(0)
+    with right:
+        grid = st.text_area(t("family_vit.grid"), height=250, help=t("family_vit.grid_help"), max_chars=MAX_GRID_TEXT,
+                            **keep(GRID, default_grid, url="vit_grid",
+                                   valid=lambda v: isinstance(v, str) and len(v) <= MAX_GRID_TEXT))
+    with middle:
+        canvas_key = f"fam_vit_canvas_{ss.get(CANVAS_N, 0)}"
+        fig = digit_canvas(lenient_image(grid), title=t("family_vit.canvas_title"), hover=t("family_vit.canvas_hover"))
+        st.plotly_chart(fig, key=canvas_key, on_select=lambda: _clicked(canvas_key), selection_mode="points",
+                        width="content", config={"displayModeBar": False})
+
+    try:
+        image = image_from_text(grid)
+    except UserError as e:
+        if e.message.code == "family_vit.errors.grid_blank":
+            st.info(t("family_vit.errors.grid_blank"), icon=":material/draw:")
+        else:
+            error(e)
+        return
+    canonical = image_to_text(image)
+    true_label = int(labels[index]) if canonical == _test_text(index) else None
+    if true_label is not None:
+        left.caption(t("family_vit.is_test_digit", index=index, label=true_label))
+    else:
+        left.caption(t("family_vit.is_drawing"))
+
+    result = _classification(str(path), stamp, canonical, model)
+    cls = t("family_vit.cls")
+
+    # ------------------------------------------------------------ tokens and prediction
+    tok, pred = st.columns([1, 1.4])
+    with tok:
+        st.subheader(t("family_vit.tokens_header", tokens=cfg.n_tokens))
+        fig = patch_tokens(image, result.grid, result.cell, cls_label=cls,
+                           title=t("family_vit.patch_title", patches=cfg.n_patches, patch=cfg.patch_size))
+        show_figure(fig, name=f"vit-patches-{cfg.n_patches}", key="fam-vit-patches")
+        text("family_vit.tokens", pixels=cfg.patch_dim, d_model=cfg.d_model)
+    with pred:
+        st.subheader(t("family_vit.prediction_header"))
+        p1, p2 = st.columns(2)
+        p1.metric(t("family_vit.predicted"), str(result.prediction))
+        p2.metric(t("family_vit.probability"), f"{result.probs[result.prediction]:.1%}")
+        fig = class_probabilities(result.probs, title=t("family_vit.probs_title"), x_title=t("family_vit.digit_axis"),
+                                  y_title=t("family_vit.probability_axis"), predicted=result.prediction,
+                                  true_label=true_label)
+        show_matrix(fig, result.probs[None], name="vit-probabilities", row_labels=[t("family_vit.probability")],
+                    col_labels=[str(i) for i in range(len(result.probs))], key="fam-vit-probs")
+
+    # ------------------------------------------------------------ attention from [CLS]
+    st.subheader(t("family_vit.attention_header"))
+    text("family_vit.attention")
+    L = result.attention.shape[0]
+    shown_names = {0: t("family_vit.all_layers"), **{n: t("family_vit.layer_n", n=n) for n in range(1, L + 1)}}
+    which = st.selectbox(t("family_vit.layers_shown"), list(shown_names), format_func=shown_names.get,
+                         **keep("fam_vit_layer", 0, url="vit_layer", valid=shown_names))
+    layers = slice(None) if which == 0 else slice(which - 1, which)
+    fig = cls_attention_tiles(image, result.cls_to_patches[layers], result.cls_to_cls[layers],
+                              layer_title=t("family_vit.layer"), head_title=t("family_vit.head"), cls_label=cls,
+                              title=t("family_vit.tiles_title"), first_layer=max(which, 1))
+    rows = [f"{t('family_vit.layer')} {l + 1} {t('family_vit.head')} {h + 1}" for l in range(L)
+            for h in range(result.attention.shape[1])]
+    show_matrix(fig, result.attention[:, :, 0, :].reshape(len(rows), -1), name="vit-cls-attention", row_labels=rows,
+                col_labels=[cls] + [str(k + 1) for k in range(cfg.n_patches)], key="fam-vit-tiles")
+
+    r1, r2 = st.columns([1, 1.2])
+    with r1:
+        st.subheader(t("family_vit.rollout_header"))
+        fig = rollout_overlay(image, result.rollout_grid, result.cell, title=t("family_vit.rollout_title"))
+        show_matrix(fig, result.rollout_grid, name="vit-rollout", key="fam-vit-rollout")
+    with r2:
+        text("family_vit.rollout")
+
+    # ------------------------------------------------------------ learned positions
+    st.subheader(t("family_vit.positions_header"))
+    S, (near, far) = _positions(str(path), stamp, model)
+    text("family_vit.positions", patches=cfg.n_patches, grid=cfg.grid, tokens=cfg.n_tokens)
+    n1, n2 = st.columns(2)
+    if near == near and far == far:  # (a grid of one or two patches has no such pairs: NaN)
+        n1.metric(t("family_vit.neighbours"), f"{near:.2f}", help=t("family_vit.neighbours_help"))
+        n2.metric(t("family_vit.others"), f"{far:.2f}")
+    names = [str(k + 1) for k in range(cfg.n_patches)]
+    s1, s2 = st.columns([1.4, 1])
+    with s1:
+        fig = position_similarity_map(S, title=t("family_vit.similarity_title", patches=cfg.n_patches),
+                                      x_title=t("family_vit.patch_axis"), y_title=t("family_vit.patch_axis"))
+        show_matrix(fig, S, name="vit-position-similarity", row_labels=names, col_labels=names,
+                    key="fam-vit-similarity")
+    with s2:
+        patch = 1
+        if cfg.n_patches > 1:  # (a slider needs two values to choose from)
+            patch = int(st.slider(t("family_vit.pick_patch"), 1, cfg.n_patches,
+                                  **keep("fam_vit_patch", min(6, cfg.n_patches), url="vit_patch",
+                                         valid=range(1, cfg.n_patches + 1))))
+        fig = patch_similarity_grid(S[patch - 1], cfg.grid, patch - 1,
+                                    title=t("family_vit.patch_similarity_title", patch=patch))
+        show_matrix(fig, S[patch - 1].reshape(cfg.grid, cfg.grid), name=f"vit-patch-{patch}-similarity",
+                    key="fam-vit-patch-similarity")
+    if near == near and far == far:
+        text("family_vit.positions_result", near=near, far=far)
