@@ -282,9 +282,11 @@ class _Family:
         raw.eval()
         try:
             with torch.no_grad():
-                return self.task.evaluate(raw, device)
+                ev = dict(self.task.evaluate(raw, device))
         finally:
             raw.train(was)
+        ev.update({std: ev[key] for std, key in self.task.standard_metrics.items() if key in ev})
+        return ev
 
     def save(self, directory, model, meta):
         save_family_dir(directory, self.task, model, meta)

@@ -260,8 +260,17 @@ def run_actions(r: dict) -> None:
             st.rerun(scope="fragment")
 
 
-def run_curves(rid: str, records: list[dict]) -> None:
+def score_names(task: str, where: str) -> tuple[str, str]:
+    """The labels of the two validation scores: token accuracy and exact match for translation and LM, the
+    family members' own scores (e.g. digit accuracy; objects found and mean IoU) for theirs."""
+    if task in FAMILY_MEMBER:
+        return t(f"train.family_score.{FAMILY_MEMBER[task]}.main"), t(f"train.family_score.{FAMILY_MEMBER[task]}.second")
+    return t(f"train.{where}.token_accuracy"), t(f"train.{where}.exact_match")
+
+
+def run_curves(rid: str, records: list[dict], task: str = "") -> None:
     x = t("common.step")
+    main_name, second_name = score_names(task, "chart")
     left, right = st.columns(2)
     with left:
         plot(charts.loss_figure(records, title=t("train.chart.loss"), train_name=t("train.chart.training"),
@@ -271,8 +280,7 @@ def run_curves(rid: str, records: list[dict]) -> None:
     with right:
         if any(rec.get("kind") == "eval" for rec in records):
             plot(charts.accuracy_figure(records, title=t("train.chart.accuracy"),
-                                        token_name=t("train.chart.token_accuracy"),
-                                        exact_name=t("train.chart.exact_match"),
+                                        token_name=main_name, exact_name=second_name,
                                         x_title=x, y_title=t("train.chart.accuracy_axis")), key=f"acc-{rid}")
         else:
             st.info(t("train.no_eval_yet"))
@@ -295,15 +303,17 @@ def run_details(r: dict) -> None:
     cols = st.columns(6)
     cols[0].metric(t("train.metric.training_loss"), fmt.fixed(r["loss"]))
     cols[1].metric(t("train.metric.validation_loss"), fmt.fixed(r["val_loss"]))
-    cols[2].metric(t("train.metric.token_accuracy"), fmt.percent(r["val_token_acc"]))
-    cols[3].metric(t("train.metric.exact_match"), fmt.percent(r["val_exact"]))
+    main_name, second_name = score_names(r["task"], "metric")
+    cols[2].metric(main_name, fmt.percent(r["val_token_acc"]))
+    if r["val_exact"] is not None or r["task"] not in FAMILY_MEMBER:  # a family member may have one score only
+        cols[3].metric(second_name, fmt.percent(r["val_exact"]))
     cols[4].metric(t("train.metric.learning_rate"), f"{r['lr']:.2e}" if isinstance(r["lr"], float) else "–")
     cols[5].metric(t("train.metric.tokens_per_second"), fmt.count(r["tokens_per_second"]))
     run_actions(r)
 
     records = mgr.read_metrics(rid)
     if records:
-        run_curves(rid, records)
+        run_curves(rid, records, r["task"])
     if r["samples"]:
         st.subheader(t("train.samples_title"))
         st.dataframe([{t("train.sample.source"): s["source"], t("train.sample.target"): s["target"],

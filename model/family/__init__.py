@@ -29,7 +29,7 @@ from ..atomic import atomic_path, atomic_write_json
 from ..checkpoint import CONFIG_FILE, META_FILE, WEIGHTS_FILE, CheckpointError, _brief, _read_json
 
 # task name -> "module:class" (imported only when used, so the app starts without them)
-FAMILY_TASKS: dict[str, str] = {
+FAMILY_TASKS: dict[str, str] = {  # (also the order of the training page's task list)
     "mlm": "model.family.mlm:MlmTask",
     "vit-digits": "model.family.vit:VitDigitsTask",
     "detr-shapes": "model.family.detr:DetrShapesTask",
@@ -54,6 +54,10 @@ class FamilyTask:
     name: str = ""
     config_class: type = object
     throughput_unit: str = "tokens"
+    # The training page's curves and table read three standard keys of an evaluation: "val_loss",
+    # "val_token_acc" (the task's main accuracy) and "val_exact" (a second score). Each names the key of
+    # this task's evaluate() that fills it; the trainer adds them to every evaluation record.
+    standard_metrics: dict = {}
 
     def __init__(self, seed: int = 0):
         self.seed = seed

@@ -195,6 +195,7 @@ class VitDigitsTask(FamilyTask):
     name = "vit-digits"
     config_class = ViTConfig
     throughput_unit = "images"
+    standard_metrics = {"val_token_acc": "val_accuracy"}  # the training page's curve of digits right
 
     def default_config(self, args) -> ViTConfig:
         changes = {}
