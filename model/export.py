@@ -86,21 +86,32 @@ def export_family(task, model, args, dest: Path, seconds: float, command: str) -
     params = sum(p.numel() for p in raw.parameters())
     meta = {"task": task.name, "steps": args.steps, "seed": args.seed, "train_seconds": round(seconds, 1),
             "score_seconds": round(time.time() - t0, 1), "command": command, "parameters": params,
-            "device": device, "torch": torch.__version__, "scores": scores, "source": "shipped"}
+            "device": device, "torch": torch.__version__, "scores": scores, "source": "shipped",
+            "recipe": {"batch_size": args.batch_size, "warmup": args.warmup, "lr_factor": args.lr_factor}}
     dest = Path(dest)
     save_family_dir(dest, task, raw, meta)
-    lines = [f"# Model card: {dest.name}", "", f"- Task: `{task.name}` (the Transformer family, model/family)",
-             f"- Configuration: `{json.dumps(raw.config.to_dict(), separators=(', ', ': '))}`",
-             f"- {params:,} parameters; batch {args.batch_size}, warm-up {args.warmup}, "
-             f"learning-rate factor {args.lr_factor}, seed {args.seed}",
-             f"- Trained for {args.steps} steps in {seconds / 60:.1f} min on {device} (torch {torch.__version__})",
-             "", "## Recreate", "", "```bash", command, "```", "", "## Test-split scores", ""]
-    for k, v in scores.items():
-        if isinstance(v, (int, float)):
-            lines.append(f"- {k}: {v:.4f}" if isinstance(v, float) else f"- {k}: {v}")
-    (dest / "CARD.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (dest / "CARD.md").write_text(family_card(dest.name, task, raw.config.to_dict(), meta), encoding="utf-8")
     print(json.dumps({k: v for k, v in scores.items() if isinstance(v, (int, float))}, indent=1))
     return scores
+
+
+def family_card(name: str, task, config: dict, meta: dict) -> str:
+    """CARD.md of a family model, from its config and meta.json (so a card can be rewritten later)."""
+    recipe = meta.get("recipe") or {}
+    lines = [f"# Model card: {name}", "", f"- Task: `{task.name}` (the Transformer family, model/family)",
+             f"- Configuration: `{json.dumps(config, separators=(', ', ': '))}`",
+             f"- {meta['parameters']:,} parameters; batch {recipe.get('batch_size', '?')}, warm-up "
+             f"{recipe.get('warmup', '?')}, learning-rate factor {recipe.get('lr_factor', '?')}, seed {meta.get('seed')}",
+             f"- Trained for {meta['steps']} steps in {meta['train_seconds'] / 60:.1f} min on {meta['device']} "
+             f"(torch {meta['torch']})"]
+    notes = task.card_notes()
+    if notes:
+        lines += ["", "## Where the recipe differs from the paper", ""] + [f"- {n}" for n in notes]
+    lines += ["", "## Recreate", "", "```bash", meta["command"], "```", "", "## Test-split scores", ""]
+    for k, v in meta["scores"].items():
+        if isinstance(v, (int, float)):
+            lines.append(f"- {k}: {v:.4f}" if isinstance(v, float) else f"- {k}: {v}")
+    return "\n".join(lines) + "\n"
 
 
 def raw_device(model) -> torch.device:

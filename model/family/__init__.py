@@ -95,6 +95,11 @@ class FamilyTask:
     def score_test(self, model: torch.nn.Module, device) -> dict:
         raise NotImplementedError
 
+    def card_notes(self) -> list[str]:
+        """Lines for the model card on where this member's recipe differs from the paper's (an optimiser of
+        its own, a changed loss weight, ...)."""
+        return []
+
     # -- files
     def save_extra(self, directory: Path) -> None:
         """Anything besides config and weights the model needs at inference (a tokenizer)."""
