@@ -1,0 +1,70 @@
+"""The family page in a real browser (issue 14): a learner draws on the ViT canvas by clicking pixels and masks a
+word for the BERT-style model; the predictions and maps follow, in both languages, with no exception box."""
+from __future__ import annotations
+
+import pytest
+
+from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server, wait_idle
+
+pytestmark = pytest.mark.browser
+playwright = pytest.importorskip("playwright.sync_api")
+SHOTS = ROOT / "test-artifacts"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    SHOTS.mkdir(exist_ok=True)
+    with streamlit_server({"ATLAS_RUNS_DIR": str(tmp_path_factory.mktemp("runs"))}) as url, \
+            playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield url, browser
+        browser.close()
+
+
+def settle(page, ms: int = 400, tries: int = 60) -> None:
+    """Idle: the page has a title and no script run is in progress (Streamlit's status widget is gone)."""
+    wait_idle(page)
+    for _ in range(tries):
+        if page.locator("[data-testid='stStatusWidget']").count() == 0:
+            break
+        page.wait_for_timeout(250)
+    page.wait_for_timeout(ms)
+
+
+def no_exception(page, where: str) -> None:
+    boxes = page.locator("[data-testid='stException']")
+    assert boxes.count() == 0, f"{where}: {boxes.first.inner_text()[:500]}"
+
+
+def grid_text(page) -> str:
+    return page.locator(".st-key-fam_vit_grid textarea").input_value()
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_draw_a_digit_by_clicking_the_canvas(site, lang):
+    url, browser = site
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    try:
+        page.goto(f"{url}/family?member=vit&lang={lang}")
+        settle(page)
+        no_exception(page, "vit")
+        page.locator(".st-key-fam_vit_clear button").click()  # start from an empty canvas
+        settle(page)
+        assert set(grid_text(page).replace("\n", "")) == {"."}
+        canvas = page.locator("[class*='st-key-fam_vit_canvas'] .js-plotly-plot").first
+        canvas.scroll_into_view_if_needed()
+        drag = canvas.locator(".nsewdrag").first.bounding_box()
+        cell_w, cell_h = drag["width"] / 8, drag["height"] / 8
+        drawn = [(1, 3), (2, 3), (3, 3), (4, 3), (5, 3), (6, 3)]  # a vertical stroke: a "1"
+        for row, col in drawn:
+            canvas = page.locator("[class*='st-key-fam_vit_canvas'] .js-plotly-plot").first
+            box = canvas.locator(".nsewdrag").first.bounding_box()
+            page.mouse.click(box["x"] + (col + 0.5) * cell_w, box["y"] + (row + 0.5) * cell_h)
+            settle(page, 300)
+        rows = grid_text(page).splitlines()
+        inked = {(r, c) for r, line in enumerate(rows) for c, ch in enumerate(line) if ch != "."}
+        assert inked == set(drawn), rows
+        no_exception(page, "vit after drawing")
+        page.screenshot(path=str(SHOTS / f"family-vit-drawn-{lang}.png"), full_page=True)
+    finally:
+        page.close()
