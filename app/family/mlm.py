@@ -1,0 +1,191 @@
+"""The family page's BERT-style section: a small encoder-only masked language model trained here on the
+teaching corpus fills in the [MASK]s a learner types or clicks, and its bidirectional self-attention is
+shown beside the shipped decoder-only `lm` reading the same tokens (full squares vs causal triangles).
+Layout only: the computation is model.family.mlm, the figures app/charts/family_mlm.py."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from app.charts.export import csv_text
+from app.charts.family_mlm import mask_predictions
+from app.charts.heatmaps import attention_heatmap, head_grid
+from app.family import concept_link, pick_family_model
+from app.i18n import UserError, prose, say, t
+from app.inspector import label, labels
+from app.state import OneBased, keep
+from app.train_ui import plain
+from app.ui import error, show_figure, show_matrix, text
+from model.checkpoint import CheckpointError
+from model.family.mlm import fill_masks, later_share, tokens
+
+MAX_CHARS = 400  # per text box; the model reads at most max_len pieces anyway
+
+
+class Positions:
+    """Token positions in a link: `mlm_masked=4,11` (0 is [CLS], so the first word is 1)."""
+
+    @staticmethod
+    def encode(value) -> str:
+        return ",".join(str(int(v)) for v in value)
+
+    @staticmethod
+    def decode(text: str, default) -> list[int]:
+        parts = [p.strip() for p in text.split(",") if p.strip()]
+        if len(parts) > 64 or not all(p.isdigit() and len(p) < 4 for p in parts):
+            raise ValueError(text)
+        return sorted({int(p) for p in parts})
+
+
+def _stamp(path: Path) -> float:
+    try:
+        return (Path(path) / "model.safetensors").stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _fill(_loaded, path: str, stamp: float, text_a: str, text_b: str, positions: tuple[int, ...]):
+    return fill_masks(_loaded.model, _loaded.extra, text_a, text_b or None, list(positions))
+
+
+def _lm():
+    """The shipped decoder-only model (LoadedModel), or None when it is missing or damaged."""
+    from app.resources import SHIPPED, load_model
+    path = SHIPPED["lm"]
+    if not (path / "config.json").is_file():
+        return None, path
+    try:
+        return load_model(path), path
+    except CheckpointError:
+        return None, path
+
+
+def _clear_masks_on_new_text(text_a: str, text_b: str) -> None:
+    """Clicked masks belong to one text: a new text starts with none (a link's masks are kept)."""
+    ss = st.session_state
+    now = (text_a, text_b)
+    if ss.get("fam_mlm_masked_for") not in (None, now):
+        ss["fam_mlm_masked"] = []
+    ss["fam_mlm_masked_for"] = now
+
+
+def render() -> None:
+    st.header(t("family_mlm.header"))
+    text("family_mlm.intro")
+    concept_link("masks.py", t("family_mlm.link_masks"), icon=":material/change_history:")
+    loaded = pick_family_model("mlm", key="fam_mlm_model")
+    if loaded is None:
+        return
+    tok, cfg = loaded.extra, loaded.config
+    scores = (loaded.meta or {}).get("scores") or {}
+    if "test_accuracy" in scores:
+        st.caption(t("family_mlm.card", acc=scores["test_accuracy"], top5=scores.get("test_top5_accuracy", 0.0),
+                     en=scores.get("test_accuracy_en", 0.0), ko=scores.get("test_accuracy_ko", 0.0),
+                     en_pair=scores.get("test_accuracy_en_with_ko", 0.0),
+                     ko_pair=scores.get("test_accuracy_ko_with_en", 0.0), steps=loaded.meta.get("steps", "?")))
+    text("family_mlm.training")
+
+    # ------------------------------------------------------------------ inputs
+    text_a = st.text_input(t("family_mlm.text"), max_chars=MAX_CHARS,
+                           **keep("fam_mlm_text", prose("family_mlm.default_text"), url="mlm_text"))
+    text_b = st.text_input(t("family_mlm.pair"), max_chars=MAX_CHARS,
+                           **keep("fam_mlm_pair", prose("family_mlm.default_pair"), url="mlm_pair"))
+    _clear_masks_on_new_text(text_a, text_b)
+    try:
+        seq = tokens(tok, text_a, text_b, cfg.max_len)
+    except UserError as e:
+        error(e)
+        return
+    if seq.cut:
+        st.warning(t("family_mlm.cut", n=cfg.max_len))
+    choices = seq.content_positions(tok)
+    picked = []
+    if choices:  # nothing to click when every token is already [MASK]
+        picked = st.pills(t("family_mlm.pick"), choices, selection_mode="multi",
+                          format_func=lambda p: plain(label(seq.pieces[p])),
+                          **keep("fam_mlm_masked", [], url="mlm_masked", valid=choices, codec=Positions))
+    try:
+        result = _fill(loaded, str(loaded.path), _stamp(loaded.path), text_a, text_b, tuple(sorted(picked or ())))
+    except UserError as e:
+        if e.message.code == "family_mlm.errors.nothing_masked":
+            st.info(say(e.message))
+        else:
+            error(e)
+        return
+
+    # ------------------------------------------------------------------ predictions
+    st.subheader(t("family_mlm.predictions_header"))
+    panels, rows = [], []
+    for p in result.predictions:
+        title = (t("family_mlm.panel_hidden", position=p.position, hidden=label(p.hidden)) if p.hidden is not None
+                 else t("family_mlm.panel", position=p.position))
+        panels.append((title, labels([pc for pc, _ in p.top]), [pr for _, pr in p.top],
+                       label(p.hidden) if p.hidden is not None else None))
+        rows.append({t("family_mlm.col_position"): p.position, t("family_mlm.col_segment"): result.segments[p.position],
+                     t("family_mlm.col_hidden"): label(p.hidden) if p.hidden is not None else "–",
+                     t("family_mlm.col_guess"): label(p.top[0][0]), t("family_mlm.col_prob"): round(p.top[0][1], 3),
+                     t("family_mlm.col_rank"): str(p.hidden_rank) if p.hidden_rank is not None else "–"})
+    show_figure(mask_predictions(panels, x_title=t("family_mlm.probability")), name="mlm-predictions",
+                csv=csv_text(["position", "rank", "piece", "probability"],
+                             [(p.position, r + 1, pc, pr) for p in result.predictions for r, (pc, pr) in enumerate(p.top)]),
+                key="fam-mlm-predictions")
+    st.dataframe(rows, hide_index=True)
+    text("family_mlm.predictions_note")
+
+    # ------------------------------------------------------------------ attention: bidirectional vs causal
+    st.subheader(t("family_mlm.attention_header"))
+    text("family_mlm.attention_intro")
+    piece_labels = labels(result.pieces)
+    lm, lm_path = _lm()
+    lm_weights, lm_note, lm_max = None, "family_mlm.no_lm", 0
+    if lm is not None and len(result.ids) > lm.config.max_len:  # a model trained here with a longer max_len
+        lm, lm_note, lm_max = None, "family_mlm.lm_too_long", lm.config.max_len
+    if lm is not None:
+        from app.resources import forward_pass
+        from model.probe import kind_weights
+        lm_ids = result.filled_ids()
+        lm_labels = labels([lm.tokenizer.id_to_piece(i) for i in lm_ids])
+        lm_weights = kind_weights(forward_pass(lm_path, lm_ids), "decoder_self")  # (layers, H, T, T)
+    layer_word, head_word = t("common.layer"), t("common.head")
+    left, right = st.columns(2)
+    with left:
+        st.markdown(t("family_mlm.bert_side"))
+        show_figure(head_grid(result.attention, layer_title=layer_word, head_title=head_word),
+                    name="mlm-all-heads", key="fam-mlm-grid")
+    with right:
+        st.markdown(t("family_mlm.lm_side"))
+        if lm_weights is None:
+            st.info(t(lm_note, n=lm_max))
+        else:
+            show_figure(head_grid(lm_weights, layer_title=layer_word, head_title=head_word),
+                        name="lm-all-heads", key="fam-mlm-lm-grid")
+    n_layers, n_heads = result.attention.shape[:2]
+    c1, c2 = st.columns(2)
+    layer = c1.selectbox(layer_word, range(n_layers), format_func=lambda i: f"{i + 1}",
+                         **keep("fam_mlm_layer", n_layers - 1, url="mlm_layer", valid=range(n_layers), codec=OneBased))
+    head = c2.selectbox(head_word, range(n_heads), format_func=lambda i: f"{i + 1}",
+                        **keep("fam_mlm_head", 0, url="mlm_head", valid=range(n_heads), codec=OneBased))
+    later = later_share(result.attention)
+    left, right = st.columns(2)
+    with left:
+        w = result.attention[layer, head]
+        fig = attention_heatmap(w, piece_labels, piece_labels, query_title=t("common.query"), key_title=t("common.key"),
+                                title=t("family_mlm.map_title", model="mlm", layer=layer + 1, head=head + 1))
+        show_matrix(fig, w, name=f"mlm-L{layer + 1}-H{head + 1}", row_labels=piece_labels, col_labels=piece_labels,
+                    key="fam-mlm-map")
+        st.metric(t("family_mlm.later"), f"{later[layer, head]:.1%}")
+    with right:
+        if lm_weights is not None:
+            lm_layer = min(layer, lm_weights.shape[0] - 1)
+            lm_head = min(head, lm_weights.shape[1] - 1)
+            if (lm_layer, lm_head) != (layer, head):
+                st.caption(t("family_mlm.lm_smaller", layers=lm_weights.shape[0], heads=lm_weights.shape[1]))
+            w = lm_weights[lm_layer, lm_head]
+            fig = attention_heatmap(w, lm_labels, lm_labels, query_title=t("common.query"), key_title=t("common.key"),
+                                    title=t("family_mlm.map_title", model="lm", layer=lm_layer + 1, head=lm_head + 1))
+            show_matrix(fig, w, name=f"lm-L{lm_layer + 1}-H{lm_head + 1}", row_labels=lm_labels, col_labels=lm_labels,
+                        key="fam-mlm-lm-map")
+            st.metric(t("family_mlm.later"), f"{later_share(lm_weights)[lm_layer, lm_head]:.1%}")
+    st.caption(t("common.rows_cols"))

@@ -1,0 +1,555 @@
+"""BERT (Devlin et al., 2018) in miniature: the paper's encoder alone, trained here as a masked language
+model on the teaching corpus, in English, in Korean, and on English–Korean pairs.
+
+The model IS `model.transformer.Transformer` with a TransformerConfig of architecture "encoder-only":
+the same EncoderLayer / MultiHeadAttention code as the translator, with no causal mask, so every token
+attends to both sides. Where it follows BERT rather than the paper (each a config option):
+- token + position + segment embeddings, summed, then a LayerNorm (segment_vocab=2, embed_norm; no
+  sqrt(d_model) scale); positions "learned" as in BERT, so the three embeddings are all learned tables
+  as in BERT's figure 2: every sequence of the corpus fits in max_len=64 (a pair is at most 51
+  pieces), so the table never has to reach past what training shows (sinusoids would extrapolate,
+  but nothing here is longer), and it costs only 64 x d_model parameters;
+- GELU in the feed-forward network; the masked-LM head (dense -> GELU -> LayerNorm) before the
+  output layer, which is the tied token embedding plus a bias; no label smoothing.
+
+Tokens: the shipped shared EN/KO sentencepiece model (vocab 2000). BERT's specials reuse its ids:
+[CLS] = <s> (2), [SEP] = </s> (3), [PAD] = <pad> (0), and one new id, 2000, is [MASK] (vocab 2001).
+A learner types "[MASK]" in the text; the mask stands for one whole piece, including its "▁".
+
+Examples (from model.corpus.task_pairs("en-ko", seed)): one English sentence "[CLS] en [SEP]", one
+Korean sentence "[CLS] ko [SEP]" (segment 0 throughout), or a translation pair "[CLS] en [SEP] ko [SEP]"
+with segment 0 up to the first [SEP] and 1 after it: with the translation beside it the model can
+read the hidden word in the other language. Training steps draw one kind each (English 20%, Korean 20%,
+pairs 60%: reading the other language is the hard part), so short sentences are not padded to the
+length of pairs.
+
+Segments: Transformer.encode / forward take segment ids (segments=), added to the token and position
+embeddings as in BERT.
+
+Masking as BERT: 15% of the real tokens of each sequence (at least one; never [CLS], [SEP] or
+padding) are chosen; of those 80% become [MASK], 10% a random token, 10% stay unchanged; the loss is
+the cross-entropy on the chosen positions only. Training draws depend only on (seed, step, rank).
+Scores (valid curves, test card) use a fixed masking of the split where every chosen token is [MASK]
+("the model fills a [MASK]", as the page does), and compare each sentence alone with the same masks
+beside its translation (fixed_batches)."""
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..config import TransformerConfig
+from ..masks import as_key_mask
+from ..messages import UserError
+from ..transformer import Intermediates, Transformer
+from . import FamilyTask
+
+KINDS = ("en", "ko", "pair")  # a single English sentence, a single Korean one, a translation pair
+KIND_SHARES = (0.2, 0.2, 0.6)  # how often training draws each kind: pairs teach reading the other language
+MASK_RATE = 0.15  # share of a sequence's real tokens chosen for prediction
+MASK_SHARE, RANDOM_SHARE = 0.8, 0.1  # of the chosen: [MASK], a random token; the rest stay unchanged
+IGNORE = -100  # label of a position the loss skips
+ACTION_NONE, ACTION_MASK, ACTION_RANDOM, ACTION_KEEP = 0, 1, 2, 3  # what masking did to each position
+MASK_TEXT = "[MASK]"
+TYPED_MASK = re.compile(r"\[mask\]", re.IGNORECASE)
+SENTINEL = "\x00"  # stands for a typed [MASK] while sentencepiece reads the text (a byte piece)
+TOP = 5
+EVAL_PAIRS = 200  # valid pairs scored at every evaluation (x 3 kinds = 600 sequences: a second or two)
+EVAL_SEED, TEST_SEED = 1, 2  # the fixed maskings of valid and test
+DEFAULTS = {"d_model": 128, "n_heads": 4, "d_ff": 512, "layers": 2, "dropout": 0.1, "max_len": 64}
+
+
+# ----------------------------------------------------------------------------- tokenizer
+
+class MlmTokenizer:
+    """The shared sentencepiece tokenizer with BERT's extra pieces: [CLS] / [SEP] / [PAD] are its
+    <s> / </s> / <pad>, [MASK] is one new id (base vocab size). Same interface as model.tokenizer:
+    encode(text) (no [CLS]/[SEP]; a typed "[MASK]" becomes mask_id), decode, pieces, id_to_piece,
+    is_byte, vocab_size, save(dir)."""
+    kind = "mlm-sentencepiece"
+
+    def __init__(self, base):
+        self.base = base
+        self.pad_id, self.unk_id, self.bos_id, self.eos_id = base.pad_id, base.unk_id, base.bos_id, base.eos_id
+        self.cls_id, self.sep_id = self.bos_id, self.eos_id
+        self.mask_id = base.vocab_size
+        self.specials = {self.pad_id: "[PAD]", self.cls_id: "[CLS]", self.sep_id: "[SEP]", self.mask_id: MASK_TEXT}
+        self._space = base.sp.piece_to_id("\u2581") if hasattr(base, "sp") else -1
+        self._sentinel = base.sp.piece_to_id("<0x00>") if hasattr(base, "sp") else -1
+
+    @classmethod
+    def load(cls, directory: str | Path | None = None) -> "MlmTokenizer":
+        """From a folder holding tokenizer.model (default: the shipped shared tokenizer)."""
+        from ..tokenizer import DEFAULT_DIR, load_tokenizer
+        return cls(load_tokenizer(directory if directory is not None else DEFAULT_DIR))
+
+    def save(self, directory: str | Path) -> Path:
+        return self.base.save(directory)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.base.vocab_size + 1
+
+    def is_special(self, i: int) -> bool:
+        """[PAD], [CLS], [SEP] (never masked, never predicted)."""
+        return int(i) in (self.pad_id, self.cls_id, self.sep_id)
+
+    def encode(self, text: str) -> list[int]:
+        """Ids without [CLS]/[SEP]. A typed [MASK] (any case) replaces one whole piece: the space
+        before it belongs to the masked piece ("hot [MASK] in" -> ▁hot [MASK] ▁in)."""
+        clean = text.replace(SENTINEL, "")
+        if not TYPED_MASK.search(clean):
+            return self.base.encode(clean)
+        ids = self.base.encode(TYPED_MASK.sub(SENTINEL, clean))
+        out: list[int] = []
+        for i in ids:
+            if i == self._sentinel:
+                if out and out[-1] == self._space:
+                    out.pop()  # the lone "▁" before a mask is the mask's own space
+                out.append(self.mask_id)
+            else:
+                out.append(i)
+        return out
+
+    def pieces(self, text: str) -> list[str]:
+        return [self.id_to_piece(i) for i in self.encode(text)]
+
+    def id_to_piece(self, i: int) -> str:
+        i = int(i)
+        return self.specials.get(i) or self.base.id_to_piece(i)
+
+    def is_byte(self, i: int) -> bool:
+        return int(i) != self.mask_id and self.base.is_byte(i)
+
+    def decode(self, ids) -> str:
+        """Text of the ids; [PAD]/[CLS]/[SEP] skipped, each mask written as [MASK]."""
+        words: list[str] = []
+        run: list[int] = []
+
+        def flush():
+            if run:
+                text = self.base.decode(run)
+                first = self.base.id_to_piece(run[0])
+                glue = " " if words and first.startswith("\u2581") else ""
+                words.append(glue + text)
+                run.clear()
+
+        for i in ids:
+            i = int(i)
+            if i == self.mask_id:
+                flush()
+                words.append((" " if words else "") + MASK_TEXT)
+            elif not self.is_special(i):
+                run.append(i)
+        flush()
+        return "".join(words)
+
+
+@functools.cache
+def shared_tokenizer() -> MlmTokenizer:
+    return MlmTokenizer.load()
+
+
+# ----------------------------------------------------------------------------- sequences and masking
+
+def join_segments(tok, a: list[int], b: list[int] | None = None, max_len: int = 64) -> tuple[list[int], list[int], bool]:
+    """[CLS] a [SEP] (segment 0) or [CLS] a [SEP] b [SEP] (segment 0 up to the first [SEP], then 1).
+    Too long for max_len: the longer side loses its last piece until it fits (BERT's truncate_seq_pair);
+    returns (ids, segments, cut)."""
+    a, b = list(a), (list(b) if b else None)
+    room = max_len - (3 if b is not None else 2)
+    if room < 2:
+        raise ValueError(f"max_len={max_len} is too short for [CLS] ... [SEP]")
+    cut = False
+    while len(a) + (len(b) if b is not None else 0) > room:
+        cut = True
+        if b is not None and len(b) > len(a):
+            b.pop()
+        else:
+            a.pop()
+    ids = [tok.cls_id, *a, tok.sep_id]
+    segments = [0] * len(ids)
+    if b is not None:
+        ids += [*b, tok.sep_id]
+        segments += [1] * (len(b) + 1)
+    return ids, segments, cut
+
+
+def mask_sequence(ids: list[int], tok, rng: np.random.Generator, random_share: float = RANDOM_SHARE,
+                  mask_share: float = MASK_SHARE) -> tuple[list[int], list[int], list[int]]:
+    """BERT's masking of one sequence: round(15%) of its real tokens (at least one) are chosen; each
+    chosen one becomes [MASK] (mask_share), a random ordinary token (random_share) or stays as it is.
+    Returns (input ids, labels (IGNORE where not chosen), actions)."""
+    candidates = [p for p, i in enumerate(ids) if not tok.is_special(i)]
+    out, labels, actions = list(ids), [IGNORE] * len(ids), [ACTION_NONE] * len(ids)
+    if not candidates:
+        return out, labels, actions
+    n = min(len(candidates), max(1, int(round(MASK_RATE * len(candidates)))))
+    chosen = rng.choice(len(candidates), size=n, replace=False)
+    draws = rng.random(n)
+    randoms = rng.integers(4, tok.mask_id, size=n)  # ordinary pieces only: no specials, no [MASK]
+    for c, u, r in zip(chosen, draws, randoms):
+        p = candidates[int(c)]
+        labels[p] = ids[p]
+        if u < mask_share:
+            out[p], actions[p] = tok.mask_id, ACTION_MASK
+        elif u < mask_share + random_share:
+            out[p], actions[p] = int(r), ACTION_RANDOM
+        else:
+            actions[p] = ACTION_KEEP
+    return out, labels, actions
+
+
+@dataclass
+class MlmBatch:
+    """A padded batch (all (B, L)): ids as the model reads them (masked), segments, pad_mask (True =
+    real token), labels (the original id where a prediction is scored, IGNORE elsewhere), actions
+    (ACTION_*: what masking did), originals (the ids before masking); kinds: one of KINDS per row."""
+    ids: torch.Tensor
+    segments: torch.Tensor
+    pad_mask: torch.Tensor
+    labels: torch.Tensor
+    actions: torch.Tensor
+    originals: torch.Tensor
+    kinds: list[str] = field(default_factory=list)
+
+    def to(self, device) -> "MlmBatch":
+        move = lambda x: x.to(device)
+        return MlmBatch(move(self.ids), move(self.segments), move(self.pad_mask), move(self.labels),
+                        move(self.actions), move(self.originals), list(self.kinds))
+
+    @property
+    def n_predicted(self) -> int:
+        return int((self.labels != IGNORE).sum())
+
+
+def pad_rows(tok, rows: list[tuple[list[int], list[int], list[int], list[int], list[int]]], kinds: list[str]) -> MlmBatch:
+    """(input ids, segments, labels, actions, original ids) per sequence -> a padded MlmBatch."""
+    B, L = len(rows), max(len(r[0]) for r in rows)
+
+    def pad(i, value, dtype=torch.long):
+        t = torch.full((B, L), value, dtype=dtype)
+        for b, r in enumerate(rows):
+            t[b, :len(r[i])] = torch.tensor(r[i], dtype=dtype)
+        return t
+
+    ids = pad(0, tok.pad_id)
+    return MlmBatch(ids, pad(1, 0), ids != tok.pad_id, pad(2, IGNORE), pad(3, ACTION_NONE, torch.int8),
+                    pad(4, tok.pad_id), list(kinds))
+
+
+def make_batch(tok, rows: list[tuple[list[int], list[int]]], kinds: list[str], rng: np.random.Generator,
+               max_len: int, mask_share: float = MASK_SHARE, random_share: float = RANDOM_SHARE) -> MlmBatch:
+    """Sequences for (en ids, ko ids) rows, each as its kind (KINDS), masked with rng, padded."""
+    out = []
+    for (en, ko), kind in zip(rows, kinds):
+        if kind == "pair":
+            ids, seg, _ = join_segments(tok, en, ko, max_len)
+        else:
+            ids, seg, _ = join_segments(tok, en if kind == "en" else ko, None, max_len)
+        masked, labels, actions = mask_sequence(ids, tok, rng, random_share, mask_share)
+        out.append((masked, seg, labels, actions, ids))
+    return pad_rows(tok, out, kinds)
+
+
+# ----------------------------------------------------------------------------- the model with segments
+
+def encode_with_segments(model: Transformer, ids: torch.Tensor, segments: torch.Tensor | None = None,
+                         pad_mask: torch.Tensor | None = None, record: Intermediates | None = None) -> torch.Tensor:
+    """Transformer.encode with segment ids (token + position + segment embeddings, then the encoder layers).
+    ids, segments: (B, L); pad_mask (B, L) True = real token -> hidden states (B, L, D)."""
+    return model.encode(ids, pad_mask, record, segments=segments)
+
+
+def masked_logits(model: Transformer, batch: MlmBatch) -> tuple[torch.Tensor, torch.Tensor]:
+    """(logits (N, vocab), labels (N,)) at the N positions that are scored: the output layer runs on
+    those positions only."""
+    h = encode_with_segments(model, batch.ids, batch.segments, batch.pad_mask)
+    chosen = batch.labels != IGNORE
+    return model.project(h[chosen]), batch.labels[chosen]
+
+
+# ----------------------------------------------------------------------------- data
+
+@functools.lru_cache(maxsize=2)
+def encoded_splits(seed: int = 0) -> dict[str, list[tuple[list[int], list[int]]]]:
+    """The en-ko corpus's splits (model.corpus.task_pairs("en-ko", seed)) as (en ids, ko ids)."""
+    from ..corpus import task_pairs
+    tok = shared_tokenizer().base
+    return {k: [(tok.encode(en), tok.encode(ko)) for en, ko in v] for k, v in task_pairs("en-ko", seed).items()}
+
+
+SCORE_KINDS = ("en", "ko", "en_with_ko", "ko_with_en")  # what the scores compare
+
+
+def fixed_batches(tok, pairs, seed: int, max_len: int, batch_size: int = 128) -> list[MlmBatch]:
+    """The scoring sequences, masked once with a fixed seed (every chosen token [MASK]), sorted by length
+    into batches. Per pair: the English sentence alone ("en"), the Korean alone ("ko"), and the pair
+    [CLS] en [SEP] ko [SEP] twice: with the SAME English tokens masked and the Korean whole ("en_with_ko"),
+    and with the same Korean tokens masked and the English whole ("ko_with_en"). The only difference
+    between "en" and "en_with_ko" is the translation beside the sentence."""
+    rng = np.random.default_rng([seed, 7919])
+    rows, kinds = [], []
+    for en, ko in pairs:
+        pair, pair_seg, _ = join_segments(tok, en, ko, max_len)
+        n_en = pair_seg.count(0) - 2  # English pieces kept in the pair ([CLS] and the first [SEP] are segment 0)
+        for side, kind, offset in ((en, "en", 0), (ko, "ko", n_en + 1)):
+            ids, seg, _ = join_segments(tok, side, None, max_len)
+            masked, labels, actions = mask_sequence(ids, tok, rng, random_share=0.0, mask_share=1.0)
+            rows.append((masked, seg, labels, actions, ids))
+            kinds.append(kind)
+            p_masked, p_labels, p_actions = list(pair), [IGNORE] * len(pair), [ACTION_NONE] * len(pair)
+            for pos, label in enumerate(labels):
+                q = pos + offset  # the same token in the pair
+                if label != IGNORE and 0 < q < len(pair) and pair[q] == label and not tok.is_special(label):
+                    p_masked[q], p_labels[q], p_actions[q] = tok.mask_id, label, ACTION_MASK
+            if any(x != IGNORE for x in p_labels):
+                rows.append((p_masked, pair_seg, p_labels, p_actions, pair))
+                kinds.append(f"{kind}_with_{'ko' if kind == 'en' else 'en'}")
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i][0]))
+    return [pad_rows(tok, [rows[i] for i in order[j:j + batch_size]], [kinds[i] for i in order[j:j + batch_size]])
+            for j in range(0, len(order), batch_size)]
+
+
+@torch.no_grad()
+def score_batches(model: Transformer, batches: list[MlmBatch], device, top: int = TOP) -> dict:
+    """loss, perplexity, top-1 and top-k accuracy over all masked positions; top-1 accuracy per kind
+    (accuracy_<kind>)."""
+    was = model.training
+    model.eval()
+    try:
+        total, n, hit1, hitk = 0.0, 0, 0, 0
+        per_kind: dict[str, list[int]] = {}
+        for b in batches:
+            b = b.to(device)
+            logits, labels = masked_logits(model, b)
+            total += float(F.cross_entropy(logits.float(), labels, reduction="sum"))
+            n += labels.numel()
+            best = logits.topk(min(top, logits.size(-1)), dim=-1).indices
+            right1 = best[:, 0] == labels
+            hit1 += int(right1.sum())
+            hitk += int((best == labels[:, None]).any(-1).sum())
+            rows = torch.nonzero(b.labels != IGNORE)[:, 0].tolist()  # the batch row of each scored position
+            for r, ok in zip(rows, right1.tolist()):
+                counts = per_kind.setdefault(b.kinds[r], [0, 0])
+                counts[0] += int(ok)
+                counts[1] += 1
+    finally:
+        model.train(was)
+    loss = total / max(n, 1)
+    out = {"loss": loss, "perplexity": float(np.exp(min(loss, 50.0))), "accuracy": hit1 / max(n, 1),
+           f"top{top}_accuracy": hitk / max(n, 1), "masked_tokens": float(n)}
+    for k, (right, count) in per_kind.items():
+        out[f"accuracy_{k}"] = right / max(count, 1)
+    return out
+
+
+# ----------------------------------------------------------------------------- the task
+
+class MlmTask(FamilyTask):
+    """The trainer's view of the BERT-style member (see model.family.FamilyTask)."""
+    name = "mlm"
+    config_class = TransformerConfig
+    throughput_unit = "tokens"  # masked (scored) tokens
+    standard_metrics = {"val_loss": "valid_loss", "val_token_acc": "valid_accuracy", "val_exact": "valid_top5_accuracy"}
+
+    def __init__(self, seed: int = 0):
+        super().__init__(seed)
+        self._eval: dict[tuple[str, int], list[MlmBatch]] = {}
+        self.max_len = DEFAULTS["max_len"]  # batches are cut to the built model's max_len
+
+    @property
+    def tokenizer(self) -> MlmTokenizer:
+        return shared_tokenizer()
+
+    # -- model
+    def default_config(self, args=None) -> TransformerConfig:
+        pick = lambda name, attr: getattr(args, attr, None) if getattr(args, attr, None) is not None else DEFAULTS[name]
+        layers = pick("layers", "layers")
+        max_len = pick("max_len", "max_len")
+        return TransformerConfig(
+            vocab_size=self.tokenizer.vocab_size, d_model=pick("d_model", "d_model"), n_heads=pick("n_heads", "heads"),
+            d_ff=pick("d_ff", "d_ff"), n_encoder_layers=layers, n_decoder_layers=0,
+            dropout=pick("dropout", "dropout"), max_len=max_len, architecture="encoder-only", norm_first=False,
+            positional="learned", tie_embeddings=True, label_smoothing=0.0, pad_id=self.tokenizer.pad_id,
+            activation="gelu", embed_scale=False, norm_eps=1e-12, output_bias=True, segment_vocab=2,
+            embed_norm=True, mlm_transform=True)
+
+    def build(self, config: TransformerConfig) -> Transformer:
+        if config.architecture != "encoder-only" or config.segment_vocab < 2:
+            raise ValueError("the mlm member is an encoder-only Transformer with 2 segments")
+        model = Transformer(config)
+        self.max_len = config.max_len
+        std = config.d_model ** -0.5  # position and segment tables on the token table's scale (nn.Embedding: 1)
+        for table in (model.src_embed.segment, getattr(model.src_embed, "position", None)):
+            if table is not None:
+                torch.nn.init.normal_(table.weight, std=std)
+        return model
+
+    # -- data and loss
+    def batch(self, step: int, seed: int, rank: int, batch_size: int, device) -> MlmBatch:
+        train = encoded_splits(self.seed)["train"]
+        rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, int(step), int(rank)])
+        idx = rng.integers(0, len(train), size=batch_size)
+        kinds = [KINDS[int(rng.choice(len(KINDS), p=KIND_SHARES))]] * batch_size  # one kind a step: less padding
+        return make_batch(self.tokenizer, [train[int(i)] for i in idx], kinds, rng, self.max_len).to(device)
+
+    def loss(self, model: Transformer, batch: MlmBatch) -> tuple[torch.Tensor, int]:
+        if hasattr(model, "module"):  # DistributedDataParallel: its forward is the only way to sync gradients
+            raise NotImplementedError("the mlm member trains in one process for now: its loss runs the output "
+                                      "layer on the masked positions only, outside forward(), which "
+                                      "DistributedDataParallel needs to synchronise gradients")
+        logits, labels = masked_logits(model, batch)
+        return F.cross_entropy(logits, labels, label_smoothing=model.config.label_smoothing), labels.numel()
+
+    # -- scores
+    def _fixed(self, split: str, max_len: int) -> list[MlmBatch]:
+        key = (split, max_len)
+        if key not in self._eval:
+            pairs = encoded_splits(self.seed)[split]
+            if split == "valid":
+                pairs = pairs[:EVAL_PAIRS]
+            self._eval[key] = fixed_batches(self.tokenizer, pairs, EVAL_SEED if split == "valid" else TEST_SEED,
+                                            max_len)
+        return self._eval[key]
+
+    def evaluate(self, model: Transformer, device) -> dict:
+        s = score_batches(model, self._fixed("valid", model.config.max_len), device)
+        return {f"valid_{k}": s[k] for k in ("loss", "perplexity", "accuracy", f"top{TOP}_accuracy")}
+
+    def score_test(self, model: Transformer, device) -> dict:
+        return {f"test_{k}": v for k, v in score_batches(model, self._fixed("test", model.config.max_len), device).items()}
+
+    def card_notes(self) -> list[str]:
+        return ["Objective: BERT's masked language model. 15% of each sequence's tokens are chosen (never [CLS], "
+                "[SEP] or padding); 80% of them become [MASK], 10% a random token, 10% stay; the cross-entropy "
+                "counts only those, without label smoothing.",
+                "Encoder only, no causal mask. Token + learned position + segment embeddings, then a LayerNorm (no "
+                "sqrt(d_model) scale); GELU; BERT's masked-LM head (dense, GELU, LayerNorm) before the tied output "
+                "layer, with an output bias. Post-LN and the paper's Adam with its warm-up schedule.",
+                "Data: the en-ko teaching corpus as English sentences (20% of the steps), Korean sentences (20%) and "
+                "[CLS] English [SEP] Korean [SEP] pairs (60%, segments 0 and 1), one kind per step. Tokens: the shared "
+                "sentencepiece vocabulary; [CLS], [SEP], [PAD] are its <s>, </s>, <pad>, and [MASK] is one new id (2000).",
+                "Scores: a fixed masking of the test split with every chosen token as [MASK]; *_with_* hide the same "
+                "tokens as the sentence alone, with its translation beside it."]
+
+    # -- files
+    def save_extra(self, directory: Path) -> None:
+        self.tokenizer.save(directory)
+
+    def load_extra(self, directory: Path) -> MlmTokenizer:
+        return MlmTokenizer.load(directory)
+
+
+# ----------------------------------------------------------------------------- for the page
+
+@dataclass
+class Tokens:
+    """A learner's text as the model reads it: [CLS] a [SEP] (b [SEP])."""
+    ids: list[int]
+    pieces: list[str]
+    segments: list[int]
+    cut: bool  # cut to the model's max_len
+
+    def content_positions(self, tok) -> list[int]:
+        """Positions a learner may mask (not [CLS]/[SEP], not already [MASK])."""
+        return [p for p, i in enumerate(self.ids) if not tok.is_special(i) and i != tok.mask_id]
+
+
+def tokens(tok: MlmTokenizer, text_a: str, text_b: str | None = None, max_len: int = 64) -> Tokens:
+    """UserError family_mlm.errors.empty when the first text is empty; a second text that is empty
+    means a single sentence."""
+    a = (text_a or "").strip()
+    b = (text_b or "").strip()
+    if not a:
+        raise UserError("family_mlm.errors.empty")
+    ids, segments, cut = join_segments(tok, tok.encode(a), tok.encode(b) if b else None, max_len)
+    return Tokens(ids, [tok.id_to_piece(i) for i in ids], segments, cut)
+
+
+@dataclass
+class MaskPrediction:
+    position: int  # in Tokens.ids / the attention maps (0 is [CLS])
+    top: list[tuple[str, float]]  # (piece, probability), best first
+    top_ids: list[int]
+    hidden: str | None = None  # the piece the learner hid by picking it (None for a typed [MASK])
+    hidden_prob: float | None = None
+    hidden_rank: int | None = None  # 1 = the model's first choice
+
+    @property
+    def correct(self) -> bool | None:
+        return None if self.hidden is None else self.hidden_rank == 1
+
+
+@dataclass
+class FillResult:
+    ids: list[int]  # as the model read them (with [MASK])
+    pieces: list[str]
+    segments: list[int]
+    predictions: list[MaskPrediction]
+    attention: np.ndarray  # (layers, heads, T, T), rows are queries
+    cut: bool
+
+    def filled_ids(self) -> list[int]:
+        """The ids with every [MASK] replaced by the model's first choice (what the decoder-only model
+        reads for comparison: [CLS] and [SEP] are its <s> and </s>)."""
+        out = list(self.ids)
+        for p in self.predictions:
+            out[p.position] = p.top_ids[0]
+        return out
+
+
+@torch.no_grad()
+def fill_masks(model: Transformer, tok: MlmTokenizer, text_a: str, text_b: str | None = None,
+               mask_positions=None, top: int = TOP) -> FillResult:
+    """The model's `top` guesses at every masked position, and its attention. Masked are the typed
+    [MASK]s and `mask_positions` (positions in tokens(...).ids; [CLS]/[SEP] and positions past the end
+    are ignored). UserError: family_mlm.errors.empty, .nothing_masked, .all_masked."""
+    seq = tokens(tok, text_a, text_b, model.config.max_len)
+    ids = list(seq.ids)
+    picked = sorted({int(p) for p in (mask_positions or ()) if 0 <= int(p) < len(ids) and not tok.is_special(ids[int(p)])})
+    hidden = {p: ids[p] for p in picked if ids[p] != tok.mask_id}
+    for p in picked:
+        ids[p] = tok.mask_id
+    masked = [p for p, i in enumerate(ids) if i == tok.mask_id]
+    if not masked:
+        raise UserError("family_mlm.errors.nothing_masked")
+    content = [p for p, i in enumerate(ids) if not tok.is_special(i)]
+    if len(masked) == len(content):
+        raise UserError("family_mlm.errors.all_masked", n=len(content))
+    was = model.training
+    model.eval()
+    try:
+        device = next(model.parameters()).device
+        x = torch.tensor([ids], device=device)
+        record = Intermediates()
+        h = encode_with_segments(model, x, torch.tensor([seq.segments], device=device), x != tok.pad_id, record)
+        probs = torch.softmax(model.project(h[0, masked]).float(), dim=-1).cpu()  # (M, vocab)
+    finally:
+        model.train(was)
+    k = max(1, min(int(top), probs.size(-1)))
+    predictions = []
+    for row, pos in zip(probs, masked):
+        p, j = row.topk(k)
+        pred = MaskPrediction(pos, [(tok.id_to_piece(int(b)), float(a)) for a, b in zip(p, j)], [int(b) for b in j])
+        if pos in hidden:
+            truth = hidden[pos]
+            pred.hidden = tok.id_to_piece(truth)
+            pred.hidden_prob = float(row[truth])
+            pred.hidden_rank = int((row > row[truth]).sum()) + 1
+        predictions.append(pred)
+    attention = torch.stack(record.encoder_self)[:, 0].float().cpu().numpy()  # (layers, H, T, T)
+    return FillResult(ids, [tok.id_to_piece(i) for i in ids], seq.segments, predictions, attention, seq.cut)
+
+
+def later_share(weights: np.ndarray) -> np.ndarray:
+    """(layers, heads) from (layers, heads, T, T): the mean over queries of the attention put on LATER
+    keys (the upper triangle). A decoder's causal mask makes it exactly 0; an encoder's is free."""
+    w = np.asarray(weights, dtype=float)
+    upper = np.triu(np.ones(w.shape[-2:], dtype=bool), k=1)
+    return (w * upper).sum(-1).mean(-1)
