@@ -36,6 +36,13 @@ def no_exception(page, where: str) -> None:
     assert boxes.count() == 0, f"{where}: {boxes.first.inner_text()[:500]}"
 
 
+# the titles of the prediction panels: one subplot per [MASK] (annotations of the panels' figure)
+PANELS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+    .map(gd => ((gd.layout && gd.layout.annotations) || []).filter(a => /\\d/.test(a.text || '') &&
+        (gd.data || []).some(tr => tr.type === 'bar')).length)
+    .reduce((a, b) => Math.max(a, b), 0)"""
+
+
 def grid_text(page) -> str:
     return page.locator(".st-key-fam_vit_grid textarea").input_value()
 
@@ -66,5 +73,29 @@ def test_draw_a_digit_by_clicking_the_canvas(site, lang):
         assert inked == set(drawn), rows
         no_exception(page, "vit after drawing")
         page.screenshot(path=str(SHOTS / f"family-vit-drawn-{lang}.png"), full_page=True)
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_mask_a_word_by_clicking_its_token(site, lang):
+    """Clicking a token pill hides it: one more [MASK] panel of predictions appears, with the clicked
+    (hidden) word among the answers the table reports."""
+    url, browser = site
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    try:
+        page.goto(f"{url}/family?member=mlm&lang={lang}")
+        settle(page)
+        no_exception(page, "mlm")
+        panels_before = page.evaluate(PANELS_JS)
+        pill = page.locator(".st-key-fam_mlm_masked button").filter(has_text="park").first
+        pill.click()
+        settle(page, 600)
+        no_exception(page, "mlm after a click")
+        assert pill.get_attribute("aria-pressed") == "true"
+        assert "mlm_masked=" in page.url  # the masked token is part of the link
+        panels = page.evaluate(PANELS_JS)
+        assert panels == panels_before + 1, (panels_before, panels)  # one more [MASK] panel of predictions
+        page.screenshot(path=str(SHOTS / f"family-mlm-masked-{lang}.png"), full_page=True)
     finally:
         page.close()
