@@ -34,6 +34,7 @@ RECIPES = {
     "inspector": [("fill", "insp_text", "My mother loves the new movie."), ("radio", "insp_kind", 2),
                   ("radio", "insp_method", 1)],
     "train": [("select", "train_task", 2), ("radio", "train_size", 1)],
+    "family": [("fill", "fam_mlm_text", "The cat sees the [MASK] today."), ("fill", "fam_mlm_pair", "")],
 }
 
 SNAPSHOT_JS = """() => {
@@ -169,4 +170,5 @@ LINKED = {
     "why": {"cx_n", "cx_k", "cx_r"},
     "inspector": {"insp_text", "insp_kind", "insp_method"},
     "train": {"train_task", "train_size"},
+    "family": {"fam_mlm_text", "fam_mlm_pair"},
 }

@@ -97,6 +97,18 @@ def _errors(at) -> list[str]:
 @pytest.mark.parametrize("page", [p.file for p in PAGES])
 def test_every_control_in_sequence(page, first, second):
     at = run_page(page, first, timeout=180)
+    _drive_every_control(at, page, second)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("member", ["mlm", "gpt", "vit", "detr"])
+def test_every_control_of_each_family_member(member):
+    """The family page draws one member at a time: drive every control of each (then the member switch)."""
+    at = run_page("family.py", "en", timeout=180, setup=lambda a: a.session_state.__setitem__("fam_member", member))
+    _drive_every_control(at, "family.py", "ko")
+
+
+def _drive_every_control(at, page: str, second: str) -> None:
     assert not at.exception, [e.value for e in at.exception]
     done: set = set()
     switched = False
