@@ -40,6 +40,8 @@ class TransformerConfig:
     segment_vocab: int = 0          # BERT's segment (token type) embeddings; 0 = none
     embed_norm: bool = False        # a LayerNorm right after embeddings + positions (BERT)
     mlm_transform: bool = False     # BERT's masked-LM head: dense -> activation -> LayerNorm before the output layer
+    tie_output: bool = False        # with tie_embeddings=False: the output layer still reuses the TARGET embedding
+                                    # (Marian models with separate source / target vocabularies, e.g. opus-mt-tc-big)
 
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:
@@ -84,6 +86,8 @@ class TransformerConfig:
             out["positional"] = self.positional
         if not self.tie_embeddings:
             out["tie_embeddings"] = False
+            if self.tie_output:
+                out["tie_output"] = True
         return out
 
     def to_dict(self) -> dict:

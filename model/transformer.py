@@ -74,7 +74,8 @@ class Transformer(nn.Module):
             self.decoder = nn.ModuleList(DecoderLayer(cfg, cross=cross) for _ in range(cfg.n_decoder_layers))
             self.decoder_norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps) if cfg.norm_first else nn.Identity()
         # Output softmax projection: the shared embedding matrix when tied (section 3.4).
-        self.generator = None if cfg.tie_embeddings else nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.generator = None if (cfg.tie_embeddings or cfg.tie_output) else nn.Linear(cfg.d_model, cfg.vocab_size,
+                                                                                        bias=False)
         # Pretrained variants: BERT's masked-LM transform before the output layer; a bias on the logits.
         self.mlm = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_model), ActivationModule(cfg.activation),
                                  nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps)) if cfg.mlm_transform else None

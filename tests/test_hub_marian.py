@@ -390,3 +390,30 @@ def test_meta_languages_from_the_name(name, src, tgt):
 
 def test_meta_without_a_name():
     assert marian.meta({})["task"] == "translation"
+
+
+def test_separate_vocabularies_with_the_output_tied_to_the_target_side(tmp_path):
+    """opus-mt-tc-big layout: source and target embeddings differ, lm_head is the decoder's embedding. Our model
+    reuses the target embedding for the output layer (tie_output) instead of a third copy, so it holds exactly
+    the checkpoint's parameters, and its logits equal transformers'."""
+    from model.hub import size_summary
+    folder = build_marian_folder(tmp_path / "tc-big", seed=2, eos_bias=1.5, share_encoder_decoder_embeddings=False,
+                                 tie_word_embeddings=True)
+    lm = load_pretrained(folder)
+    hf = transformers.MarianMTModel.from_pretrained(str(folder), attn_implementation="eager").eval()
+    assert not lm.config.tie_embeddings and lm.config.tie_output and lm.model.generator is None
+    assert lm.config.differences_from_paper()["tie_output"] is True
+    assert torch.equal(lm.model.tgt_embed.token.weight, hf.state_dict()["lm_head.weight"])
+    assert lm.model.num_parameters() == size_summary(folder)["parameters"]
+    tok = lm.tokenizer
+    src = torch.tensor([tok.encode(SENTENCES[1]) + [tok.eos_id]])
+    d = compare_forward(lm.model, hf, src, torch.tensor([[tok.bos_id, 7, 8, 9]]))
+    assert d["logits"] < LOGITS_TOL
+
+
+def test_size_summary_of_a_bin_counts_tied_copies_once(folder, theirs, ours, tmp_path):
+    """torch.save keeps tied tensors (model.shared, both embed_tokens, lm_head) as one storage: counted once."""
+    from model.hub import size_summary
+    d = copy_folder(folder, tmp_path / "bin", drop=["model.safetensors"])
+    torch.save(theirs.state_dict(), d / "pytorch_model.bin")
+    assert size_summary(d)["parameters"] == ours.model.num_parameters() == size_summary(folder)["parameters"]

@@ -229,7 +229,8 @@ def size_summary(folder: str | os.PathLike) -> dict:
     """A pretrained folder's sizes without loading its weights, for a table beside the paper's models:
     {"family", "layers", "d_model", "d_ff", "heads", "parameters"}. Parameters are counted from the tensor
     shapes in the weights file's header (safetensors) or a memory-mapped, weights-only read (.bin); a
-    tensor stored twice under two names (tied embeddings) is counted once. HubError when unreadable."""
+    tied tensor is counted once (safetensors stores it once; a .bin shares its storage). HubError when
+    unreadable."""
     folder = Path(folder)
     hf = read_hf_config(folder)
     kind = hf["model_type"]
@@ -238,27 +239,29 @@ def size_summary(folder: str | os.PathLike) -> dict:
     if kind == "gpt2" and ff is None and isinstance(d, int):
         ff = 4 * d
     path = weights_file(folder)
+    shapes: dict[str, tuple] = {}
     try:
-        if path.suffix == ".safetensors":
+        if path.suffix == ".safetensors":  # save_pretrained stores a tied tensor once
             from safetensors import safe_open
             with safe_open(str(path), framework="pt") as f:
                 shapes = {name: tuple(f.get_slice(name).get_shape()) for name in f.keys()}
-        else:
+        else:  # torch.save keeps tied tensors as one storage: count each storage once
             state = torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
-            shapes = {k: tuple(v.shape) for k, v in state.items() if isinstance(v, torch.Tensor)}
+            seen = set()
+            for k, v in state.items():
+                if isinstance(v, torch.Tensor):
+                    where = (v.untyped_storage().data_ptr(), v.storage_offset(), tuple(v.shape))
+                    if where not in seen:
+                        seen.add(where)
+                        shapes[k] = tuple(v.shape)
     except Exception as e:
         raise HubError(f"{path.name}: cannot be read safely ({str(e).strip()[:200] or type(e).__name__})") from None
     counted = 0
-    embeddings_seen = set()
     for name, shape in shapes.items():
-        if name.endswith(("position_ids", ".attn.bias", ".attn.masked_bias")):  # buffers, not parameters
-            continue
+        if name.endswith(("position_ids", ".attn.bias", ".attn.masked_bias", "embed_positions.weight")):
+            continue  # buffers and fixed sinusoids, not parameters
         n = 1
         for s in shape:
             n *= int(s)
-        if name.endswith(("embed_tokens.weight", "shared.weight", "lm_head.weight", "wte.weight")):
-            if shape in embeddings_seen:  # the same (vocab, d) matrix stored for each role: one parameter
-                continue
-            embeddings_seen.add(shape)
         counted += n
     return {"family": kind, "layers": layers, "d_model": d, "d_ff": ff, "heads": heads, "parameters": counted}

@@ -188,10 +188,11 @@ def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[Transfor
         if tuple(t.shape) != (V, D):
             raise HubError(f"weights: {name} have shape {tuple(t.shape)}, config.json says ({V}, {D})")
     tied = torch.equal(enc, dec) and torch.equal(dec, out)
-    config = transformer_config(hf_config, tie_embeddings=tied)
+    out_is_dec = not tied and torch.equal(dec, out)  # separate vocabularies, output tied to the target side
+    config = transformer_config(hf_config, tie_embeddings=tied).replace(tie_output=out_is_dec)
 
     state: dict[str, torch.Tensor] = {"src_embed.token.weight": enc, "tgt_embed.token.weight": dec if not tied else enc}
-    if not tied:
+    if not tied and not out_is_dec:
         state["generator.weight"] = out
     bias = first("final_logits_bias")
     used.add("final_logits_bias")
