@@ -43,3 +43,18 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def streamlit_left_as_found():
+    """A test's script may stub a Streamlit function for its own run (AppTest runs scripts in this process);
+    the stub must not outlive the test: a stubbed page_link once emptied the overview's links for every
+    later test. Fails the test that leaks."""
+    import streamlit as st
+    from streamlit.delta_generator import DeltaGenerator
+    before = (DeltaGenerator.page_link, st.page_link)
+    yield
+    after = (DeltaGenerator.page_link, st.page_link)
+    if after != before:
+        DeltaGenerator.page_link, st.page_link = before
+        pytest.fail("a test left Streamlit's page_link replaced")

@@ -307,11 +307,15 @@ def test_shipped_model_matches_its_card():
 
 SCRIPT = """import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
+_saved = DeltaGenerator.page_link, st.page_link  # restored below: the patch must not outlive this run
 DeltaGenerator.page_link = lambda *a, **k: None  # the pages exist only in the full app (app/main.py)
 st.page_link = lambda *a, **k: None
 st.session_state.setdefault('lang', '{lang}')
 from app.family.mlm import render
-render()
+try:
+    render()
+finally:
+    DeltaGenerator.page_link, st.page_link = _saved
 """
 
 
