@@ -15,6 +15,17 @@ PAPER_CHOICES = {"activation": "relu", "pe_layout": "interleaved", "embed_scale"
                  "output_bias": False, "segment_vocab": 0, "embed_norm": False, "mlm_transform": False}
 
 
+def from_known_dict(cls, d: dict):
+    """A config dataclass from its to_dict(): ValueError naming any key the class does not have (a config
+    written for another model), instead of a TypeError from the constructor."""
+    if not isinstance(d, dict):
+        raise ValueError(f"a configuration is a JSON object, got {type(d).__name__}")
+    unknown = set(d) - {f.name for f in dataclasses.fields(cls)}
+    if unknown:
+        raise ValueError(f"unknown config keys: {sorted(unknown)}")
+    return cls(**d)
+
+
 @dataclass(frozen=True)
 class TransformerConfig:
     vocab_size: int = 37000
@@ -95,11 +106,7 @@ class TransformerConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "TransformerConfig":
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"unknown config keys: {sorted(unknown)}")
-        return cls(**d)
+        return from_known_dict(cls, d)
 
     def replace(self, **changes) -> "TransformerConfig":
         return dataclasses.replace(self, **changes)

@@ -55,8 +55,9 @@ for name, label in MODEL_NAMES.items():
         t("overview.table.paper"): f"{paper / 1e6:.0f}M",
         t("overview.table.difference"): f"{(counted - paper) / paper:+.1%}",
     })
-imported = pretrained_sizes(tuple(str(p) for p in pretrained_models().values()))
-for name, size in zip(pretrained_models(), imported):
+found = pretrained_models()
+imported = pretrained_sizes(tuple(str(p) for p in found.values()))
+for name, size in zip(found, imported):
     if size is None:  # unreadable folders are explained in the inspector, where they are opened
         continue
     rows.append({

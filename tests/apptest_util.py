@@ -39,3 +39,18 @@ def open_link(file: str, params: dict, lang: str | None = None, timeout: float =
 def toasts(at: AppTest) -> list[str]:
     """The texts of the page's toasts (a link's ignored values are named there)."""
     return [x.value for x in at.toast]
+
+
+def section_script(body: str) -> str:
+    """An AppTest script (to `.format(lang=...)`) that runs `body` (a family section: app/family/<member>.py)
+    outside the app. Its concept-page links need the app's registered pages, so page_link is stubbed for
+    this run only and restored afterwards, even when the body fails (tests/conftest.py checks that)."""
+    inner = "".join("    " + line + "\n" for line in body.strip("\n").splitlines())
+    return ("import streamlit as st\n"
+            "from streamlit.delta_generator import DeltaGenerator\n"
+            "_saved = DeltaGenerator.page_link, st.page_link\n"
+            "DeltaGenerator.page_link = st.page_link = lambda *a, **k: None\n"
+            "st.session_state.setdefault('lang', '{lang}')\n"
+            "try:\n" + inner +
+            "finally:\n"
+            "    DeltaGenerator.page_link, st.page_link = _saved\n")

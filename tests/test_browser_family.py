@@ -2,6 +2,8 @@
 word for the BERT-style model; the predictions and maps follow, in both languages, with no exception box."""
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server, wait_idle
@@ -43,18 +45,27 @@ PANELS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
     .reduce((a, b) => Math.max(a, b), 0)"""
 
 
+@contextlib.contextmanager
+def member_page(site, member: str, lang: str):
+    """A new tab on the family page showing `member`, settled and free of exception boxes."""
+    url, browser = site
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    try:
+        page.goto(f"{url}/family?member={member}&lang={lang}")
+        settle(page)
+        no_exception(page, member)
+        yield page
+    finally:
+        page.close()
+
+
 def grid_text(page) -> str:
     return page.locator(".st-key-fam_vit_grid textarea").input_value()
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_draw_a_digit_by_clicking_the_canvas(site, lang):
-    url, browser = site
-    page = browser.new_page(viewport={"width": 1400, "height": 1400})
-    try:
-        page.goto(f"{url}/family?member=vit&lang={lang}")
-        settle(page)
-        no_exception(page, "vit")
+    with member_page(site, "vit", lang) as page:
         page.locator(".st-key-fam_vit_clear button").click()  # start from an empty canvas
         settle(page)
         assert set(grid_text(page).replace("\n", "")) == {"."}
@@ -73,29 +84,25 @@ def test_draw_a_digit_by_clicking_the_canvas(site, lang):
         assert inked == set(drawn), rows
         no_exception(page, "vit after drawing")
         page.screenshot(path=str(SHOTS / f"family-vit-drawn-{lang}.png"), full_page=True)
-    finally:
-        page.close()
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_mask_a_word_by_clicking_its_token(site, lang):
-    """Clicking a token pill hides it: one more [MASK] panel of predictions appears, with the clicked
-    (hidden) word among the answers the table reports."""
-    url, browser = site
-    page = browser.new_page(viewport={"width": 1400, "height": 1400})
-    try:
-        page.goto(f"{url}/family?member=mlm&lang={lang}")
-        settle(page)
-        no_exception(page, "mlm")
+    """Clicking a token pill hides it: the pill shows as pressed, the link carries it, and one more [MASK]
+    panel of predictions appears."""
+    with member_page(site, "mlm", lang) as page:
         panels_before = page.evaluate(PANELS_JS)
         pill = page.locator(".st-key-fam_mlm_masked button").filter(has_text="park").first
         pill.click()
         settle(page, 600)
         no_exception(page, "mlm after a click")
+        # a loaded machine may still be drawing the new figure: give it up to 15 s before judging
+        for _ in range(60):
+            if page.evaluate(PANELS_JS) == panels_before + 1 and "mlm_masked=" in page.url:
+                break
+            page.wait_for_timeout(250)
         assert pill.get_attribute("aria-pressed") == "true"
         assert "mlm_masked=" in page.url  # the masked token is part of the link
         panels = page.evaluate(PANELS_JS)
         assert panels == panels_before + 1, (panels_before, panels)  # one more [MASK] panel of predictions
         page.screenshot(path=str(SHOTS / f"family-mlm-masked-{lang}.png"), full_page=True)
-    finally:
-        page.close()

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from apptest_util import section_script
 import torch
 
 from model.attention import MultiHeadAttention
@@ -273,18 +274,10 @@ def test_shipped_model_scores_as_its_card_says():
 
 # ----------------------------------------------------------------------------- the section
 
-SCRIPT = """import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
-_saved = DeltaGenerator.page_link, st.page_link  # restored below: the patch must not outlive this run
-DeltaGenerator.page_link = lambda *a, **k: None  # the pages exist only in the full app (app/main.py)
-st.page_link = lambda *a, **k: None
-st.session_state.setdefault('lang', '{lang}')
+SCRIPT = section_script("""
 from app.family.detr import render
-try:
-    render()
-finally:
-    DeltaGenerator.page_link, st.page_link = _saved
-"""
+render()
+""")
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from apptest_util import assert_clean, open_link, run_page
+from apptest_util import assert_clean, open_link
 from model.checkpoint import load_model_dir
 from model.family.gpt import MAX_TOKENS, future_weight, next_token_view
 from model.messages import UserError

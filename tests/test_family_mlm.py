@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from apptest_util import open_link, toasts
+from apptest_util import open_link, section_script, toasts
 
 from model.config import TransformerConfig
 from model.corpus import ASSETS
@@ -305,18 +305,10 @@ def test_shipped_model_matches_its_card():
 
 # ----------------------------------------------------------------------------- the section
 
-SCRIPT = """import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
-_saved = DeltaGenerator.page_link, st.page_link  # restored below: the patch must not outlive this run
-DeltaGenerator.page_link = lambda *a, **k: None  # the pages exist only in the full app (app/main.py)
-st.page_link = lambda *a, **k: None
-st.session_state.setdefault('lang', '{lang}')
+SCRIPT = section_script("""
 from app.family.mlm import render
-try:
-    render()
-finally:
-    DeltaGenerator.page_link, st.page_link = _saved
-"""
+render()
+""")
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from apptest_util import section_script
 import torch
 
 from model.family import family_task, load_family_dir, save_family_dir
@@ -378,21 +379,13 @@ def test_figures_are_built_and_escape_labels():
 
 # ----------------------------------------------------------------------------- the section
 
-SCRIPT = """import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
-_saved = DeltaGenerator.page_link, st.page_link  # restored below: the patch must not outlive this run
-DeltaGenerator.page_link = lambda *a, **k: None  # the pages exist only in the full app (app/main.py)
-st.page_link = lambda *a, **k: None
-st.session_state.setdefault('lang', '{lang}')
+SCRIPT = section_script("""
 from app.family import vit as section
 if st.session_state.pop('_click', None):  # what the canvas's on_select callback gets from one click
     st.session_state['_fake_canvas'] = {{"selection": {{"points": [{{"x": 3, "y": 2, "point_index": 19}}]}}}}
     section._clicked('_fake_canvas')
-try:
-    section.render()
-finally:
-    DeltaGenerator.page_link, st.page_link = _saved
-"""
+section.render()
+""")
 
 
 @pytest.fixture

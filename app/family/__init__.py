@@ -33,9 +33,10 @@ def family_models(task: str) -> dict[str, Path]:
     return found
 
 
-def _stamp(path: Path) -> float:
+def weights_stamp(path: Path | None) -> float:
+    """Changes when a model folder's weights are rewritten: part of every cache key of a model's outputs."""
     try:
-        return (path / "model.safetensors").stat().st_mtime
+        return (Path(path) / "model.safetensors").stat().st_mtime if path else 0.0
     except OSError:
         return 0.0
 
@@ -49,7 +50,7 @@ def _load(path: str, task: str, stamp: float):
 def load_family_model(path: Path, task: str):
     """A LoadedFamily (model.family), once per server per version of the weights; CheckpointError when the
     folder holds another family, a damaged file or nothing."""
-    return _load(str(path), task, _stamp(Path(path)))
+    return _load(str(path), task, weights_stamp(path))
 
 
 def pick_family_model(task: str, key: str, *, label: str | None = None, where=None):

@@ -4,12 +4,11 @@ number come from model.family.detr, the figures from app.charts.family_detr."""
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import streamlit as st
 
 from app.charts.family_detr import attention_overlay, class_colour, query_grid, query_self_attention, scene_figure
-from app.family import pick_family_model
+from app.family import pick_family_model, weights_stamp
 from app.i18n import t
 from app.state import OneBased, between, keep
 from app.ui import show_figure, show_matrix, text
@@ -23,13 +22,6 @@ GREY = "#888888"
 
 def _new_seed() -> None:
     st.session_state["fam_detr_seed"] = random.randrange(MAX_SEED + 1)
-
-
-def _stamp(path: Path | None) -> float:
-    try:
-        return (Path(path) / "model.safetensors").stat().st_mtime if path else 0.0
-    except OSError:
-        return 0.0
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -70,7 +62,7 @@ def render() -> None:
     threshold = float(c3.slider(t("family_detr.threshold"), 0.0, 1.0, step=0.05, help=t("family_detr.threshold_help"),
                                 **keep("fam_detr_threshold", 0.5, url="detr_threshold", valid=between(0.0, 1.0))))
 
-    det = _detection(str(loaded.path), _stamp(loaded.path), seed, threshold, model)
+    det = _detection(str(loaded.path), weights_stamp(loaded.path), seed, threshold, model)
     N = len(det.scores)
     n_layers, n_heads = det.cross.shape[0], det.cross.shape[1]
 

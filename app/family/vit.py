@@ -5,13 +5,12 @@ rollout, and what the learned position embeddings learned. Layout only: the mode
 from model.family.vit (data from model.family.digits), the figures from app.charts.family_vit."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import streamlit as st
 
 from app.charts.family_vit import (class_probabilities, cls_attention_tiles, digit_canvas, patch_similarity_grid,
                                    patch_tokens, position_similarity_map, rollout_overlay)
-from app.family import concept_link, pick_family_model
+from app.family import concept_link, pick_family_model, weights_stamp
 from app.i18n import UserError, t
 from app.state import keep
 from app.ui import error, show_figure, show_matrix, text
@@ -24,13 +23,6 @@ INDEX = "fam_vit_index"
 GRID = "fam_vit_grid"
 CANVAS_N = "fam_vit_canvas_n"  # bumped after every click: a fresh canvas widget with nothing selected
 MAX_GRID_TEXT = 400
-
-
-def _stamp(path: Path | None) -> float:
-    try:
-        return (Path(path) / "model.safetensors").stat().st_mtime if path else 0.0
-    except OSError:
-        return 0.0
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
@@ -103,7 +95,7 @@ def render() -> None:
     images, labels = split("test")
     n_test = len(images)
     model, path = loaded.model, loaded.path
-    stamp = _stamp(path)
+    stamp = weights_stamp(path)
 
     m1, m2 = st.columns([3, 1])
     m1.caption(t("family_vit.model_caption", params=model.num_parameters(), layers=cfg.n_layers, heads=cfg.n_heads,

@@ -23,7 +23,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..attention import MultiHeadAttention
-from ..config import TransformerConfig
+from ..config import TransformerConfig, from_known_dict
 from ..layers import EncoderLayer, FeedForward, Residual, positional_encoding
 from . import FamilyTask
 from .shapes import CLASSES, IMAGE_SIZE, Scene, make_batch, make_scene
@@ -98,11 +98,7 @@ class DetrConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "DetrConfig":
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"unknown config keys: {sorted(unknown)}")
-        return cls(**d)
+        return from_known_dict(cls, d)
 
 
 # ----------------------------------------------------------------------------- boxes

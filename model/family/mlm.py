@@ -44,7 +44,6 @@ import torch
 import torch.nn.functional as F
 
 from ..config import TransformerConfig
-from ..masks import as_key_mask
 from ..messages import UserError
 from ..transformer import Intermediates, Transformer
 from . import FamilyTask

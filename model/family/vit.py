@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..config import ACTIVATIONS, TransformerConfig
+from ..config import ACTIVATIONS, TransformerConfig, from_known_dict
 from ..layers import EncoderLayer
 from . import FamilyTask
 from .digits import MAX_VALUE, N_CLASSES, SIZE, split, train_batch
@@ -96,13 +96,7 @@ class ViTConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "ViTConfig":
-        if not isinstance(d, dict):
-            raise ValueError(f"a ViT config is a JSON object, got {type(d).__name__}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"unknown config keys: {sorted(unknown)}")
-        return cls(**d)
+        return from_known_dict(cls, d)
 
     def replace(self, **changes) -> "ViTConfig":
         return dataclasses.replace(self, **changes)
