@@ -69,32 +69,41 @@ class MultiHeadAttention(nn.Module):
 
     Self-attention projects Q, K and V with one fused (d_model -> 3 d_model) matmul;
     cross-attention projects Q from the decoder and K, V (one fused matmul) from the encoder.
-    The parameter count is the paper's: 4 d_model^2 + 4 d_model."""
+    Each head has queries and keys of size d_k and values of size d_v (both d_model / h unless given,
+    Table 3 rows A and B); W^O maps the h·d_v concatenated values back to d_model. With the paper's
+    d_k = d_v = d_model / h the parameter count is 4 d_model^2 + 4 d_model."""
 
-    def __init__(self, d_model: int, n_heads: int, self_attention: bool = True):
+    def __init__(self, d_model: int, n_heads: int, self_attention: bool = True,
+                 d_k: int | None = None, d_v: int | None = None):
         super().__init__()
-        assert d_model % n_heads == 0
-        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        if d_k is None or d_v is None:
+            assert d_model % n_heads == 0
+        self.d_model, self.n_heads = d_model, n_heads
+        self.d_k = d_k if d_k is not None else d_model // n_heads
+        self.d_v = d_v if d_v is not None else d_model // n_heads
+        self.d_head = self.d_k
+        hk, hv = n_heads * self.d_k, n_heads * self.d_v
         self.self_attention = self_attention
         if self_attention:
-            self.qkv = nn.Linear(d_model, 3 * d_model)
+            self.qkv = nn.Linear(d_model, 2 * hk + hv)  # [W^Q | W^K | W^V] side by side
         else:
-            self.q = nn.Linear(d_model, d_model)
-            self.kv = nn.Linear(d_model, 2 * d_model)
-        self.out = nn.Linear(d_model, d_model)  # W^O
+            self.q = nn.Linear(d_model, hk)
+            self.kv = nn.Linear(d_model, hk + hv)
+        self.out = nn.Linear(hv, d_model)  # W^O: (h d_v) -> d_model
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
-        B, L, _ = x.shape
-        return x.view(B, L, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, L, d_head)
+        B, L, width = x.shape
+        return x.view(B, L, self.n_heads, width // self.n_heads).transpose(1, 2)  # (B, H, L, d_k or d_v)
 
     def project(self, x: torch.Tensor, memory: torch.Tensor | None = None):
         """Queries from x; keys and values from x (self) or from memory (cross)."""
+        hk, hv = self.n_heads * self.d_k, self.n_heads * self.d_v
         if self.self_attention:
-            q, k, v = self.qkv(x).split(self.d_model, dim=-1)  # 3 x (B, L, D)
+            q, k, v = self.qkv(x).split((hk, hk, hv), dim=-1)  # (B, L, h d_k) x 2, (B, L, h d_v)
         else:
-            q = self.q(x)  # (B, Lq, D)
-            k, v = self.kv(memory).split(self.d_model, dim=-1)  # 2 x (B, Lk, D)
-        return self._split(q), self._split(k), self._split(v)  # (B, H, L, d_head)
+            q = self.q(x)  # (B, Lq, h d_k)
+            k, v = self.kv(memory).split((hk, hv), dim=-1)  # (B, Lk, h d_k), (B, Lk, h d_v)
+        return self._split(q), self._split(k), self._split(v)  # (B, H, L, d_k / d_v)
 
     def forward(self, x, memory=None, mask=None, *, is_causal=False, need_weights=False,
                 need_details=False, kv_cache: dict | None = None):
@@ -110,7 +119,7 @@ class MultiHeadAttention(nn.Module):
             q, k, v = self.project(x, memory)
             if kv_cache is not None:
                 if self.self_attention and "k" in kv_cache:
-                    k = torch.cat([kv_cache["k"], k], dim=2)  # (B, H, L_past + Lq, d_head)
+                    k = torch.cat([kv_cache["k"], k], dim=2)  # (B, H, L_past + Lq, d_k)
                     v = torch.cat([kv_cache["v"], v], dim=2)
                 kv_cache["k"], kv_cache["v"] = k, v
         Lq, Lk = q.size(2), k.size(2)
@@ -125,5 +134,5 @@ class MultiHeadAttention(nn.Module):
         else:
             o, w, details = fused_attention(q, k, v, mask, is_causal=is_causal), None, None
         B, H, Lq, dh = o.shape
-        o = o.transpose(1, 2).reshape(B, Lq, H * dh)  # concat heads: (B, Lq, D)
+        o = o.transpose(1, 2).reshape(B, Lq, H * dh)  # concat heads: (B, Lq, h d_v)
         return self.out(o), w, details

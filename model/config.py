@@ -53,6 +53,9 @@ class TransformerConfig:
     mlm_transform: bool = False     # BERT's masked-LM head: dense -> activation -> LayerNorm before the output layer
     tie_output: bool = False        # with tie_embeddings=False: the output layer still reuses the TARGET embedding
                                     # (Marian models with separate source / target vocabularies, e.g. opus-mt-tc-big)
+    # --- per-head sizes (Table 3, rows A and B); None = d_model / n_heads, the paper's choice ---
+    d_k: int | None = None          # size of each head's queries and keys
+    d_v: int | None = None          # size of each head's values (the heads' outputs, concatenated: n_heads * d_v)
 
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:
@@ -65,19 +68,35 @@ class TransformerConfig:
             raise ValueError(f"pe_layout must be one of {PE_LAYOUTS}, got {self.pe_layout!r}")
         if not 0.0 < self.norm_eps < 1.0 or self.segment_vocab < 0:
             raise ValueError("norm_eps must be in (0, 1) and segment_vocab >= 0")
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
+        for name in ("d_k", "d_v"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
+                raise ValueError(f"{name} must be a positive integer or null (= d_model / n_heads), got {value!r}")
+        if (self.d_k is None or self.d_v is None) and self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}) "
+                             "unless d_k and d_v are both given")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError("dropout must be in [0, 1)")
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError("label_smoothing must be in [0, 1)")
 
     @property
+    def head_k(self) -> int:
+        """d_k: each head's query and key size (d_model / n_heads unless set)."""
+        return self.d_k if self.d_k is not None else self.d_model // self.n_heads
+
+    @property
+    def head_v(self) -> int:
+        """d_v: each head's value size (d_model / n_heads unless set)."""
+        return self.d_v if self.d_v is not None else self.d_model // self.n_heads
+
+    @property
     def d_head(self) -> int:
-        return self.d_model // self.n_heads
+        """The head size when d_k = d_v (the paper's models); d_k otherwise."""
+        return self.head_k
 
     @property
     def has_encoder(self) -> bool:
@@ -95,6 +114,9 @@ class TransformerConfig:
             out["norm_first"] = True
         if self.positional != "sinusoidal":
             out["positional"] = self.positional
+        for name in ("d_k", "d_v"):
+            if getattr(self, name) is not None and getattr(self, name) != self.d_model // self.n_heads:
+                out[name] = getattr(self, name)
         if not self.tie_embeddings:
             out["tie_embeddings"] = False
             if self.tie_output:

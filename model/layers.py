@@ -128,7 +128,7 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, cfg):
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, self_attention=True)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, self_attention=True, d_k=cfg.d_k, d_v=cfg.d_v)
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation)
         self.res1 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.norm_eps)
         self.res2 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.norm_eps)
@@ -145,8 +145,9 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, cfg, cross: bool = True):
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, self_attention=True)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, self_attention=False) if cross else None
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, self_attention=True, d_k=cfg.d_k, d_v=cfg.d_v)
+        self.cross_attn = (MultiHeadAttention(cfg.d_model, cfg.n_heads, self_attention=False, d_k=cfg.d_k, d_v=cfg.d_v)
+                           if cross else None)
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation)
         self.res1 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.norm_eps)
         self.res2 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.norm_eps) if cross else None
