@@ -34,6 +34,7 @@ from .table3 import MINI_BASE, STUDY_ROWS, mini_config, paper_row
 ROOT = Path(__file__).resolve().parent.parent
 TASK = "en-ko"
 DEFAULTS = {"seeds": 3, "steps": 300, "warmup": 100, "batch_size": 64, "lr_factor": 1.0, "threads": 1}
+DEV_ALL = 0  # score on every validation sentence (tests pass a small --dev-limit)
 RESULT = "result.json"
 
 
@@ -71,7 +72,7 @@ def trainer_argv(row: str, seed: int, run_dir: Path, opts: dict, vocab_size: int
             "--ckpt-every", str(max(50, opts["steps"] // 4)), "--log-every", "20", "--out", str(run_dir)]
 
 
-def score_run(run_dir: Path, seed: int) -> dict:
+def score_run(run_dir: Path, seed: int, limit: int = DEV_ALL) -> dict:
     """Dev perplexity, exact match and BLEU of the run's trained model on its own validation split."""
     import torch
 
@@ -83,6 +84,8 @@ def score_run(run_dir: Path, seed: int) -> dict:
     loaded = load_model_dir(run_dir / "model")
     model = loaded.model.eval()
     data = load_task(TASK, seed, max_len=model.config.max_len)
+    if limit:
+        data.valid, data.valid_text = data.valid[:limit], data.valid_text[:limit]
     with torch.no_grad():
         ev = evaluate(model, data, torch.device("cpu"), max_exact=0)
         tok = data.tokenizer
@@ -178,7 +181,7 @@ def run_study(out: Path, rows: list[str], opts: dict, *, ship: Path | None = Non
                 last = err.strip().splitlines()[-1:] or [f"exit {rc}"]
                 _write_state(out, state="failed", current=run_name(row, seed), error=last[0][:500])
                 return 1
-            result = score_run(run_dir, seed)
+            result = score_run(run_dir, seed, opts.get("dev_limit", DEV_ALL))
             result.update(row=row, seed=seed, train_seconds=time.time() - t0, steps=opts["steps"])
             atomic_write_json(run_dir / RESULT, result)
             table = build_table(out, rows, seeds)
@@ -233,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rows", default="", help="comma-separated row keys (default: every row)")
     for name, value in DEFAULTS.items():
         p.add_argument("--" + name.replace("_", "-"), type=type(value), default=value)
+    p.add_argument("--dev-limit", type=int, default=DEV_ALL, help=argparse.SUPPRESS)  # tests: score fewer sentences
     p.add_argument("--ship", help="when complete, also write the table here (e.g. assets/study/table3.json)")
     return p
 
@@ -249,6 +253,8 @@ def main(argv=None) -> int:
     for name, value in opts.items():
         if not value > 0:
             parser.error(f"--{name.replace('_', '-')} must be positive")
+    if args.dev_limit:
+        opts["dev_limit"] = max(1, args.dev_limit)
     out = Path(args.out)
     stop = {"flag": False}
 
