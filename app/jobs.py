@@ -13,7 +13,21 @@ restarted server (a new manager) finds the runs again:
 RUNS is `runs/` in the repository, or the folder named by the environment variable
 ATLAS_RUNS_DIR. At most `max_running` trainers (default 1, or ATLAS_MAX_RUNS) run at once;
 other runs wait in state "queued" and start, oldest first, when `poll()` finds a free slot.
-Pages call `poll()` on every refresh; `list_runs()` calls it too.
+Pages call `poll()` on every refresh; `list_runs()` calls it too. Several servers may share one
+RUNS (a file lock, RUNS/.jobs.lock, makes each queue step atomic across processes).
+
+A classroom shares one server (docs/classroom.md):
+- ownership: a run started from the page stores the hash of its browser session's owner token
+  (job.json "owner"); stop / resume / delete with an `owner` act only on that session's runs,
+  unless the server runs in teacher mode (ATLAS_TEACHER_MODE=1). `owner=None` is the trusted caller
+  (tests, scripts), never the page.
+- limits: active runs per owner (ATLAS_QUEUE_PER_SESSION, 3) and in all (ATLAS_QUEUE_TOTAL, 12),
+  and a disk budget for RUNS (ATLAS_RUNS_BUDGET_MB, 2000), each refused with a UserError.
+- threads: the trainers get `thread_budget()`'s share of the cores (--threads, OMP_NUM_THREADS), the
+  server's own torch the rest (`apply_server_threads()`, called by app/main.py).
+- faults: a runs folder that cannot be used (read-only, a file, a full disk) is a UserError
+  "jobs.errors.runs_folder" / "jobs.errors.disk_full", never a traceback; a new run is written in a
+  hidden temporary folder and renamed, so a failed Start leaves nothing behind.
 
 Status messages are Messages (catalogue keys "jobs.status.*", "train.status.*"), refusals are
 UserErrors: the page translates both. The page's choices and their checks live in
@@ -25,10 +39,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import hashlib
+import hmac
 import math
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -48,8 +65,92 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNS_ENV = "ATLAS_RUNS_DIR"
 MAX_RUNS_ENV = "ATLAS_MAX_RUNS"
 THREADS_ENV = "ATLAS_TRAIN_THREADS"
+TEACHER_ENV = "ATLAS_TEACHER_MODE"
+PER_OWNER_ENV, PER_OWNER_DEFAULT = "ATLAS_QUEUE_PER_SESSION", 3  # active (queued or running) runs of one session
+TOTAL_ENV, TOTAL_DEFAULT = "ATLAS_QUEUE_TOTAL", 12                # active runs of everyone together
+BUDGET_ENV, BUDGET_DEFAULT_MB = "ATLAS_RUNS_BUDGET_MB", 2000       # disk used by RUNS (runs + uploads)
+MB = 1_000_000
+STALE_NEW_SECONDS = 600  # a hidden half-written run folder this old is left over from a crash: removed
 DUPLICATE_SECONDS = 10.0  # Start pressed again with the same choices this soon: a double click, not a new run
 COMPARE_METRICS = {"val_loss": "eval", "val_token_acc": "eval", "val_exact": "eval", "loss": "train"}
+
+
+def env_int(name: str, default: int, least: int = 0) -> int:
+    """A whole number from the environment; the default when unset or not a number."""
+    try:
+        return max(least, int(os.environ.get(name, "").strip()))
+    except ValueError:
+        return default
+
+
+def thread_budget(cores: int | None, max_running: int = 1, trainer_threads: int | None = None) -> tuple[int, int]:
+    """(server threads, threads per trainer) for a machine with `cores` cores: the trainers together get
+    about half (ATLAS_TRAIN_THREADS, when set, fixes each trainer's count), the server's torch the rest,
+    at least one each. 2 cores: 1 + 1; 16 cores, one trainer: 8 + 8; 16 cores, two trainers: 8 + 4 each."""
+    cores, max_running = max(1, int(cores or 1)), max(1, int(max_running))
+    trainer = trainer_threads if trainer_threads and trainer_threads > 0 else max(1, cores // 2 // max_running)
+    return max(1, cores - trainer * max_running), trainer
+
+
+def server_threads() -> int:
+    """The thread count of the server's own torch (inspector, estimates) under this machine's budget."""
+    return thread_budget(os.cpu_count(), env_int(MAX_RUNS_ENV, 1, 1), env_int(THREADS_ENV, 0))[0]
+
+
+_SERVER_THREADS_SET = False
+
+
+def apply_server_threads() -> int:
+    """torch.set_num_threads(server_threads()) once per process (app/main.py calls it on every rerun)."""
+    global _SERVER_THREADS_SET
+    n = server_threads()
+    if not _SERVER_THREADS_SET:
+        import torch
+        torch.set_num_threads(n)
+        _SERVER_THREADS_SET = True
+    return n
+
+
+def teacher_mode() -> bool:
+    """ATLAS_TEACHER_MODE=1 (or true/yes/on): every session may stop, resume and delete every run."""
+    return os.environ.get(TEACHER_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def new_owner_token() -> str:
+    """A browser session's secret: the page keeps it in st.session_state; job.json keeps only its hash."""
+    return secrets.token_urlsafe(24)
+
+
+def owner_hash(token: str) -> str:
+    return hashlib.sha256(("atlas-owner:" + str(token)).encode()).hexdigest()
+
+
+def _lock_file(root: Path):
+    """RUNS/.jobs.lock, open for locking (a function of its own so tests can make it fail)."""
+    return open(root / ".jobs.lock", "a+")
+
+
+def folder_error(root: Path, e: OSError) -> UserError:
+    """What went wrong with RUNS, for the page: a full disk says how much is free; anything else
+    (read-only, not a folder, no permission) names the folder and the system's reason."""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return UserError("jobs.errors.disk_full", path=str(root), free=free_mb(root))
+    detail = e.strerror or str(e)
+    with contextlib.suppress(OSError):
+        if root.exists() and not root.is_dir():
+            detail = os.strerror(errno.ENOTDIR)
+    return UserError("jobs.errors.runs_folder", path=str(root), reason=detail)
+
+
+def free_mb(root: Path) -> float:
+    """Megabytes free on the disk holding `root` (or its nearest existing parent); -1 when unknown."""
+    p = Path(root)
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    try:
+        return shutil.disk_usage(p).free / MB
+    except OSError:
+        return -1.0
 
 
 def runs_dir() -> Path:
@@ -151,19 +252,39 @@ def compare_label(summary: dict) -> str:
 
 class JobManager:
     def __init__(self, root: str | os.PathLike | None = None, max_running: int | None = None,
-                 threads: int | None = None, python: str = sys.executable):
+                 threads: int | None = None, python: str = sys.executable, teacher: bool | None = None,
+                 per_owner: int | None = None, total: int | None = None, budget_mb: float | None = None):
         self.root = Path(root).expanduser().resolve() if root else runs_dir()
         if max_running is None:
-            max_running = int(os.environ.get(MAX_RUNS_ENV, "1") or 1)
+            max_running = env_int(MAX_RUNS_ENV, 1, 1)
         self.max_running = max(1, max_running)
         if threads is None:
-            threads = int(os.environ.get(THREADS_ENV, "0") or 0) or max(1, (os.cpu_count() or 2) - 1)
-        self.threads = threads  # trainer CPU threads: leave a core for the web server
+            threads = thread_budget(os.cpu_count(), self.max_running, env_int(THREADS_ENV, 0))[1]
+        self.threads = threads  # trainer CPU threads (thread_budget): the rest is the web server's
         self.python = python
+        self.teacher = teacher_mode() if teacher is None else teacher
+        self.per_owner = env_int(PER_OWNER_ENV, PER_OWNER_DEFAULT, 1) if per_owner is None else per_owner
+        self.total = env_int(TOTAL_ENV, TOTAL_DEFAULT, 1) if total is None else total
+        self.budget_mb = env_int(BUDGET_ENV, BUDGET_DEFAULT_MB, 1) if budget_mb is None else budget_mb
         self._lock = threading.RLock()
         self._procs: dict[str, subprocess.Popen] = {}
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.poll()  # recover: runs whose process vanished become "stopped"; queued runs start
+        try:  # recover: runs whose process vanished are settled; queued runs start
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._remove_stale_new()
+            self.poll()
+        except (OSError, UserError):
+            pass  # an unusable RUNS: problem() says why, the page shows it; nothing here may raise
+
+    def problem(self) -> UserError | None:
+        """Why RUNS cannot be used right now (not a folder, read-only, the lock cannot be opened), or None."""
+        try:
+            with self._exclusive():
+                pass
+        except UserError as e:
+            return e
+        if not os.access(self.root, os.W_OK | os.X_OK):
+            return UserError("jobs.errors.runs_folder", path=str(self.root), reason=os.strerror(errno.EACCES))
+        return None
 
     # ---- paths and files
     def run_path(self, run_id: str) -> Path:
@@ -190,20 +311,34 @@ class JobManager:
 
     @contextlib.contextmanager
     def _exclusive(self):
-        """This manager's lock, plus a file lock so two servers sharing RUNS do not both launch a run."""
+        """This manager's lock, plus a file lock so two servers sharing RUNS do not both launch a run.
+        A RUNS that cannot be created or locked is a UserError (jobs.errors.runs_folder)."""
         with self._lock:
             try:
                 import fcntl
             except ImportError:  # Windows
                 yield
                 return
-            self.root.mkdir(parents=True, exist_ok=True)  # RUNS may have been deleted while the server runs
-            with open(self.root / ".jobs.lock", "a+") as f:
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)  # RUNS may have been deleted while the server runs
+                f = _lock_file(self.root)
+            except OSError as e:
+                raise folder_error(self.root, e) from None
+            with f:
                 fcntl.flock(f, fcntl.LOCK_EX)
                 try:
                     yield
                 finally:
                     fcntl.flock(f, fcntl.LOCK_UN)
+
+    def _remove_stale_new(self) -> None:
+        """Hidden half-written run folders (.new-*) left by a server that died during Start."""
+        now = time.time()
+        with contextlib.suppress(OSError):
+            for p in self.root.glob(".new-*"):
+                with contextlib.suppress(OSError):
+                    if now - p.stat().st_mtime > STALE_NEW_SECONDS:
+                        shutil.rmtree(p, ignore_errors=True)
 
     def _pid(self, d: Path, st: dict | None = None, job: dict | None = None):
         st = self._status(d) if st is None else st
@@ -218,13 +353,15 @@ class JobManager:
 
     # ---- the queue
     def poll(self) -> None:
-        """Reap finished trainers, mark vanished ones "stopped", start queued runs while slots are free."""
+        """Reap finished trainers, settle vanished ones, start queued runs while slots are free.
+        UserError when RUNS cannot be used."""
         with self._exclusive():
             for run_id, proc in list(self._procs.items()):
                 rc = proc.poll()
                 if rc is not None:
                     del self._procs[run_id]
-                    self._settle(self.root / run_id, rc)
+                    with contextlib.suppress(OSError):
+                        self._settle(self.root / run_id, rc, proc.pid)
             running, waiting = 0, []
             for d in self._run_dirs():
                 st, job = self._status(d), self._job(d)
@@ -233,22 +370,40 @@ class JobManager:
                     continue
                 launched = bool(job.get("pid")) or (state == "running")
                 if not launched:
-                    if job.get("command") or job.get("options"):  # a run this app queued (not one started by hand)
+                    if self._previous_alive(d, job):  # resumed while its last trainer is still exiting
+                        running += 1
+                    elif job.get("command") or job.get("options"):  # queued by this app (not started by hand)
                         waiting.append((_number(job.get("queued_at")) or 0, d))
                 elif self._is_live(d, st, job):
                     running += 1
                 else:
-                    self._mark_vanished(d, st)
+                    with contextlib.suppress(OSError):
+                        self._mark_vanished(d, st)
             for _, d in sorted(waiting, key=lambda x: x[0]):
                 if running >= self.max_running:
                     break
                 self._launch(d)
                 running += 1
 
-    def _settle(self, d: Path, rc: int) -> None:
-        """A trainer we launched has exited; if it did not write a final state, write one."""
+    def _previous_alive(self, d: Path, job: dict) -> bool:
+        """Is the trainer of this run's previous launch (job.json "previous_pid") still exiting? A resumed
+        run waits for it: two trainers must never write one folder."""
+        prev = job.get("previous_pid")
+        if not prev:
+            return False
+        proc = self._procs.get(d.name)
+        if proc is not None and proc.pid == prev:
+            return proc.poll() is None
+        return pid_alive(prev, d)
+
+    def _settle(self, d: Path, rc: int, pid: int | None = None) -> None:
+        """A trainer we launched (`pid`) has exited; if it did not write a final state, write one. A run
+        queued again since (Resume pressed while the trainer was exiting: job.json's pid is no longer
+        this one) is left as it is."""
         st = self._status(d)
         if st.get("state") not in ACTIVE:
+            return
+        if pid is not None and self._job(d).get("pid") != pid:
             return
         at = _count(st.get("step"))
         if rc == 0:
@@ -263,7 +418,21 @@ class JobManager:
         self._set_status(d, state="stopped" if rc <= 0 else "failed", message=message)
 
     def _mark_vanished(self, d: Path, st: dict) -> None:
-        self._set_status(d, state="stopped", message=Message("jobs.status.vanished", {"at": _count(st.get("step"))}))
+        """A run whose trainer is gone although status.json says it is active: "failed" with the trainer's
+        own error when its log ends in one (a crash another server did not see), else "stopped" (the
+        server or the machine went down with it)."""
+        at = _count(st.get("step"))
+        why = self._crash_line(d)
+        if why:
+            self._set_status(d, state="failed", message=Message("jobs.status.vanished_with", {"at": at, "detail": why}))
+        else:
+            self._set_status(d, state="stopped", message=Message("jobs.status.vanished", {"at": at}))
+
+    def _crash_line(self, d: Path) -> str:
+        """The error line of a traceback written after the last launch in train.log, or ""."""
+        tail = self.log_tail(d.name, 40)
+        last = tail.rsplit("\n$ ", 1)[-1] if "\n$ " in tail else tail
+        return self.error_line(d.name) if "Traceback (most recent call last)" in last else ""
 
     def trainer_command(self, d: Path, job: dict) -> list[str] | None:
         """The trainer's command line for run folder `d`, rebuilt every time from the job's validated options
@@ -293,24 +462,36 @@ class JobManager:
         if not cmd:
             self._set_status(d, state="failed", message=Message("jobs.status.no_command"))
             return
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": str(self.threads)}
-        env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-        with open(d / "train.log", "ab") as log:
-            log.write(f"\n$ {' '.join(cmd)}\n".encode())
-            log.flush()
-            try:
+        env = self.trainer_env()
+        try:
+            with open(d / "train.log", "ab") as log:
+                log.write(f"\n$ {' '.join(cmd)}\n".encode())
+                log.flush()
                 proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
                                         stderr=subprocess.STDOUT, start_new_session=True)
-            except OSError as e:
+        except OSError as e:  # no trainer, or a full disk / read-only RUNS
+            with contextlib.suppress(OSError):
                 self._set_status(d, state="failed", message=Message("jobs.status.launch_failed", {"detail": str(e)}))
-                return
+            return
         self._procs[d.name] = proc
-        job.update(pid=proc.pid, launched_at=time.time(), launches=int(job.get("launches", 0)) + 1)
-        atomic_write_json(d / "job.json", job)
+        job.update(pid=proc.pid, launched_at=time.time(), launches=_count(job.get("launches")) + 1)
+        job.pop("previous_pid", None)
+        try:
+            atomic_write_json(d / "job.json", job)
+        except OSError:  # the trainer runs; its own status.json (with its pid) tells the other servers
+            pass
+
+    def trainer_env(self) -> dict:
+        """The trainer's environment: this manager's thread budget for OpenMP too, the repository importable."""
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": str(self.threads),
+               "MKL_NUM_THREADS": str(self.threads)}
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        return env
 
     # ---- requests
-    def start(self, options: TrainOptions) -> str:
-        """Validate, create RUNS/<task>-<time>/ with the model's config.json, queue it; returns the run id."""
+    def start(self, options: TrainOptions, owner: str | None = None) -> str:
+        """Validate, create RUNS/<task>-<time>/ with the model's config.json, queue it; returns the run id.
+        `owner`: the starting session's token (its hash is stored; limits per owner apply)."""
         validate_options(options)
         est = self.estimate(options)  # builds the model's config: what TransformerConfig refuses is refused here
         if est["parameters"] > MAX_PARAMETERS:
@@ -321,28 +502,121 @@ class JobManager:
             twin = self._recent_twin(options.public(), digest, now)
             if twin is not None:  # a double click on Start (or two tabs): one run, not two
                 return twin
+            self._check_queue(owner)
+            need = len(options.tsv_bytes or b"") + self.run_bytes(est["parameters"])
+            self._check_disk(need)
             base = f"{options.task}-{_fmt_id_time(now)}"
             run_id, n = base, 1
             while (self.root / run_id).exists():
                 n += 1
                 run_id = f"{base}-{n}"
             d = self.root / run_id
-            d.mkdir(parents=True)
-            atomic_write_json(d / "config.json", est["config"])  # the trainer builds exactly this model
             cmd = [self.python, "-m", "model.train", "--config", str(d / "config.json"), *train_arguments(options)]
             if options.task == "tsv":
-                (d / "corpus.tsv").write_bytes(options.tsv_bytes or b"")
                 cmd += ["--tsv", str(d / "corpus.tsv")]
             cmd += ["--threads", str(self.threads), "--out", str(d)]
-            atomic_write_json(d / "job.json", {
-                "id": run_id, "created_at": now, "queued_at": now, "options": options.public(),
-                "tsv_sha256": digest, "command": cmd,
-                "estimate": {k: v for k, v in est.items() if k != "config"}, "config": est["config"], "pid": None})
-            atomic_write_json(d / "status.json", {
-                "state": "queued", "step": 0, "total_steps": options.steps, "task": options.task,
-                "message": Message("jobs.status.waiting").to_dict(), "created_at": now, "updated_at": now})
+            job = {"id": run_id, "created_at": now, "queued_at": now, "options": options.public(),
+                   "tsv_sha256": digest, "command": cmd,
+                   "estimate": {k: v for k, v in est.items() if k != "config"}, "config": est["config"], "pid": None}
+            if owner is not None:
+                job["owner"] = owner_hash(owner)
+            # Written in a hidden folder, then renamed: a full disk leaves no half-made run behind.
+            tmp = self.root / f".new-{run_id}-{secrets.token_hex(4)}"
+            try:
+                tmp.mkdir(parents=True)
+                atomic_write_json(tmp / "config.json", est["config"])  # the trainer builds exactly this model
+                if options.task == "tsv":
+                    (tmp / "corpus.tsv").write_bytes(options.tsv_bytes or b"")
+                atomic_write_json(tmp / "job.json", job)
+                atomic_write_json(tmp / "status.json", {
+                    "state": "queued", "step": 0, "total_steps": options.steps, "task": options.task,
+                    "message": Message("jobs.status.waiting").to_dict(), "created_at": now, "updated_at": now})
+                os.rename(tmp, d)
+            except OSError as e:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise folder_error(self.root, e) from None
         self.poll()
         return run_id
+
+    # ---- limits
+    def _active_runs(self) -> list[dict]:
+        """job.json of every queued or running run this app started."""
+        out = []
+        for d in self._run_dirs():
+            job = self._job(d)
+            if (job.get("options") or job.get("command")) and self._status(d).get("state") in ACTIVE:
+                out.append(job)
+        return out
+
+    def _check_queue(self, owner: str | None) -> None:
+        """UserError when the queue is full: this session's own runs, or everyone's."""
+        active = self._active_runs()
+        if len(active) >= self.total:
+            raise UserError("jobs.errors.queue_full", count=len(active), limit=self.total)
+        if owner is not None:
+            mine = sum(1 for job in active if self._owns(job, owner))
+            if mine >= self.per_owner:
+                raise UserError("jobs.errors.too_many_yours", count=mine, limit=self.per_owner)
+
+    @staticmethod
+    def run_bytes(parameters: int) -> int:
+        """Disk a run will take, about: checkpoint.pt (weights + Adam's two moments), the exported model,
+        curves and log."""
+        return 16 * int(parameters) + 1_000_000
+
+    def disk_used(self) -> int:
+        """Bytes of every file in RUNS (runs and uploaded corpora)."""
+        total = 0
+        for dirpath, _, files in os.walk(self.root):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    total += os.lstat(os.path.join(dirpath, name)).st_size
+        return total
+
+    def _check_disk(self, need: int) -> None:
+        """UserError when a run of `need` bytes would pass the disk budget or the disk's free space."""
+        used = self.disk_used()
+        if used + need > self.budget_mb * MB:
+            raise UserError("jobs.errors.disk_budget", used=used / MB, budget=float(self.budget_mb), need=need / MB)
+        free = free_mb(self.root)
+        if 0 <= free < need / MB:
+            raise UserError("jobs.errors.disk_full", path=str(self.root), free=free)
+
+    def cleanup_candidates(self, limit: int = 5, owner: str | None = None) -> list[dict]:
+        """The oldest finished (done, failed, stopped) runs with their size in bytes, oldest first, for
+        the page's clean-up list: {"id", "state", "created_at", "bytes", "mine"}."""
+        out = []
+        for d in self._run_dirs():
+            st = self._status(d)
+            if st.get("state") in ACTIVE:
+                continue
+            size = 0
+            for dirpath, _, files in os.walk(d):
+                for name in files:
+                    with contextlib.suppress(OSError):
+                        size += os.lstat(os.path.join(dirpath, name)).st_size
+            job = self._job(d)
+            created = _number(job.get("created_at")) or _number(st.get("created_at"))
+            if not created:
+                with contextlib.suppress(OSError):
+                    created = d.stat().st_mtime
+            out.append({"id": d.name, "state": _state(st), "created_at": created or 0.0, "bytes": size,
+                        "mine": self.may_manage(job, owner)})
+        return sorted(out, key=lambda r: r["created_at"])[:limit]
+
+    # ---- ownership
+    def _owns(self, job: dict, owner: str) -> bool:
+        stored = job.get("owner")
+        return isinstance(stored, str) and hmac.compare_digest(stored, owner_hash(owner))
+
+    def may_manage(self, job: dict, owner: str | None) -> bool:
+        """May the session with this owner token stop, resume or delete the run of `job`? Yes for its own
+        runs; in teacher mode for every run; `owner=None` is a trusted caller (tests, scripts)."""
+        return owner is None or self.teacher or self._owns(job, owner)
+
+    def _check_owner(self, d: Path, job: dict, owner: str | None) -> None:
+        if not self.may_manage(job, owner):
+            raise UserError("jobs.errors.not_yours", id=d.name)
 
     def _recent_twin(self, public: dict, digest: str, now: float) -> str | None:
         """An active run created in the last DUPLICATE_SECONDS with exactly these options, if any."""
@@ -354,11 +628,12 @@ class JobManager:
                 return d.name
         return None
 
-    def stop(self, run_id: str) -> None:
+    def stop(self, run_id: str, owner: str | None = None) -> None:
         """SIGTERM a running trainer (it checkpoints and writes "stopped"); a queued run is taken off the queue."""
         d = self.run_path(run_id)
         with self._exclusive():
             st, job = self._status(d), self._job(d)
+            self._check_owner(d, job, owner)
             if st.get("state") not in ACTIVE:
                 return
             launched = bool(job.get("pid")) or st.get("state") == "running"
@@ -376,25 +651,36 @@ class JobManager:
             else:
                 self._mark_vanished(d, st)
 
-    def resume(self, run_id: str) -> None:
-        """Queue a stopped (or failed, with a checkpoint) run again; the trainer continues with --resume."""
+    def resume(self, run_id: str, owner: str | None = None) -> None:
+        """Queue a stopped (or failed, with a checkpoint) run again; the trainer continues with --resume.
+        Pressed while the stopped trainer is still exiting, the run waits for it (job.json "previous_pid")."""
         d = self.run_path(run_id)
         with self._exclusive():
             st, job = self._status(d), self._job(d)
+            self._check_owner(d, job, owner)
             if not self._resumable(d, st):
                 raise UserError("jobs.errors.cannot_resume", id=run_id, state=state_message(_state(st)))
             if not job.get("command") and not (d / "args.json").exists():
                 raise UserError("jobs.errors.nothing_to_resume", id=run_id)
+            self._check_queue(owner)
+            self._check_disk(0)
             now = time.time()
+            previous = self._pid(d, st, job)
             job.update(pid=None, queued_at=now, resume=True)
-            atomic_write_json(d / "job.json", job)
-            self._set_status(d, state="queued", message=Message("jobs.status.waiting_resume"), pid=None)
+            if previous:
+                job["previous_pid"] = previous
+            try:
+                atomic_write_json(d / "job.json", job)
+                self._set_status(d, state="queued", message=Message("jobs.status.waiting_resume"), pid=None)
+            except OSError as e:
+                raise folder_error(self.root, e) from None
         self.poll()
 
-    def delete(self, run_id: str) -> None:
+    def delete(self, run_id: str, owner: str | None = None) -> None:
         d = self.run_path(run_id)
         with self._exclusive():
             st = self._status(d)
+            self._check_owner(d, self._job(d), owner)
             if st.get("state") in ACTIVE:
                 raise UserError("jobs.errors.delete_active", id=run_id, state=state_message(_state(st)))
             if not d.is_dir():
@@ -404,6 +690,8 @@ class JobManager:
 
     @staticmethod
     def _resumable(d: Path, st: dict) -> bool:
+        if st.get("resumable") is False:  # the trainer says resuming would fail again (e.g. NaN from the same batches)
+            return False
         state = st.get("state")
         if state == "failed":
             # A checkpoint the trainer could not read stays unreadable: resuming again would fail again.
@@ -414,16 +702,18 @@ class JobManager:
         return state == "stopped"
 
     # ---- reading
-    def list_runs(self) -> list[dict]:
-        """Summaries of every run in RUNS, newest first (advances the queue first)."""
+    def list_runs(self, owner: str | None = None) -> list[dict]:
+        """Summaries of every run in RUNS, newest first (advances the queue first; UserError when RUNS
+        cannot be used). With `owner`, others' runs are read-only ("mine" False, no stop/resume/delete)."""
         self.poll()
-        out = [self.summary(d.name) for d in self._run_dirs()]
+        out = [self.summary(d.name, owner) for d in self._run_dirs()]
         return sorted(out, key=lambda r: r["created_at"], reverse=True)
 
-    def summary(self, run_id: str) -> dict:
+    def summary(self, run_id: str, owner: str | None = None) -> dict:
         """One run for the page. Every field is checked: a damaged or hand-edited file shows as
         "unknown" / "–" with a message, never as an exception. "message" is a Message, an older
-        version's English sentence (str, shown as it is) or None."""
+        version's English sentence (str, shown as it is) or None. "mine": may this owner manage it
+        (its actions are only "inspect" otherwise)."""
         d = self.run_path(run_id)
         st, job = self._status(d), self._job(d)
         args = read_json_object(d / "args.json")
@@ -458,12 +748,12 @@ class JobManager:
             "message": message, "samples": _samples(st.get("samples")),
             "parameters": _number(st.get("parameters")) or _number(estimate.get("parameters")),
             "device": st.get("device"), "config": cfg, "options": options,
-            "estimate": estimate, "managed": bool(job),
+            "estimate": estimate, "managed": bool(job), "mine": self.may_manage(job, owner),
             "resumable": self._resumable(d, st) and (bool(job.get("command")) or (d / "args.json").exists()),
             "inspectable": state not in ACTIVE and (model / "model.safetensors").is_file(),
             "path": str(d),
         }
-        summary["actions"] = run_actions(summary)
+        summary["actions"] = [a for a in run_actions(summary) if summary["mine"] or a == "inspect"]
         return summary
 
     def read_metrics(self, run_id: str) -> list[dict]:

@@ -12,10 +12,12 @@ import streamlit as st  # noqa: E402
 
 from app import i18n, state  # noqa: E402
 from app.i18n import t  # noqa: E402
+from app.jobs import apply_server_threads  # noqa: E402
 from app.pages_list import PAGES, SECTIONS  # noqa: E402
 from app.resources import device_description  # noqa: E402
 
 st.set_page_config(page_title="Attention Atlas", page_icon="🧭", layout="wide")
+apply_server_threads()  # once per process: the server's torch keeps to its share of the cores, the trainers get theirs
 
 if i18n.STATE_KEY not in st.session_state:  # first visit: the link's language, else the browser's if we speak it
     asked = st.query_params.get(state.LANG_PARAM)
