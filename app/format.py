@@ -3,6 +3,7 @@ from the catalogue, `common.unit_*`)."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -82,3 +83,34 @@ def duration_parts(seconds) -> tuple[int, int, int] | None:
     h, rem = divmod(s, 3600)
     m, s = divmod(rem, 60)
     return h, m, s
+
+
+
+# Markdown that acts anywhere in a line: emphasis, code, links and images, raw HTML and autolinks, tables,
+# strikethrough, maths, entities, Streamlit's `:colour[...]` / `:material/icon:` directives, backslashes.
+_MD_INLINE = r"[\\`*\[\]<>|~$:&]"
+# `_` opens or closes emphasis only at a word's edge (CommonMark): an intraword one (d_model) is text.
+_MD_UNDERSCORE = r"(?<![^\W_])_|_(?![^\W_])"
+# What acts only at a line's start: headings, lists, quotes, rules, setext underlines, numbered items.
+_MD_LINE_START = r"(?<![^\n])[ \t]*(?:[-+#=>]|\d{1,9}[.)](?=\s|$))"
+_MD = re.compile(f"{_MD_LINE_START}|{_MD_INLINE}|{_MD_UNDERSCORE}")
+
+
+def _escape_match(m: re.Match) -> str:
+    s = m.group(0)
+    if len(s) == 1:
+        return "\\" + s
+    return s[:-1] + "\\" + s[-1]  # a line-start marker: escape its last character (`#`, `-`, the `.` of `1.`)
+
+
+def escape_md(text) -> str:
+    """User text shown as it is inside Markdown (st.markdown, captions, alert boxes, t() arguments):
+    `**b**`, `![i](http://…)`, `<b>`, `$x$`, `:red[x]`, `# h` stay text. Only what Markdown would act on is
+    backslash-escaped, so plain words, numbers and `d_model` read the same in the page's source."""
+    return _MD.sub(_escape_match, str(text))
+
+
+def code_span(text) -> str:
+    """Text shown verbatim as Markdown inline code: a backtick inside cannot close the span, and a blank
+    line cannot end the paragraph (a line break inside a code span is shown as a space anyway)."""
+    return "`" + " ".join(str(text).replace("`", "ʼ").split("\n")) + "`"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import secrets
 
-from app.format import fixed, percent
+from app.format import code_span, fixed, percent
 from app.i18n import catalogue, lang, t
 from app.resources import device_text
 from model.card import PAPER_BLEU_EN_DE, CardFacts
@@ -50,8 +50,8 @@ def known_label(key: str, fallback: str) -> str:
 
 
 def code(text: str) -> str:
-    """Text as a Markdown code span (a backtick inside cannot close it)."""
-    return f"`{text.replace('`', 'ʼ')}`"
+    """Text as a Markdown code span (a backtick inside cannot close it, a blank line cannot end it)."""
+    return code_span(text)
 
 
 def unknown_list(unknown: list[str], known: frozenset[str]) -> str:

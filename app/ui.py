@@ -7,6 +7,7 @@ import streamlit as st
 
 from app.charts.export import matrix_csv
 from app.charts.style import toolbar_room
+from app.format import code_span, escape_md
 from app.i18n import Message, UserError, prose, say, t
 
 # Toolbar with the PNG download button always visible; numbers come as CSV beside the figure.
@@ -49,11 +50,20 @@ def text(key: str, **args) -> None:
     st.markdown(prose(key, **args))
 
 
+def plain_args(message: Message) -> Message:
+    """The message with every text argument escaped for Markdown (what a learner typed, a file name):
+    `**b**` or `![i](http://…)` in a message stays text. Numbers and nested Messages (translated from the
+    catalogue, escaped in turn) keep their meaning."""
+    args = {k: plain_args(v) if isinstance(v, Message) else escape_md(v) if isinstance(v, str) else v
+            for k, v in message.args.items()}
+    return Message(message.code, args)
+
+
 def error(problem: UserError | Message, detail: str | None = None, icon: str | None = None) -> None:
-    """A clear message instead of a traceback. The detail (a file name, the original exception text)
-    is shown verbatim as code, never as Markdown."""
+    """A clear message instead of a traceback. Text arguments (often what was typed) are escaped; the
+    detail (a file name, the original exception text) is shown verbatim as code, never as Markdown."""
     if isinstance(problem, UserError):
         detail = detail or problem.detail
         problem = problem.message
-    st.error(say(problem) + (f"\n\n`{detail.replace('`', 'ʼ')}`" if detail else ""), icon=icon)
+    st.error(say(plain_args(problem)) + (f"\n\n{code_span(detail)}" if detail else ""), icon=icon)
 

@@ -6,6 +6,7 @@ from app.charts.curves import circle_figure, line_chart
 from app.charts.export import matrix_csv, series_csv
 from app.charts.heatmaps import attention_heatmap, matrix_heatmap, numeric_heatmap
 from app.charts.style import esc, lift_title
+from app.format import escape_md
 from app.i18n import Message, UserError, options, t
 from app.inputs import parse_int_list, split_words
 from app.state import keep
@@ -182,7 +183,7 @@ try:
     if exp["unchanged"]:
         st.info(t("positional.permutation.unchanged"))
     perm, runs = exp["perm"], exp["runs"]
-    text("positional.orders", original=" ".join(words), shuffled=" ".join(exp["shuffled"]))
+    text("positional.orders", original=escape_md(" ".join(words)), shuffled=escape_md(" ".join(exp["shuffled"])))
     m1, m2 = st.columns(2)
     m1.metric(t("positional.permutation.without_pe"), f"{runs[False]['out_diff']:.2e}")
     m2.metric(t("positional.permutation.with_pe"), f"{runs[True]['out_diff']:.2e}")
