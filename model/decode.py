@@ -25,6 +25,7 @@ from .masks import pad_batch
 from .transformer import Intermediates, Transformer
 
 TOP_K_SHOWN = 10
+PAPER_EXTRA_OUTPUT = 50  # section 6.1: at most input length + 50 output tokens
 
 
 @dataclass
@@ -302,7 +303,13 @@ def translate(loaded, text: str, *, beam_size: int = 4, alpha: float = 0.6, gree
               max_len: int | None = None) -> TranslationResult:
     """Translate `text` with a LoadedModel (model.checkpoint.load_model_dir). Beam search by
     default (beam 4, alpha 0.6, as in the paper); greedy=True or beam_size=1 decodes greedily.
-    max_len defaults to 2 * source length + 10, capped by the model's positions."""
+
+    max_len (the most output tokens, EOS included) defaults to the paper's cap, input length + 50
+    (section 6.1: "We set the maximum output length during inference to input length + 50, but
+    terminate early when possible"), where the input length is the encoder input (`src_ids`, its EOS
+    included). The model's positions bound it: the decoder reads [bos] + output, so at most
+    cfg.max_len - 1 tokens come out, and min(len(src_ids) + 50, cfg.max_len - 1) is the default. An
+    explicit max_len is bounded the same way."""
     tok, model = loaded.tokenizer, loaded.model
     if tok is None:
         raise ValueError("this model has no tokenizer, so it cannot translate text")
@@ -312,7 +319,7 @@ def translate(loaded, text: str, *, beam_size: int = 4, alpha: float = 0.6, gree
     truncated = len(ids) > limit
     src_ids = ids[:limit] + [tok.eos_id]
     if max_len is None:
-        max_len = 2 * len(src_ids) + 10
+        max_len = min(len(src_ids) + PAPER_EXTRA_OUTPUT, model.config.max_len - 1)
     # a tokenizer may name ids the model must never produce (Marian: its pad / decoder start token)
     kw = dict(bos_id=tok.bos_id, eos_id=tok.eos_id, max_len=max_len, banned=tuple(getattr(tok, "banned_ids", ())))
     if greedy or beam_size <= 1:

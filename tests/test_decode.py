@@ -196,3 +196,20 @@ def test_top_candidates_best_first():
     assert [i for i, _ in top] == [1, 3, 4]
     assert [p for _, p in top] == pytest.approx([0.4, 0.3, 0.15])
     assert len(top_candidates(probs, 10)) == 5  # never more than the vocabulary
+
+
+class NoEosTokenizer(CharTokenizer):
+    """Bans EOS, so decoding runs to its length cap and the output's length is the cap."""
+    banned_ids = (EOS,)
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+def test_translate_caps_output_at_input_length_plus_50(model, greedy):
+    """Section 6.1: 'maximum output length during inference to input length + 50', where the model's
+    positions allow it (decoder positions 0 .. max_len-1, the first is BOS)."""
+    loaded = LoadedModel(model=model, tokenizer=NoEosTokenizer(), config=model.config)
+    short = translate(loaded, "abc", greedy=greedy, beam_size=2)
+    assert len(short.src_ids) == 4 and not short.finished
+    assert len(short.out_ids) == min(4 + 50, model.config.max_len - 1) == 54
+    long = translate(loaded, "ab" * 100, greedy=greedy, beam_size=2)
+    assert long.truncated and len(long.out_ids) == model.config.max_len - 1
