@@ -9,7 +9,7 @@ import pytest
 
 from app.attention_lab import heads_csv
 from app.i18n import catalogue
-from tests.apptest_read import figures, title
+from tests.apptest_read import figures, rendered_text, title
 from tests.apptest_util import assert_clean, run_page
 
 SHAPE_COL = {"en": "shape (this run)", "ko": "모양 (이번 실행)"}
@@ -150,3 +150,22 @@ def test_one_layer_follows_d_and_h():
     assert metrics["d_ff = 4 · D"] == "64"
     steps = at.dataframe[2].value
     assert list(steps["shape (this run)"])[4] == str([1, 3, 64])
+
+
+# What one head versus H heads changes (issue 15): softmax runs over the keys in both; the dot
+# products run over D or d_h dimensions (one score matrix or H of them), and the scale is 1/√D or 1/√d_h.
+COMPARE_SAYS = {
+    "en": ["over the keys", "1/√D", "1/√d_h", "H separate score matrices"],
+    "ko": ["키에 대해", "1/√D", "1/√d_h", "점수 행렬 H개"],
+}
+COMPARE_NEVER = {"en": "softmax over all D dimensions", "ko": "D차원 전체에 소프트맥스"}
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_one_head_versus_many_names_the_real_difference(lang):
+    at = run_with(lang, mh_sentence="the cat sat on the mat")
+    assert_clean(at)
+    shown = "\n".join(rendered_text(at))
+    for phrase in COMPARE_SAYS[lang]:
+        assert phrase in shown, phrase
+    assert COMPARE_NEVER[lang] not in shown
