@@ -9,12 +9,12 @@ import streamlit as st
 from app import format as fmt
 from app.charts import export, training as charts
 from app.i18n import Message, UserError, options, prose, say, t
-from app.jobs import ACTIVE, COMPARE_METRICS, compare_label, get_manager, runs_dir
+from app.jobs import ACTIVE, COMPARE_METRICS, MB, compare_label, get_manager, new_owner_token, runs_dir
 from app.jobs_options import (ALL_TASKS, CUSTOM_DEFAULTS, LIMITS, MAX_PARAMETERS, MAX_UPLOAD_BYTES, POSITIONALS,
                               RECIPES, SIZES, TrainOptions, check_upload, family_recipe, is_family)
 from app.pages_list import PAGES
 from app.state import between, keep
-from app.train_ui import fmt_duration, status_text
+from app.train_ui import fmt_duration, plain, status_text
 from app.ui import error, plot, text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,6 +22,9 @@ INSPECTOR = ROOT / "pages" / "inspector.py"
 FAMILY_PAGE = ROOT / "pages" / "family.py"
 FAMILY_MEMBER = {"mlm": "mlm", "vit-digits": "vit", "detr-shapes": "detr"}  # task -> the family page's section
 mgr = get_manager(str(runs_dir()))
+# This browser session's secret: it owns the runs it starts (job.json keeps only its hash); others' runs are
+# read-only here unless the server runs in teacher mode (app/jobs.py, docs/classroom.md).
+OWNER = st.session_state.setdefault("train_owner", new_owner_token())
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -73,8 +76,8 @@ if task == "tsv":
             st.error(t("train.upload_unusable", problem=say(checked["error"])), icon="🚫")
         else:
             pairs = checked["sample"]
-            st.success(t("train.upload_ok", file=upload_name, count=checked["count"], source=pairs[0][0],
-                         target=pairs[0][1]))
+            st.success(t("train.upload_ok", file=plain(upload_name), count=checked["count"],
+                         source=plain(pairs[0][0]), target=plain(pairs[0][1])))
 
 # -----------------------------------------------------------------------------
 # 2. model size
@@ -164,11 +167,12 @@ if est:
 
 st.caption(t("train.limits", slots=mgr.max_running, max_d_model=LIMITS["d_model"][1], max_layers=LIMITS["layers"][1],
              max_steps=LIMITS["steps"][1], millions=MAX_PARAMETERS / 1e6))
+st.caption(t("train.queue_limits", per_session=mgr.per_owner, total=mgr.total, budget=float(mgr.budget_mb)))
 
 if st.button(t("train.start"), type="primary", icon=":material/play_arrow:", key="train_start",
              disabled=not upload_ok):
     try:
-        run_id = mgr.start(choices)
+        run_id = mgr.start(choices, owner=OWNER)
     except UserError as e:
         error(e, icon="🚫")
     else:
@@ -180,7 +184,17 @@ if st.button(t("train.start"), type="primary", icon=":material/play_arrow:", key
 # 4. runs (a fragment that refreshes itself while something trains)
 st.header(t("train.section.runs"))
 st.caption(t("train.stored_in", path=mgr.root))
-_active_at_start = any(r["state"] in ACTIVE for r in mgr.list_runs())
+folder_problem = mgr.problem()  # read-only, a file, no permission: say so instead of a traceback
+if folder_problem is not None:
+    error(folder_problem, icon="🚫")
+    st.stop()
+try:
+    _active_at_start = any(r["state"] in ACTIVE for r in mgr.list_runs(owner=OWNER))
+except UserError as e:
+    error(e, icon="🚫")
+    st.stop()
+if mgr.teacher:
+    st.info(t("train.teacher_mode"))
 
 
 def inspector_registered() -> bool:
@@ -214,12 +228,16 @@ def run_actions(r: dict) -> None:
     rid, actions = r["id"], r["actions"]
     cols = dict(zip(actions, st.columns([1] * len(actions) + [5 - len(actions)])[: len(actions)])) if actions else {}
     if "stop" in cols and cols["stop"].button(t("train.action.stop"), icon=":material/stop:", key=f"stop-{rid}"):
-        mgr.stop(rid)
-        st.toast(t("train.stopping"))
+        try:
+            mgr.stop(rid, owner=OWNER)
+        except UserError as e:
+            error(e)
+        else:
+            st.toast(t("train.stopping"))
     if "resume" in cols and cols["resume"].button(t("train.action.resume"), icon=":material/play_arrow:",
                                                   key=f"resume-{rid}"):
         try:
-            mgr.resume(rid)
+            mgr.resume(rid, owner=OWNER)
         except UserError as e:
             error(e)
         else:
@@ -248,7 +266,7 @@ def run_actions(r: dict) -> None:
         if y.button(t("train.action.confirm"), type="primary", key=f"confirm-delete-{rid}"):
             st.session_state.pop("train_confirm_delete", None)
             try:
-                mgr.delete(rid)
+                mgr.delete(rid, owner=OWNER)
             except UserError as e:
                 error(e)
             except OSError as e:
@@ -309,6 +327,8 @@ def run_details(r: dict) -> None:
         cols[3].metric(second_name, fmt.percent(r["val_exact"]))
     cols[4].metric(t("train.metric.learning_rate"), f"{r['lr']:.2e}" if isinstance(r["lr"], float) else "–")
     cols[5].metric(t("train.metric.tokens_per_second"), fmt.count(r["tokens_per_second"]))
+    if not r["mine"]:
+        st.caption(t("train.not_yours"))
     run_actions(r)
 
     records = mgr.read_metrics(rid)
@@ -348,9 +368,28 @@ def compare(runs: list[dict]) -> None:
                        mime="text/csv", key="compare-csv")
 
 
+def cleanup_list() -> None:
+    """The disk the runs use against the budget, and the oldest finished runs (to delete first)."""
+    used = mgr.disk_used()
+    old = mgr.cleanup_candidates(owner=OWNER)
+    with st.expander(t("train.disk_title", used=used / MB, budget=float(mgr.budget_mb))):
+        if not old:
+            st.caption(t("train.cleanup_none"))
+            return
+        st.caption(t("train.cleanup_caption"))
+        st.dataframe([{t("train.col.run"): r["id"], t("train.col.state"): state_name(r["state"]),
+                       t("train.col.size"): fmt.size_bytes(r["bytes"]),
+                       t("train.col.yours"): "✓" if r["mine"] else ""} for r in old],
+                     hide_index=True, width="stretch")
+
+
 @st.fragment(run_every=2.0 if _active_at_start else None)
 def runs_panel() -> None:
-    runs = mgr.list_runs()  # also advances the queue
+    try:
+        runs = mgr.list_runs(owner=OWNER)  # also advances the queue
+    except UserError as e:  # the folder became unusable while the page was open
+        error(e, icon="🚫")
+        return
     if not runs:
         st.info(t("train.no_runs"))
     else:
@@ -361,6 +400,7 @@ def runs_panel() -> None:
         run_details(next(r for r in runs if r["id"] == selected))
         if len(runs) > 1:
             compare(runs)
+        cleanup_list()
     if any(r["state"] in ACTIVE for r in runs) != _active_at_start:
         st.rerun(scope="app")  # switch the auto-refresh on or off
 

@@ -414,15 +414,20 @@ def test_the_form_survives_other_pages_and_the_language(runs):
 
 def two_runs(runs) -> tuple[str, str]:
     """Two finished runs written by hand; the first is older (the page lists newest first)."""
+    from app.jobs import owner_hash
     old, new = "copy-20250101-000000", "copy-20250102-000000"
-    fake_run(runs, rid=old, job=json.dumps({"id": old, "created_at": 1_000}))
-    fake_run(runs, rid=new, job=json.dumps({"id": new, "created_at": 2_000}))
+    owner = owner_hash(TWO_RUNS_OWNER)  # started in the session as_session(TWO_RUNS_OWNER): it may delete them
+    fake_run(runs, rid=old, job=json.dumps({"id": old, "created_at": 1_000, "owner": owner}))
+    fake_run(runs, rid=new, job=json.dumps({"id": new, "created_at": 2_000, "owner": owner}))
     return old, new
+
+
+TWO_RUNS_OWNER = "tok-two-runs"
 
 
 def test_the_selected_run_survives_other_pages(runs):
     old, new = two_runs(runs)
-    at = run_page(PAGE, "en")
+    at = run_page(PAGE, "en", setup=as_session(TWO_RUNS_OWNER))
     assert_clean(at)
     assert at.selectbox(key="train_run_select").value == new  # the newest first
     at.selectbox(key="train_run_select").set_value(old).run()
@@ -490,3 +495,110 @@ def test_status_text(monkeypatch):
     assert status_text("*x* $y$") == r"\*x\* \$y\$"
     assert status_text(Message("no.such.code", {"n": 1})) == plain("no.such.code {'n': 1}")
     assert status_text(None) == ""
+
+
+# -----------------------------------------------------------------------------
+# issue 12: a classroom shares one server
+
+# -- the upload success box echoed the file name and the first pair as Markdown: an image link made the
+#    browser fetch it, ** turned bold.
+def test_upload_success_box_shows_user_text_as_text(runs):
+    at = run_page(PAGE, "en")
+    at.selectbox(key="train_task").set_value("tsv").run()
+    data = ("**b** ![i](http://x.invalid/p.png)\t<b>굵게</b>\n"
+            + "".join(f"word {i}\t낱말 {i}\n" for i in range(30))).encode()
+    name = "![i](http://x.invalid/f.png)_x_.tsv"
+    at.file_uploader(key="train_upload").set_value((name, data, "text/plain")).run()
+    assert_clean(at)
+    box = at.success[0].value
+    assert box == label("en", "train.upload_ok", file=plain(name), count=31, source=plain("**b** ![i](http://x.invalid/p.png)"),
+                        target=plain("<b>굵게</b>"))
+    assert "![i](" not in box and "**b**" not in box and "\\*\\*b\\*\\*" in box
+
+
+def as_session(token: str):
+    """run_page's setup: this AppTest session's owner token (a browser session's secret)."""
+    return lambda at: at.session_state.__setitem__("train_owner", token)
+
+
+def test_others_runs_are_read_only_with_an_explanation(runs, monkeypatch):
+    from app.jobs import owner_hash
+    monkeypatch.delenv("ATLAS_TEACHER_MODE", raising=False)
+    rid = "copy-20250101-000000"
+    fake_run(runs, rid, job=json.dumps({"id": rid, "created_at": 1.0, "owner": owner_hash("tok-a"),
+                                        "options": {"task": "copy", "steps": 20}}))
+    owner = run_page(PAGE, "en", setup=as_session("tok-a"))
+    assert_clean(owner)
+    assert owner.button(key=f"delete-{rid}") and label("en", "train.not_yours") not in texts(owner)
+    for lang in ("en", "ko"):
+        other = run_page(PAGE, lang, setup=as_session("tok-b"))
+        assert_clean(other)
+        assert all(b.key != f"delete-{rid}" for b in other.button)  # visible, but no Delete
+        assert label(lang, "train.not_yours") in texts(other)
+        assert other.dataframe[0].value.iloc[0, 0] == rid
+    assert json.loads((runs / rid / "job.json").read_text())["owner"] != "tok-a"  # only a hash is stored
+
+
+def test_started_runs_belong_to_the_session(runs, monkeypatch):
+    """Start stores the session's owner hash (no trainer needed: the manager's python is a stand-in)."""
+    from app.jobs import get_manager as manager, owner_hash
+    monkeypatch.setattr(manager(str(runs.resolve())), "python", "/bin/false")
+    at = run_page(PAGE, "en", setup=as_session("tok-start"))
+    at.number_input(key="train_steps_tiny").set_value(10)
+    at.button(key="train_start").click().run()
+    assert_clean(at)
+    rid = at.session_state["train_run_select"]
+    assert json.loads((runs / rid / "job.json").read_text())["owner"] == owner_hash("tok-start")
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_runs_dir_that_is_a_file_gives_a_clear_message(tmp_path, monkeypatch, lang):
+    f = tmp_path / "runs-file"
+    f.write_text("not a folder")
+    monkeypatch.setenv("ATLAS_RUNS_DIR", str(f))
+    at = run_page(PAGE, lang)
+    assert_clean(at)
+    errors = " ".join(e.value for e in at.error)
+    assert ("cannot be used" if lang == "en" else "쓸 수 없습니다") in errors, errors
+    assert "runs\\-file" in errors or "runs-file" in errors
+
+
+def test_lock_that_cannot_be_opened_gives_a_clear_message(tmp_path, monkeypatch):
+    from app import jobs
+    monkeypatch.setenv("ATLAS_RUNS_DIR", str(tmp_path / "locked"))  # (not the `runs` fixture: its clean-up lists runs)
+
+    def refuse(root):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(jobs, "_lock_file", refuse)
+    at = run_page(PAGE, "en")
+    assert_clean(at)
+    assert "cannot be used: Permission denied" in " ".join(e.value for e in at.error)
+    at.button(key="train_start").click().run()
+    assert_clean(at)
+
+
+def test_disk_full_on_start_gives_a_clear_message_and_creates_nothing(runs, monkeypatch):
+    from app import jobs
+    real = jobs.atomic_write_json
+
+    def full(path, obj):
+        if str(path).endswith("job.json"):
+            raise OSError(28, "No space left on device")
+        return real(path, obj)
+    monkeypatch.setattr(jobs, "atomic_write_json", full)
+    at = run_page(PAGE, "ko")
+    at.number_input(key="train_steps_tiny").set_value(10)
+    at.button(key="train_start").click().run()
+    assert_clean(at)
+    assert "가득 찼습니다" in " ".join(e.value for e in at.error)
+    assert [p.name for p in runs.iterdir()] == [".jobs.lock"]  # no run folder, visible or hidden
+
+
+def test_disk_use_and_the_oldest_finished_runs_are_listed(runs):
+    fake_run(runs, "copy-20250101-000000", job=json.dumps({"id": "copy-20250101-000000", "created_at": 1.0}))
+    fake_run(runs, "copy-20250102-000000", job=json.dumps({"id": "copy-20250102-000000", "created_at": 2.0}))
+    at = run_page(PAGE, "en")
+    assert_clean(at)
+    assert any(e.label.startswith("Disk: the runs use") for e in at.expander)
+    cleanup = at.dataframe[-1].value
+    assert list(cleanup["run"]) == ["copy-20250101-000000", "copy-20250102-000000"]  # oldest first
