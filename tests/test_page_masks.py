@@ -135,7 +135,7 @@ def test_a_damaged_model_falls_back_to_the_seeded_one(tmp_path, monkeypatch):
 
     at = run_with_model(tmp_path, monkeypatch, "broken", damaged)
     assert_clean(at)
-    shown = errors(at)
+    shown = [e.replace("\\", "") for e in errors(at)]  # as the learner reads it: the name is Markdown-escaped
     assert shown and "Could not load “run: broken”" in shown[0] and "model.safetensors" in shown[0]
     assert any("seeded random weights" in c.value for c in at.caption)
 
@@ -296,3 +296,17 @@ def test_widget_changes_are_written_to_the_link():
     assert q["batch"] == "a cat\nthe dog runs far away" and q["kind"] == "decoder_self"
     assert (q["head"], q["layer"], q["which"]) == ("2", "2", "2")
     assert q["tgt"] == "개가 달린다" and q["preset"] == "paper_big"
+
+
+# Causal + padding (issue 15): a query sees the real tokens up to and including itself, not only earlier ones.
+BOTH_SAYS = {"en": "earlier **real** tokens and itself", "ko": "자기 자신과 그 앞의 **실제** 토큰"}
+BOTH_NEVER = {"en": "sees only earlier **real** tokens", "ko": "자기 앞의 **실제** 토큰만 봅니다"}
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_causal_and_padding_say_a_query_also_sees_itself(lang):
+    at = run_page("masks.py", lang, setup=lambda a: a.session_state.__setitem__("mask_model", "seeded"))
+    assert_clean(at)
+    shown = [m.value for m in at.markdown]
+    assert any(BOTH_SAYS[lang] in s for s in shown)
+    assert not any(BOTH_NEVER[lang] in s for s in shown)
