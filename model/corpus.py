@@ -569,8 +569,52 @@ def generate_sentences(lexicon: dict | None = None, sample_size: int = SAMPLE_SI
 
 
 def generate_pairs(lexicon: dict | None = None, sample_size: int = SAMPLE_SIZE) -> list[tuple[str, str]]:
-    """Every (English, Korean) sentence pair of the corpus, in a fixed order."""
-    return [(s.en, s.ko) for s in generate_sentences(lexicon, sample_size)]
+    """Every (English, Korean) sentence pair of the corpus, in a fixed order.
+
+    Generating the default corpus takes seconds, and every trainer process starts with it, so the
+    result is also kept as a JSON file named by a hash of this generator's source and the lexicon
+    (`corpus_cache_path`): it can never be stale, and a missing, damaged or unwritable cache only
+    means generating again."""
+    if lexicon is not None:
+        return [(s.en, s.ko) for s in generate_sentences(lexicon, sample_size)]
+    return list(_cached_pairs(sample_size))
+
+
+CACHE_ENV = "ATLAS_CACHE_DIR"
+
+
+def corpus_cache_path(sample_size: int = SAMPLE_SIZE) -> Path:
+    """<cache>/en-ko-<hash>.json, <cache> = $ATLAS_CACHE_DIR or ~/.cache/attention-atlas."""
+    import hashlib
+    digest = hashlib.sha256(Path(__file__).read_bytes() + LEXICON_PATH.read_bytes()
+                            + str(sample_size).encode()).hexdigest()[:16]
+    env = os.environ.get(CACHE_ENV, "").strip()
+    root = Path(env).expanduser() if env else Path.home() / ".cache" / "attention-atlas"
+    return root / f"en-ko-{digest}.json"
+
+
+@lru_cache(maxsize=2)
+def _cached_pairs(sample_size: int) -> tuple[tuple[str, str], ...]:
+    try:
+        path = corpus_cache_path(sample_size)
+    except OSError:
+        path = None
+    if path is not None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(data, list) and all(isinstance(p, list) and len(p) == 2 for p in data):
+                return tuple((str(a), str(b)) for a, b in data)
+        except (OSError, ValueError):
+            pass
+    pairs = tuple((s.en, s.ko) for s in _corpus(sample_size))
+    if path is not None:
+        try:
+            from .atomic import atomic_write_text
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path, json.dumps(pairs, ensure_ascii=False))
+        except OSError:
+            pass
+    return pairs
 
 
 # -----------------------------------------------------------------------------

@@ -21,11 +21,14 @@ import fcntl
 import json
 import math
 import os
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .atomic import atomic_write_json
@@ -33,13 +36,23 @@ from .table3 import MINI_BASE, STUDY_ROWS, mini_config, paper_row
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = "en-ko"
-DEFAULTS = {"seeds": 3, "steps": 300, "warmup": 100, "batch_size": 64, "lr_factor": 1.0, "threads": 1}
-DEV_ALL = 0  # score on every validation sentence (tests pass a small --dev-limit)
+DEFAULTS = {"seeds": 3, "steps": 200, "warmup": 100, "batch_size": 64, "lr_factor": 1.0, "threads": 1,
+            "workers": 1, "decode_limit": 400}
 RESULT = "result.json"
+
+
+TRAINING_OPTIONS = ("steps", "warmup", "batch_size", "lr_factor", "decode_limit")
 
 
 def run_name(row: str, seed: int) -> str:
     return f"{row}-s{seed}"
+
+
+def finished(run_dir: Path, opts: dict) -> bool:
+    """A run counts as done when its result was made with these training options (a result of other
+    options is stale: the run is trained again)."""
+    result = read_json(run_dir / RESULT)
+    return isinstance(result, dict) and result.get("options") == {k: opts[k] for k in TRAINING_OPTIONS}
 
 
 def read_json(path: Path):
@@ -72,8 +85,9 @@ def trainer_argv(row: str, seed: int, run_dir: Path, opts: dict, vocab_size: int
             "--ckpt-every", str(max(50, opts["steps"] // 4)), "--log-every", "20", "--out", str(run_dir)]
 
 
-def score_run(run_dir: Path, seed: int, limit: int = DEV_ALL) -> dict:
-    """Dev perplexity, exact match and BLEU of the run's trained model on its own validation split."""
+def score_run(run_dir: Path, seed: int, decode_limit: int) -> dict:
+    """Dev perplexity on the run's whole validation split; exact match and BLEU of greedy decoding on its
+    first `decode_limit` sentences."""
     import torch
 
     from .checkpoint import load_model_dir
@@ -84,19 +98,17 @@ def score_run(run_dir: Path, seed: int, limit: int = DEV_ALL) -> dict:
     loaded = load_model_dir(run_dir / "model")
     model = loaded.model.eval()
     data = load_task(TASK, seed, max_len=model.config.max_len)
-    if limit:
-        data.valid, data.valid_text = data.valid[:limit], data.valid_text[:limit]
     with torch.no_grad():
         ev = evaluate(model, data, torch.device("cpu"), max_exact=0)
         tok = data.tokenizer
-        hyps = greedy_decode_batch(model, [s for s, _ in data.valid], bos_id=tok.bos_id, eos_id=tok.eos_id,
-                                   max_len=model.config.max_len - 1)
+        hyps = greedy_decode_batch(model, [s for s, _ in data.valid[:decode_limit]], bos_id=tok.bos_id,
+                                   eos_id=tok.eos_id, max_len=model.config.max_len - 1)
     texts = [tok.decode(h) for h in hyps]
-    refs = [t for _, t in data.valid_text]
+    refs = [t for _, t in data.valid_text[:decode_limit]]
     return {"parameters": model.num_parameters(), "dev_loss": ev["val_loss"],
             "dev_perplexity": math.exp(min(ev["val_loss"], 50.0)), "dev_token_acc": ev["val_token_acc"],
             "exact_match": exact_match(texts, refs), "bleu": bleu(texts, refs, korean=True),
-            "dev_sentences": len(refs)}
+            "dev_sentences": len(data.valid), "decoded_sentences": len(refs)}
 
 
 def _spread(values: list[float]) -> dict:
@@ -106,13 +118,13 @@ def _spread(values: list[float]) -> dict:
             "min": min(values), "max": max(values), "n": len(values)}
 
 
-def build_table(out: Path, rows: list[str], seeds: int) -> list[dict]:
-    """One entry per row: the miniature's config changes, parameters, the scores over its finished
-    seeds (mean, std, min, max) and the paper's numbers."""
-    table = []
-    for row in rows:
-        results = [read_json(out / run_name(row, s) / RESULT) for s in range(seeds)]
-        results = [r for r in results if isinstance(r, dict)]
+def build_table(out: Path, opts: dict) -> list[dict]:
+    """One entry per row of the study (every row, in the paper's order): the miniature's config changes,
+    parameters, the scores over its finished seeds (mean, std, min, max) and the paper's numbers."""
+    table, seeds = [], opts["seeds"]
+    for row in STUDY_ROWS:
+        results = [read_json(out / run_name(row, s) / RESULT) for s in range(seeds)
+                   if finished(out / run_name(row, s), opts)]
         paper = paper_row(row)
         cfg = mini_config(row)
         table.append({
@@ -152,8 +164,9 @@ def _write_state(out: Path, **fields) -> dict:
 
 
 def run_study(out: Path, rows: list[str], opts: dict, *, ship: Path | None = None, command: str = "",
-              stop: dict | None = None) -> int:
-    """Train and score every missing (row, seed); returns 0 when the table is complete."""
+              stop: dict | None = None, fresh: bool = False) -> int:
+    """Train and score every missing (row, seed) — every one of `rows` when `fresh`; returns 0 when the
+    requested rows are complete."""
     from .train_data import build_tokenizer
     stop = stop if stop is not None else {"flag": False}
     vocab = build_tokenizer(TASK).vocab_size
@@ -164,32 +177,57 @@ def run_study(out: Path, rows: list[str], opts: dict, *, ship: Path | None = Non
     _write_state(out, state="running", pid=os.getpid(), rows=rows, options=opts, command=command,
                  started_at=prior.get("started_at", started), total=len(rows) * seeds, error=None)
     env = {**os.environ, "OMP_NUM_THREADS": str(opts["threads"]), "PYTHONPATH": str(ROOT)}
-    for seed in range(seeds):  # seed-major: one seed of every row first, so a partial table covers all rows
-        for row in rows:
-            if stop["flag"]:
-                break
-            run_dir = out / run_name(row, seed)
-            if (run_dir / RESULT).exists():
-                continue
-            _write_state(out, current=run_name(row, seed), done=_count_done(out, rows, seeds))
-            t0 = time.time()
+    # seed-major: one seed of every row first, so a partial table already covers every row
+    todo = [(row, seed) for seed in range(seeds) for row in rows
+            if fresh or not finished(out / run_name(row, seed), opts)]
+    for row, seed in todo:  # results of other options, half-made runs of other options: start over
+        d = out / run_name(row, seed)
+        made = read_json(d / "args.json")
+        other = isinstance(made, dict) and any(made.get(k) != opts[k] for k in TRAINING_OPTIONS if k in made)
+        if fresh or (d / RESULT).exists() or other:
+            shutil.rmtree(d, ignore_errors=True)
+    lock = threading.Lock()
+    failures: list[str] = []
+    running: set[str] = set()
+
+    def one(row: str, seed: int) -> None:
+        if stop["flag"] or failures:
+            return
+        name = run_name(row, seed)
+        run_dir = out / name
+        with lock:
+            running.add(name)
+            _write_state(out, current=sorted(running), done=_count_done(out, rows, seeds, opts))
+        t0 = time.time()
+        try:
             rc, err = _run_trainer(trainer_argv(row, seed, run_dir, opts, vocab), env, stop)
             status = read_json(run_dir / "status.json") or {}
             if stop["flag"]:
-                break
+                return
             if rc != 0 or status.get("state") != "done":
                 last = err.strip().splitlines()[-1:] or [f"exit {rc}"]
-                _write_state(out, state="failed", current=run_name(row, seed), error=last[0][:500])
-                return 1
-            result = score_run(run_dir, seed, opts.get("dev_limit", DEV_ALL))
-            result.update(row=row, seed=seed, train_seconds=time.time() - t0, steps=opts["steps"])
+                failures.append(f"{name}: {last[0][:500]}")
+                return
+            result = score_run(run_dir, seed, opts["decode_limit"])
+            result.update(row=row, seed=seed, train_seconds=time.time() - t0, steps=opts["steps"],
+                          options={k: opts[k] for k in TRAINING_OPTIONS})
             atomic_write_json(run_dir / RESULT, result)
-            table = build_table(out, rows, seeds)
-            atomic_write_json(out / "table3.json", _document(table, opts, command, spent_before + time.time()
-                                                             - started))
-    done = _count_done(out, rows, seeds)
+            with lock:
+                atomic_write_json(out / "table3.json", _document(build_table(out, opts), opts, command,
+                                                                 spent_before + time.time() - started))
+        finally:
+            with lock:
+                running.discard(name)
+
+    with ThreadPoolExecutor(max_workers=opts["workers"]) as pool:
+        for f in [pool.submit(one, row, seed) for row, seed in todo]:
+            f.result()
+    if failures:
+        _write_state(out, state="failed", current=None, error=failures[0], done=_count_done(out, rows, seeds, opts))
+        return 1
+    done = _count_done(out, rows, seeds, opts)
     seconds = spent_before + time.time() - started
-    table = build_table(out, rows, seeds)
+    table = build_table(out, opts)
     doc = _document(table, opts, command, seconds)
     atomic_write_json(out / "table3.json", doc)
     complete = done == len(rows) * seeds
@@ -214,8 +252,8 @@ def _run_trainer(argv: list[str], env: dict, stop: dict) -> tuple[int, str]:
                     proc.terminate()
 
 
-def _count_done(out: Path, rows: list[str], seeds: int) -> int:
-    return sum((out / run_name(r, s) / RESULT).exists() for r in rows for s in range(seeds))
+def _count_done(out: Path, rows: list[str], seeds: int, opts: dict) -> int:
+    return sum(finished(out / run_name(r, s), opts) for r in rows for s in range(seeds))
 
 
 def _document(table: list[dict], opts: dict, command: str, seconds: float) -> dict:
@@ -236,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rows", default="", help="comma-separated row keys (default: every row)")
     for name, value in DEFAULTS.items():
         p.add_argument("--" + name.replace("_", "-"), type=type(value), default=value)
-    p.add_argument("--dev-limit", type=int, default=DEV_ALL, help=argparse.SUPPRESS)  # tests: score fewer sentences
+    p.add_argument("--fresh", action="store_true", help="train the given rows again, discarding their results")
     p.add_argument("--ship", help="when complete, also write the table here (e.g. assets/study/table3.json)")
     return p
 
@@ -253,8 +291,7 @@ def main(argv=None) -> int:
     for name, value in opts.items():
         if not value > 0:
             parser.error(f"--{name.replace('_', '-')} must be positive")
-    if args.dev_limit:
-        opts["dev_limit"] = max(1, args.dev_limit)
+
     out = Path(args.out)
     stop = {"flag": False}
 
@@ -267,7 +304,7 @@ def main(argv=None) -> int:
     try:
         with study_lock(out):
             return run_study(out, rows, opts, ship=Path(args.ship) if args.ship else None, command=command,
-                             stop=stop)
+                             stop=stop, fresh=args.fresh)
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 3

@@ -123,9 +123,12 @@ def test_miniature_rows_change_what_the_paper_row_changes():
 
 
 def _study(out: Path, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "model.study", "table3", "--out", str(out), "--rows",
-                             "base,B-dk16", "--seeds", "1", "--steps", "6", "--warmup", "3", "--dev-limit", "8",
-                             *extra], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    args = ["--rows", "base,B-dk16", "--seeds", "1", "--steps", "6", "--warmup", "3", "--decode-limit", "8"]
+    for i, flag in enumerate(args[::2]):  # a flag given in `extra` replaces the default
+        if flag in extra:
+            args[2 * i: 2 * i + 2] = ["", ""]
+    return subprocess.Popen([sys.executable, "-m", "model.study", "table3", "--out", str(out),
+                             *[a for a in args if a], *extra], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
@@ -134,14 +137,15 @@ def test_study_runs_resumes_after_a_kill_and_fills_the_table(tmp_path):
     first = _study(out)
     done = out / "base-s0" / "result.json"
     deadline = time.time() + 300
-    while not done.exists() and first.poll() is None and time.time() < deadline:
-        time.sleep(0.2)
+    while not (out / "table3.json").exists() and first.poll() is None and time.time() < deadline:
+        time.sleep(0.2)  # the table is rewritten right after each run's result
     assert done.exists(), first.communicate()[1][-2000:]
     os.killpg(first.pid, signal.SIGKILL)  # the study and its trainer, mid-run
     first.wait()
     stamp = done.stat().st_mtime_ns
-    table = json.loads((out / "table3.json").read_text())
-    assert [r["seeds_done"] for r in table["rows"]] == [1, 0]
+    table = {r["row"]: r["seeds_done"] for r in json.loads((out / "table3.json").read_text())["rows"]}
+    assert list(table) == list(STUDY_ROWS)  # every row is listed, the untrained ones empty
+    assert (table["base"], table["B-dk16"], table["A-h1"]) == (1, 0, 0)
 
     ship = tmp_path / "assets" / "table3.json"
     second = _study(out, "--ship", str(ship))
@@ -154,12 +158,47 @@ def test_study_runs_resumes_after_a_kill_and_fills_the_table(tmp_path):
     assert rows["base"]["seeds_done"] == rows["B-dk16"]["seeds_done"] == 1
     assert rows["B-dk16"]["parameters"] == count_parameters(mini_config("B-dk16", 2000))
     assert rows["B-dk16"]["parameters"] < rows["base"]["parameters"]
-    for r in rows.values():
+    for r in (rows["base"], rows["B-dk16"]):
         assert r["perplexity"]["mean"] > 1.0 and 0.0 <= r["exact_match"]["mean"] <= 1.0
         assert r["paper"]["perplexity"] == paper_row(r["row"]).perplexity
     assert "--rows base,B-dk16" in doc["command"]
     state = json.loads((out / "study.json").read_text())
     assert state["state"] == "done" and state["done"] == 2
+
+
+
+def test_results_of_other_options_are_stale_and_fresh_rows_start_over(tmp_path, monkeypatch):
+    """Without training: the trainer and the scoring are replaced by stand-ins that record what ran."""
+    import model.study as study
+    trained = []
+
+    def fake_trainer(argv, env, stop):
+        run_dir = Path(argv[argv.index("--out") + 1])
+        run_dir.mkdir(parents=True, exist_ok=True)
+        steps = int(argv[argv.index("--steps") + 1])
+        (run_dir / "args.json").write_text(json.dumps({"steps": steps}))
+        (run_dir / "status.json").write_text(json.dumps({"state": "done"}))
+        trained.append(run_dir.name)
+        return 0, ""
+
+    monkeypatch.setattr(study, "_run_trainer", fake_trainer)
+    monkeypatch.setattr(study, "score_run", lambda d, seed, limit: {
+        "parameters": 1, "dev_loss": 0.1, "dev_perplexity": 1.1, "dev_token_acc": 0.9, "exact_match": 0.5,
+        "bleu": 50.0, "dev_sentences": 1, "decoded_sentences": 1})
+    opts = {**study.DEFAULTS, "seeds": 2, "steps": 5}
+    out = tmp_path / "s"
+    assert study.run_study(out, ["base", "C-N2"], opts) == 0
+    assert sorted(trained) == ["C-N2-s0", "C-N2-s1", "base-s0", "base-s1"]
+    trained.clear()
+    assert study.run_study(out, ["base", "C-N2"], opts) == 0 and trained == []  # all finished: skipped
+    assert study.run_study(out, ["base"], {**opts, "steps": 7}) == 0  # other options: stale
+    assert sorted(trained) == ["base-s0", "base-s1"]
+    trained.clear()
+    assert study.run_study(out, ["base"], {**opts, "steps": 7}, fresh=True) == 0
+    assert sorted(trained) == ["base-s0", "base-s1"]
+    table = {r["row"]: r for r in json.loads((out / "table3.json").read_text())["rows"]}
+    assert table["base"]["seeds_done"] == 2 and table["C-N2"]["seeds_done"] == 0  # C-N2 was made with 5 steps
+    assert json.loads((out / "study.json").read_text())["state"] == "done"
 
 
 def test_a_second_study_on_the_same_folder_refuses(tmp_path):
