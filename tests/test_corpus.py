@@ -551,3 +551,24 @@ def test_tsv_limits(tmp_path):
         read_tsv_corpus("a\tb\n" * 20, max_lines=10)
     assert say(e.value.message) == "line 11: too many lines; the limit is 10"
     assert issubclass(UserError, ValueError)
+
+
+def test_corpus_cache_is_keyed_by_the_generator_and_survives_damage(tmp_path, monkeypatch):
+    from model import corpus
+    monkeypatch.setenv(corpus.CACHE_ENV, str(tmp_path))
+    corpus._cached_pairs.cache_clear()
+    try:
+        path = corpus.corpus_cache_path()
+        assert path.parent == tmp_path and not path.exists()
+        made = corpus.generate_pairs()
+        assert path.exists() and made == [(s.en, s.ko) for s in corpus._corpus(corpus.SAMPLE_SIZE)]
+        corpus._cached_pairs.cache_clear()
+        assert corpus.generate_pairs() == made  # read back
+        for damage in ("{not json", "[[1]]", '{"a": 1}'):
+            path.write_text(damage)
+            corpus._cached_pairs.cache_clear()
+            assert corpus.generate_pairs() == made  # generated again, cache rewritten
+        assert corpus.generate_pairs(sample_size=10) != made  # another size, another file
+        assert corpus.corpus_cache_path(10) != path
+    finally:
+        corpus._cached_pairs.cache_clear()
