@@ -25,8 +25,8 @@ class Table2Row:
     """One line of Table 2 (newstest2014). None where the paper leaves the cell empty. The paper prints a
     single training cost for each Transformer, across both language pairs (`shared_cost`)."""
     model: str
-    bleu_en_de: float | None
-    bleu_en_fr: float | None
+    bleu_en_de: str | None  # as printed ("26.30" keeps its digits)
+    bleu_en_fr: str | None
     flops_en_de: float | None
     flops_en_fr: float | None
     ensemble: bool = False
@@ -34,17 +34,27 @@ class Table2Row:
 
 
 PAPER_TABLE2: tuple[Table2Row, ...] = (
-    Table2Row("ByteNet", 23.75, None, None, None),
-    Table2Row("Deep-Att + PosUnk", None, 39.2, None, 1.0e20),
-    Table2Row("GNMT + RL", 24.6, 39.92, 2.3e19, 1.4e20),
-    Table2Row("ConvS2S", 25.16, 40.46, 9.6e18, 1.5e20),
-    Table2Row("MoE", 26.03, 40.56, 2.0e19, 1.2e20),
-    Table2Row("Deep-Att + PosUnk Ensemble", None, 40.4, None, 8.0e20, ensemble=True),
-    Table2Row("GNMT + RL Ensemble", 26.30, 41.16, 1.8e20, 1.1e21, ensemble=True),
-    Table2Row("ConvS2S Ensemble", 26.36, 41.29, 7.7e19, 1.2e21, ensemble=True),
-    Table2Row("Transformer (base model)", 27.3, 38.1, 3.3e18, 3.3e18, shared_cost=True),
-    Table2Row("Transformer (big)", 28.4, 41.8, 2.3e19, 2.3e19, shared_cost=True),
+    Table2Row("ByteNet", "23.75", None, None, None),
+    Table2Row("Deep-Att + PosUnk", None, "39.2", None, 1.0e20),
+    Table2Row("GNMT + RL", "24.6", "39.92", 2.3e19, 1.4e20),
+    Table2Row("ConvS2S", "25.16", "40.46", 9.6e18, 1.5e20),
+    Table2Row("MoE", "26.03", "40.56", 2.0e19, 1.2e20),
+    Table2Row("Deep-Att + PosUnk Ensemble", None, "40.4", None, 8.0e20, ensemble=True),
+    Table2Row("GNMT + RL Ensemble", "26.30", "41.16", 1.8e20, 1.1e21, ensemble=True),
+    Table2Row("ConvS2S Ensemble", "26.36", "41.29", 7.7e19, 1.2e21, ensemble=True),
+    Table2Row("Transformer (base model)", "27.3", "38.1", 3.3e18, 3.3e18, shared_cost=True),
+    Table2Row("Transformer (big)", "28.4", "41.8", 2.3e19, 2.3e19, shared_cost=True),
 )
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def flops_text(x: float | None) -> str:
+    """A training cost as the paper prints it: 3.3·10¹⁸ ("" for an empty cell)."""
+    if x is None:
+        return ""
+    mantissa, exponent = f"{x:.1e}".split("e")
+    return f"{mantissa}·10{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
 @dataclass(frozen=True)
@@ -163,5 +173,5 @@ def vocabulary_free_gap(counts: list[RowCount], first: str = "C-d1024", second: 
 
 
 __all__ = ["PAPER_TABLE2", "PAPER_TRAINING", "PAPER_VOCAB", "PaperTraining", "RowCount", "Table2Row",
-           "VocabularyFreeGap", "common_vocabulary", "table3_counts", "training_flops",
+           "VocabularyFreeGap", "common_vocabulary", "flops_text", "table3_counts", "training_flops",
            "vocabulary_free_gap"]

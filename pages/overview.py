@@ -3,11 +3,13 @@ import streamlit as st
 
 from app.i18n import t
 from app.pages_list import PAGES
-from app.resources import pretrained_models, pretrained_sizes, preset_parameter_count
+from app.resources import parameter_count, pretrained_models, pretrained_sizes
 from app.ui import text
-from model.config import PAPER_PARAMS, PRESETS
+from model.paper_numbers import (P100_FLOPS, PAPER_GPUS, PAPER_TABLE2, PAPER_TRAINING, PAPER_VOCAB,
+                                 common_vocabulary, flops_text, table3_counts, training_flops,
+                                 vocabulary_free_gap)
 
-MODEL_NAMES = {"paper_base": "Transformer (base)", "paper_big": "Transformer (big)"}
+MODEL_NAMES = {"base": "Transformer (base)", "big": "Transformer (big)"}
 
 st.title(t("common.app_title"))
 text("overview.intro")
@@ -41,37 +43,76 @@ with right:
     text("overview.three_kinds")
 
 st.header(t("overview.paper_models"))
-text("overview.paper_models")
+text("overview.paper_models", vocab=PAPER_VOCAB)
+counts = table3_counts(count=parameter_count)  # every row of Table 3, cached per configuration
+positions = {"sinusoidal": t("overview.table.sinusoidal"), "learned": t("overview.table.learned")}
 rows = []
-for name, label in MODEL_NAMES.items():
-    cfg = PRESETS[name]
-    counted = preset_parameter_count(name)
-    paper = PAPER_PARAMS[name]
+for c in counts:
+    cfg, row = c.config, c.row
     rows.append({
-        t("overview.table.model"): label,
+        t("overview.table.model"): MODEL_NAMES.get(row.key) or f"({row.group}) {row.label}",
         "N": cfg.n_encoder_layers, "d_model": cfg.d_model, "d_ff": cfg.d_ff, "h": cfg.n_heads,
-        "d_k = d_v": cfg.d_head, "P_drop": cfg.dropout, "ε_ls": cfg.label_smoothing,
-        t("overview.table.computed"): f"{counted / 1e6:.1f}M",
-        t("overview.table.paper"): f"{paper / 1e6:.0f}M",
-        t("overview.table.difference"): f"{(counted - paper) / paper:+.1%}",
+        "d_k": cfg.head_k, "d_v": cfg.head_v, "P_drop": cfg.dropout, "ε_ls": cfg.label_smoothing,
+        t("overview.table.positions"): positions[cfg.positional],
+        t("overview.table.ppl"): row.perplexity, t("overview.table.bleu"): row.bleu,
+        t("overview.table.computed"): f"{c.counted / 1e6:.1f}M",
+        t("overview.table.paper"): f"{row.params_m:.0f}M" if c.paper else t("overview.table.none_printed"),
+        t("overview.table.difference"): f"{c.difference:+.1%}" if c.paper else "",
     })
 found = pretrained_models()
 imported = pretrained_sizes(tuple(str(p) for p in found.values()))
 for name, size in zip(found, imported):
     if size is None:  # unreadable folders are explained in the inspector, where they are opened
         continue
+    head = size["d_model"] // size["heads"] if size["d_model"] and size["heads"] else None
     rows.append({
         t("overview.table.model"): t("overview.table.imported", name=name, family=size["family"]),
         "N": size["layers"], "d_model": size["d_model"], "d_ff": size["d_ff"], "h": size["heads"],
-        "d_k = d_v": size["d_model"] // size["heads"] if size["d_model"] and size["heads"] else None,
-        "P_drop": None, "ε_ls": None,
+        "d_k": head, "d_v": head, "P_drop": None, "ε_ls": None, t("overview.table.positions"): "",
+        t("overview.table.ppl"): None, t("overview.table.bleu"): None,
         t("overview.table.computed"): f"{size['parameters']:,}",  # exact: a small model would read 0.0M
         t("overview.table.paper"): "", t("overview.table.difference"): "",
     })
 st.dataframe(rows, hide_index=True)
-text("overview.difference")
+st.caption(t("overview.table.note"))
 if not imported:
     st.caption(t("overview.table.no_imported"))
+
+st.subheader(t("overview.counts.header"))
+by_key = {c.row.key: c for c in counts}
+base, big = by_key["base"], by_key["big"]
+base_vocab = round(base.vocab_exact)
+family = common_vocabulary([c for c in counts if c.row.group != "big"])
+gap = vocabulary_free_gap(counts)
+family_diffs = [c.difference for c in counts if c.paper and c.row.group != "big"]
+text("overview.difference", vocab=PAPER_VOCAB, family_min=min(family_diffs), family_max=max(family_diffs), base=base.counted / 1e6, base_diff=base.difference,
+     big=big.counted / 1e6, big_diff=big.difference, base_vocab=base_vocab, base_lo=base.vocab_range[0],
+     base_hi=base.vocab_range[1], big_at=big.at_vocabulary(base_vocab) / 1e6,
+     big_at_diff=(big.at_vocabulary(base_vocab) - big.paper) / big.paper, big_lo=big.vocab_range[0],
+     big_hi=big.vocab_range[1], gap_ours=gap.ours / 1e6, gap_paper=gap.paper / 1e6, d_model=big.config.d_model)
+if family:
+    text("overview.family_vocabulary", lo=family[0], hi=family[1], n=len(family_diffs))
+st.dataframe([{
+    t("overview.table.model"): MODEL_NAMES.get(c.row.key) or f"({c.row.group}) {c.row.label}",
+    t("overview.counts.per_entry"): c.per_entry,
+    t("overview.counts.vocab_exact"): f"{round(c.vocab_exact):,}",
+    t("overview.counts.vocab_range"): f"{c.vocab_range[0]:,} – {c.vocab_range[1]:,}",
+} for c in counts if c.paper], hide_index=True)
+
+st.header(t("overview.results.header"))
+text("overview.results", base_bleu_de=PAPER_TRAINING["paper_base"].bleu_en_de,
+     big_bleu_de=PAPER_TRAINING["paper_big"].bleu_en_de, base_bleu_fr=PAPER_TRAINING["paper_base"].bleu_en_fr,
+     big_bleu_fr=PAPER_TRAINING["paper_big"].bleu_en_fr, base_hours=PAPER_TRAINING["paper_base"].hours,
+     base_steps=PAPER_TRAINING["paper_base"].steps, big_days=PAPER_TRAINING["paper_big"].hours / 24,
+     big_steps=PAPER_TRAINING["paper_big"].steps, gpus=PAPER_GPUS)
+st.dataframe([{
+    t("overview.results.model"): r.model,
+    t("overview.results.bleu_de"): r.bleu_en_de or "", t("overview.results.bleu_fr"): r.bleu_en_fr or "",
+    t("overview.results.cost_de"): flops_text(r.flops_en_de), t("overview.results.cost_fr"): flops_text(r.flops_en_fr),
+} for r in PAPER_TABLE2], hide_index=True)
+st.caption(t("overview.results.table_note", base=flops_text(training_flops(PAPER_TRAINING["paper_base"].hours)),
+             big=flops_text(training_flops(PAPER_TRAINING["paper_big"].hours)), gpus=PAPER_GPUS, tflops=P100_FLOPS / 1e12,
+             base_hours=PAPER_TRAINING["paper_base"].hours, big_hours=PAPER_TRAINING["paper_big"].hours))
 
 st.header(t("overview.pages"))
 for p in PAGES[1:]:

@@ -2,7 +2,7 @@
 Table 3 say about the vocabulary (computed on the meta device, no memory used)."""
 import pytest
 
-from model.paper_numbers import (PAPER_TABLE2, PAPER_TRAINING, common_vocabulary, table3_counts,
+from model.paper_numbers import (PAPER_TABLE2, PAPER_TRAINING, common_vocabulary, flops_text, table3_counts,
                                  training_flops, vocabulary_free_gap)
 from model.table3 import PAPER_TABLE3
 
@@ -17,15 +17,18 @@ def test_table2_as_printed():
     assert list(rows) == ["ByteNet", "Deep-Att + PosUnk", "GNMT + RL", "ConvS2S", "MoE",
                           "Deep-Att + PosUnk Ensemble", "GNMT + RL Ensemble", "ConvS2S Ensemble",
                           "Transformer (base model)", "Transformer (big)"]
-    assert (rows["ByteNet"].bleu_en_de, rows["ByteNet"].bleu_en_fr, rows["ByteNet"].flops_en_de) == (23.75, None, None)
+    assert (rows["ByteNet"].bleu_en_de, rows["ByteNet"].bleu_en_fr, rows["ByteNet"].flops_en_de) == ("23.75", None, None)
     assert rows["Deep-Att + PosUnk"].bleu_en_de is None and rows["Deep-Att + PosUnk"].flops_en_fr == 1.0e20
-    assert (rows["MoE"].bleu_en_de, rows["MoE"].bleu_en_fr, rows["MoE"].flops_en_de) == (26.03, 40.56, 2.0e19)
+    assert (rows["MoE"].bleu_en_de, rows["MoE"].bleu_en_fr, rows["MoE"].flops_en_de) == ("26.03", "40.56", 2.0e19)
+    assert rows["GNMT + RL Ensemble"].bleu_en_de == "26.30"  # printed with two decimals
     assert rows["ConvS2S Ensemble"].flops_en_fr == 1.2e21 and rows["GNMT + RL Ensemble"].flops_en_fr == 1.1e21
     assert [r.model for r in PAPER_TABLE2 if r.ensemble] == ["Deep-Att + PosUnk Ensemble", "GNMT + RL Ensemble",
                                                              "ConvS2S Ensemble"]
     base, big = rows["Transformer (base model)"], rows["Transformer (big)"]
-    assert (base.bleu_en_de, base.bleu_en_fr, base.flops_en_de) == (27.3, 38.1, 3.3e18) and base.shared_cost
-    assert (big.bleu_en_de, big.bleu_en_fr, big.flops_en_de) == (28.4, 41.8, 2.3e19) and big.shared_cost
+    assert (base.bleu_en_de, base.bleu_en_fr, base.flops_en_de) == ("27.3", "38.1", 3.3e18) and base.shared_cost
+    assert (big.bleu_en_de, big.bleu_en_fr, big.flops_en_de) == ("28.4", "41.8", 2.3e19) and big.shared_cost
+    assert [flops_text(r.flops_en_fr) for r in PAPER_TABLE2][:2] == ["", "1.0·10²⁰"]
+    assert flops_text(base.flops_en_de) == "3.3·10¹⁸" and flops_text(7.7e19) == "7.7·10¹⁹"
 
 
 def test_training_cost_follows_the_papers_estimate():
@@ -34,8 +37,8 @@ def test_training_cost_follows_the_papers_estimate():
     assert (base.steps, base.hours, big.steps, big.hours) == (100_000, 12, 300_000, 84)
     assert base.steps * base.step_seconds / 3600 == pytest.approx(base.hours, rel=0.08)  # 0.4 s/step ~ 11.1 h
     assert big.steps * big.step_seconds / 3600 == pytest.approx(big.hours, rel=0.01)
-    assert f"{training_flops(base.hours):.1e}" == "3.3e+18"
-    assert f"{training_flops(big.hours):.1e}" == "2.3e+19"
+    assert flops_text(training_flops(base.hours)) == "3.3·10¹⁸"
+    assert flops_text(training_flops(big.hours)) == "2.3·10¹⁹"
 
 
 def test_every_row_counted(counts):
