@@ -1,6 +1,7 @@
 """Cached, server-wide resources (one copy per Streamlit server, not per rerun)."""
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import streamlit as st
@@ -11,6 +12,17 @@ from app.i18n import t
 from model.config import PRESETS, TransformerConfig
 from model.device import DeviceParts, best_device, device_parts, parse_description
 from model.transformer import count_parameters
+
+
+def settle_heap() -> None:
+    """Make Streamlit's collection after every script run cheap. Streamlit runs a full garbage collection
+    after each run (runner.postScriptGC); with torch, plotly and a model loaded that walks ~250k long-lived
+    objects: 0.3-0.6 s holding the GIL, on every rerun of every session. Collect once, then move what is
+    alive now (modules, loaded models) into the permanent generation (gc.freeze): later collections only
+    walk what the runs themselves create, so memory stays flat and reruns stop queueing behind the
+    collector. Called when this module is first imported and after each model load."""
+    gc.collect()
+    gc.freeze()
 
 
 @st.cache_resource(show_spinner=False)
@@ -120,6 +132,11 @@ def available_models() -> dict[str, Path]:
     return found
 
 
+def model_stamp(path: Path) -> float:
+    """The version of a model folder's weights (see _stamp): part of every cache key of what it computes."""
+    return _stamp(Path(path))
+
+
 def _stamp(path: Path) -> float:
     """Changes when the weights are rewritten (a training run saves a newer checkpoint)."""
     for name in ("model.safetensors", "pytorch_model.bin"):
@@ -145,8 +162,11 @@ def _load(path: str, stamp: float):
     from model.hub import is_hf_folder, load_pretrained
     if is_hf_folder(Path(path)):
         device = best_device()
-        return load_pretrained(path, device=device, dtype=pretrained_dtype(device))
-    return load_model_dir(path, device=best_device())
+        loaded = load_pretrained(path, device=device, dtype=pretrained_dtype(device))
+    else:
+        loaded = load_model_dir(path, device=best_device())
+    settle_heap()  # the model (and the modules its page imported) stay for the server's life
+    return loaded
 
 
 def load_model(path: Path):
@@ -222,3 +242,43 @@ def fill_mask(path: Path, text: str, text_b: str = ""):
     """A BERT-style model's predictions at each [MASK] and its attention (model.hub.bert.FillMask), cached;
     with text_b, the pair [CLS] text [SEP] text_b [SEP] (segments 0 and 1)."""
     return _fill_mask(str(path), _stamp(Path(path)), text, (text_b or "").strip())
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _next_token(path: str, stamp: float, ids: tuple[int, ...], temperature: float, top_k: int):
+    from model.decode import lm_next_token
+    return lm_next_token(load_model(Path(path)).model, list(ids), temperature=temperature, top_k=top_k)
+
+
+def next_token(path: Path, ids: list[int], temperature: float, top_k: int):
+    """A decoder-only model's next-token probabilities and attention for ids (model.decode.lm_next_token),
+    cached per (model version, ids, temperature, top-k): every session typing the same text shares one pass."""
+    return _next_token(str(path), _stamp(Path(path)), tuple(ids), float(temperature), int(top_k))
+
+
+# ----------------------------------------------------------------------------- what pages draw, shared
+
+VIEWS_KEPT = 256  # built figures and tables kept for all sessions (the least recently used go first)
+
+
+@st.cache_resource(show_spinner=False, max_entries=VIEWS_KEPT)
+def _shared_view(name: str, key: tuple, _build):
+    return _build()
+
+
+def shared_view(name: str, key: tuple, build):
+    """`build()` (a figure, table rows: anything the page only reads) once for the whole server per
+    (name, key), kept among the VIEWS_KEPT most recently used. `key` must hold everything the result
+    depends on — the model folder and weights version, the text, the options, the language — since every
+    session asking with an equal key gets this very object: callers never modify it."""
+    return _shared_view(name, key, build)
+
+
+def shared_figure(name: str, key: tuple, build):
+    """shared_view for a plotly figure, made ready to draw before it is shared (app.ui.plot then leaves it
+    as it is: no session changes the shared object)."""
+    from app.charts.style import toolbar_room
+    return shared_view(name, key, lambda: toolbar_room(build()))
+
+
+settle_heap()

@@ -8,14 +8,15 @@ from app.charts.curves import bar_chart
 from app.charts.export import csv_text
 from app.charts.headview import head_view
 from app.charts.heatmaps import attention_heatmap, head_grid
-from app.i18n import UserError, options, t
-from app.resources import (available_models, card, fill_mask, forward_pass, lm_positions, load_model,
-                           pretrained_dir, translation, vocabulary)
+from app.i18n import UserError, lang, options, t
+from app.resources import (available_models, card, fill_mask, forward_pass, lm_positions, load_model, model_stamp,
+                           next_token, pretrained_dir, shared_figure, shared_view, translation,
+                           vocabulary)
 from app.state import OneBased, between, keep
 from model.hub.fetch import FetchError, fetch
 from app.ui import error, show_figure, show_matrix, text
 from model.checkpoint import CheckpointError
-from model.decode import lm_next_token, lm_sample, top_candidates
+from model.decode import lm_sample, top_candidates
 from model.metrics import layer_averages, summarize_heads
 from model.probe import draw_seed, inspector_examples, kind_weights, pick_map, step_cross_attention
 from model.vocabulary import unknown_words
@@ -132,7 +133,8 @@ if arch == "encoder-decoder":
                       **keep("insp_method", "beam", url="decoding", valid=methods))
     beam = c2.slider(t("inspector.beam_size"), 2, 8, disabled=method == "greedy",
                      **keep("insp_beam", 4, url="beam", valid=range(2, 9)))
-    result = translation(path, tok.decode(ids), method == "greedy", beam)
+    source = ("translation", tok.decode(ids), method == "greedy", beam)
+    result = translation(path, *source[1:])
     st.subheader(t("inspector.translation"))
     if unknown:
         st.warning(t("inspector.unknown_translation", words=never))
@@ -148,7 +150,8 @@ elif arch == "decoder-only":
     temperature = c1.slider(t("inspector.temperature"), 0.0, 2.0, step=0.05,
                             **keep("insp_temperature", 1.0, url="temperature", valid=between(0.0, 2.0)))
     top_k = c2.slider(t("inspector.top_k"), 0, 50, **keep("insp_top_k", 10, url="top_k", valid=range(0, 51)))
-    probs, att = lm_next_token(loaded.model, ctx, temperature=temperature, top_k=top_k)
+    source = ("next_token", tuple(ctx), float(temperature), int(top_k))
+    probs, att = next_token(path, ctx, temperature, top_k)
     top = [(tok.id_to_piece(i), p, i) for i, p in top_candidates(probs, 10)]
     st.subheader(t("inspector.next_token"))
     if unknown:
@@ -184,6 +187,7 @@ elif facts.task == "mlm":  # a pretrained BERT: what it puts in each [MASK], and
     second = st.text_input(t("inspector.mlm.second"), max_chars=ins.MAX_CHARS, help=t("inspector.mlm.second_help"),
                            **keep("insp_mlm_pair", "", url="pair"))
     try:
+        source = ("fill_mask", sentence, (second or "").strip())
         filled = fill_mask(path, sentence, second)
     except ValueError as e:
         error(UserError("inspector.errors.too_long"), detail=str(e))
@@ -199,12 +203,16 @@ elif facts.task == "mlm":  # a pretrained BERT: what it puts in each [MASK], and
                         y_title=t("inspector.token"))
         show_figure(fig, name=f"mask-{pos}", csv=csv_text(["piece", "probability"], top), key=f"mask-{pos}")
 else:
+    source = ("forward", tuple(ids))
     att = forward_pass(path, ids)
     src_labels = ins.labels(pieces)
     if unknown:
         st.warning(t("inspector.unknown_other", words=never))
 
 # ----------------------------------------------------------------------------- attention
+# What follows depends only on the model version, what was run on it (`source`), the language and the
+# controls below: every session asking for the same gets the same figures and tables, built once (shared_view).
+view = (str(path), model_stamp(path), lang(), *source)
 kinds = att.kinds()
 kind_names = options("inspector.kind", kinds)
 st.subheader(t("inspector.attention"))
@@ -223,9 +231,12 @@ st.caption(t("common.rows_cols_cross") if kind == "cross" else t("common.rows_co
 steps_tab = "positions" if arch == "decoder-only" else "steps"
 tab_grid, tab_head, tab_steps, tab_stats = st.tabs([t(f"inspector.tab.{name}") for name in ("grid", "head", steps_tab, "stats")])
 
-with tab_grid:
-    st.markdown(t("inspector.grid_intro", layers=n_layers, heads=n_heads, rows=n_q, cols=n_k))
-    show_figure(head_grid(weights, layer_title=t("common.layer"), head_title=t("common.head")), name=f"grid-{kind}", key="grid")
+# The controls inside each tab change only that tab's figure: each is a fragment, so moving one reruns the
+# fragment, not the page (the sentence, the model and the attention kind above rerun everything).
+@st.fragment
+def grid_detail(view, weights, kind, kind_name, q_labels, k_labels, q_title, k_title):
+    """One layer's and head's map (or the mean over layers / heads), picked under the grid."""
+    n_layers, n_heads = weights.shape[:2]
     c1, c2 = st.columns(2)
     average = t("inspector.average")
     pick = lambda i: average if i < 0 else f"{i + 1}"  # -1 = the mean over all layers / heads
@@ -234,65 +245,96 @@ with tab_grid:
     head = c2.selectbox(t("common.head"), [*range(n_heads), -1], format_func=pick,
                         **keep("insp_head", 0, url="head", valid=[*range(n_heads), -1], codec=OneBased))
     w = pick_map(weights, layer, head)  # (Lq, Lk)
-    fig = attention_heatmap(w, q_labels, k_labels, query_title=q_title, key_title=k_title,
-                            title=f"{kind_names[kind]} · {t('common.layer')} {pick(layer)} · {t('common.head')} {pick(head)}")
+    fig = shared_figure("detail", (*view, kind, layer, head), lambda: attention_heatmap(
+        w, q_labels, k_labels, query_title=q_title, key_title=k_title,
+        title=f"{kind_name} · {t('common.layer')} {pick(layer)} · {t('common.head')} {pick(head)}"))
     show_matrix(fig, w, name=f"{kind}-L{pick(layer)}-H{pick(head)}", row_labels=q_labels, col_labels=k_labels, key="detail")
 
-with tab_head:
+
+@st.fragment
+def head_view_tab(view, weights, kind, q_labels, k_labels, q_title, k_title):
     text("inspector.head_view")
+    n_layers, n_heads = weights.shape[:2]
     hl = st.selectbox(t("common.layer"), range(n_layers), format_func=lambda i: f"{i + 1}",
                       **keep("insp_hv_layer", 0, valid=range(n_layers)))
     head_word = t("common.head")
     on = st.multiselect(t("inspector.heads_shown"), list(range(n_heads)), format_func=lambda i: f"{head_word} {i + 1}",
                         **keep("insp_hv_heads", list(range(n_heads)), valid=range(n_heads)))
     if on:
-        show_figure(head_view(weights[hl], q_labels, k_labels, on, query_title=q_title, key_title=k_title,
-                              head_title=head_word), name=f"headview-{kind}-L{hl + 1}", key="headview")
+        show_figure(shared_figure("headview", (*view, kind, hl, tuple(on)), lambda: head_view(
+            weights[hl], q_labels, k_labels, on, query_title=q_title, key_title=k_title, head_title=head_word)),
+                    name=f"headview-{kind}-L{hl + 1}", key="headview")
     else:
         st.info(t("inspector.pick_head"))
 
+
+@st.fragment
+def positions_tab(path, ctx, tok):
+    """A decoder-only model, position by position."""
+    text("inspector.positions")
+    cands = lm_positions(path, ctx)
+    st.dataframe(ins.position_rows(ctx, cands, tok.id_to_piece), hide_index=True)
+    pos = (st.slider(t("inspector.position"), 1, len(cands),
+                     **keep("insp_pos", len(cands), valid=range(1, len(cands) + 1))) - 1) if len(cands) > 1 else 0
+    here = cands[pos]
+    if here.actual is not None:
+        st.markdown(t("inspector.position_next", position=pos + 1, token=ins.code(ins.label(tok.id_to_piece(here.actual))),
+                      prob=here.actual_prob, rank=here.actual_rank))
+    else:
+        st.markdown(t("inspector.position_last", position=pos + 1))
+    show_figure(bar_chart(ins.labels([tok.id_to_piece(i) for i, _ in here.top]), [p for _, p in here.top],
+                          horizontal=True, y_range=[0, 1], title=t("inspector.top_candidates"),
+                          x_title=t("inspector.probability"), y_title=t("inspector.token"), colors="#d62728"),
+                name=f"position{pos + 1}-top", key="postop")
+
+
+@st.fragment
+def steps_tab(view, steps, att, src_labels, tok, n_layers):
+    """An encoder-decoder's greedy or beam decoding, step by step."""
+    text("inspector.steps")
+    tstep = (st.slider(t("common.step"), 1, len(steps), **keep("insp_step", 1, valid=range(1, len(steps) + 1))) - 1
+             if len(steps) > 1 else 0)
+    sl = st.selectbox(t("common.layer"), range(n_layers), format_func=lambda i: f"{i + 1}",
+                      **keep("insp_step_layer", n_layers - 1, valid=range(n_layers)))
+    chosen = tok.id_to_piece(steps[tstep].token)
+    st.markdown(t("inspector.step_wrote", step=tstep + 1, token=ins.label(chosen).replace("`", "ʼ"),
+                  prob=steps[tstep].prob))
+    c1, c2 = st.columns(2)
+    with c1:
+        show_figure(shared_figure("steprow", (*view, tstep, sl), lambda: bar_chart(
+            src_labels, step_cross_attention(att, sl, tstep), horizontal=True, y_range=[0, 1],
+            title=t("inspector.cross_title", layer=sl + 1), x_title=t("common.weight"),
+            y_title=t("inspector.source_key"))), name=f"step{tstep + 1}-cross", key="steprow")
+    with c2:
+        top = [(tok.id_to_piece(i), p) for i, p in steps[tstep].top]
+        show_figure(shared_figure("steptop", (*view, tstep), lambda: bar_chart(
+            ins.labels([pc for pc, _ in top]), [p for _, p in top], horizontal=True, y_range=[0, 1],
+            title=t("inspector.top_candidates"), x_title=t("inspector.probability"), y_title=t("inspector.token"),
+            colors="#d62728")), name=f"step{tstep + 1}-top", key="steptop")
+
+
+with tab_grid:
+    st.markdown(t("inspector.grid_intro", layers=n_layers, heads=n_heads, rows=n_q, cols=n_k))
+    show_figure(shared_figure("grid", (*view, kind),
+                              lambda: head_grid(weights, layer_title=t("common.layer"), head_title=t("common.head"))),
+                name=f"grid-{kind}", key="grid")
+    grid_detail(view, weights, kind, kind_names[kind], q_labels, k_labels, q_title, k_title)
+
+with tab_head:
+    head_view_tab(view, weights, kind, q_labels, k_labels, q_title, k_title)
+
 with tab_steps:
     if arch == "decoder-only":
-        text("inspector.positions")
-        cands = lm_positions(path, ctx)
-        st.dataframe(ins.position_rows(ctx, cands, tok.id_to_piece), hide_index=True)
-        pos = (st.slider(t("inspector.position"), 1, len(cands),
-                         **keep("insp_pos", len(cands), valid=range(1, len(cands) + 1))) - 1) if len(cands) > 1 else 0
-        here = cands[pos]
-        if here.actual is not None:
-            st.markdown(t("inspector.position_next", position=pos + 1, token=ins.code(ins.label(tok.id_to_piece(here.actual))),
-                          prob=here.actual_prob, rank=here.actual_rank))
-        else:
-            st.markdown(t("inspector.position_last", position=pos + 1))
-        show_figure(bar_chart(ins.labels([tok.id_to_piece(i) for i, _ in here.top]), [p for _, p in here.top],
-                              horizontal=True, y_range=[0, 1], title=t("inspector.top_candidates"),
-                              x_title=t("inspector.probability"), y_title=t("inspector.token"), colors="#d62728"),
-                    name=f"position{pos + 1}-top", key="postop")
+        positions_tab(path, ctx, tok)
     elif arch != "encoder-decoder" or not steps:
         st.info(t("inspector.steps_none"))
     else:
-        text("inspector.steps")
-        tstep = (st.slider(t("common.step"), 1, len(steps), **keep("insp_step", 1, valid=range(1, len(steps) + 1))) - 1
-                 if len(steps) > 1 else 0)
-        sl = st.selectbox(t("common.layer"), range(n_layers), format_func=lambda i: f"{i + 1}",
-                          **keep("insp_step_layer", n_layers - 1, valid=range(n_layers)))
-        chosen = tok.id_to_piece(steps[tstep].token)
-        st.markdown(t("inspector.step_wrote", step=tstep + 1, token=ins.label(chosen), prob=steps[tstep].prob))
-        c1, c2 = st.columns(2)
-        with c1:
-            show_figure(bar_chart(src_labels, step_cross_attention(att, sl, tstep), horizontal=True, y_range=[0, 1],
-                                  title=t("inspector.cross_title", layer=sl + 1), x_title=t("common.weight"),
-                                  y_title=t("inspector.source_key")),
-                        name=f"step{tstep + 1}-cross", key="steprow")
-        with c2:
-            top = [(tok.id_to_piece(i), p) for i, p in steps[tstep].top]
-            show_figure(bar_chart(ins.labels([pc for pc, _ in top]), [p for _, p in top], horizontal=True, y_range=[0, 1],
-                                  title=t("inspector.top_candidates"), x_title=t("inspector.probability"),
-                                  y_title=t("inspector.token"), colors="#d62728"), name=f"step{tstep + 1}-top", key="steptop")
+        steps_tab(view, steps, att, src_labels, tok, n_layers)
 
 with tab_stats:
     text("inspector.stats")
-    stats = summarize_heads(att, kind)
-    st.dataframe(ins.stats_rows(stats), hide_index=True)
+    stats = shared_view("stats", (*view, kind), lambda: summarize_heads(att, kind))
+    st.dataframe(shared_view("stats_rows", (*view, kind), lambda: ins.stats_rows(stats)), hide_index=True)
     st.markdown(t("inspector.averages_title"))
-    st.dataframe(ins.averages_rows(layer_averages(stats)), hide_index=True)
+    st.dataframe(shared_view("averages_rows", (*view, kind), lambda: ins.averages_rows(layer_averages(stats))),
+                 hide_index=True)
