@@ -10,6 +10,17 @@ import torch.nn as nn
 from .train_data import TaskData, encode_pairs, make_batch
 
 SAMPLE_COUNT = 3  # fixed validation examples decoded at every evaluation
+SAMPLE_CHARS = 300  # each sample's source / target / prediction is cut to this many characters (+ "…"):
+                    # samples go into status.json and metrics.jsonl at every evaluation
+
+
+def clip(text: str, limit: int = SAMPLE_CHARS) -> str:
+    """`text` cut to `limit` characters with an ellipsis, so one huge corpus line cannot swell the run files."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def sample(source: str, target: str, prediction: str) -> dict:
+    return {"source": clip(source), "target": clip(target), "prediction": clip(prediction)}
 
 
 @torch.no_grad()
@@ -38,10 +49,10 @@ def evaluate(model, data: TaskData, device, batch_size=100, max_exact=200) -> di
                                    max_len=raw.config.max_len - 1)
         result["val_exact"] = sum(h == t for h, (_, t) in zip(hyps, data.valid[:n])) / max(n, 1)
         for h, (s, t) in zip(hyps[:SAMPLE_COUNT], data.valid_text[:SAMPLE_COUNT]):
-            samples.append({"source": s, "target": t, "prediction": tok.decode(h)})
+            samples.append(sample(s, t, tok.decode(h)))
     else:
         for s, _ in data.valid_text[:SAMPLE_COUNT]:
-            ids = [tok.bos_id] + tok.encode(s)
+            ids = [tok.bos_id] + tok.encode(s)[: raw.config.max_len - 1]  # what fits the model
             prefix = ids[: max(2, len(ids) // 2)]
             out = list(prefix)
             for _ in range(len(ids) - len(prefix) + 1):
@@ -50,7 +61,7 @@ def evaluate(model, data: TaskData, device, batch_size=100, max_exact=200) -> di
                 if nxt == tok.eos_id:
                     break
                 out.append(nxt)
-            samples.append({"source": tok.decode(prefix[1:]), "target": s, "prediction": tok.decode(out[1:])})
+            samples.append(sample(tok.decode(prefix[1:]), s, tok.decode(out[1:])))
     result["samples"] = samples
     raw.train()
     return result

@@ -22,8 +22,16 @@ def layer_text(cfg: TransformerConfig) -> str:
     return f"layers={cfg.n_encoder_layers} encoder"
 
 
+def averaged_line(steps) -> list[str]:
+    """The card's line for a model averaged over checkpoints (model.train --average-last)."""
+    if not steps:
+        return []
+    return [f"- Weights: the mean of the last {len(steps)} checkpoints (steps {', '.join(map(str, steps))}), "
+            f"as the paper averages its last 5 or 20 (section 6.1)"]
+
+
 def model_card(name: str, cfg: TransformerConfig, args, scores: dict, *, parameters: int, seconds: float,
-               device: str, command: str) -> str:
+               device: str, command: str, averaged_steps=None) -> str:
     """CARD.md: what the model is, how to recreate it, how it scores on the test split."""
     lines = [f"# Model card: {name}", "",
              f"- Task: `{args.task}`; architecture: {cfg.architecture}, {'pre-LN' if cfg.norm_first else 'post-LN (as in the paper)'}",
@@ -32,6 +40,7 @@ def model_card(name: str, cfg: TransformerConfig, args, scores: dict, *, paramet
              f"- Recipe: Adam(0.9, 0.98, 1e-9), warm-up schedule (warmup={args.warmup}, factor={args.lr_factor}), "
              f"label smoothing {cfg.label_smoothing}, dropout {cfg.dropout}, batch {args.batch_size} sentences, seed {args.seed}",
              f"- Trained for {args.steps} steps in {seconds / 60:.1f} min on {device} (torch {torch.__version__})",
+             *averaged_line(averaged_steps),
              "", "## Recreate", "", "```bash", command, "```", "", "## Test-split scores", ""]
     for k, v in scores.items():
         if not isinstance(v, list):
@@ -51,7 +60,8 @@ def model_card(name: str, cfg: TransformerConfig, args, scores: dict, *, paramet
     return "\n".join(lines) + "\n"
 
 
-def export_model(model, data: TaskData, args, dest: Path, seconds: float, command: str) -> dict:
+def export_model(model, data: TaskData, args, dest: Path, seconds: float, command: str,
+                 averaged_steps=None) -> dict:
     """Write a shippable model directory: weights, config, tokenizer, meta.json with test scores,
     and a human-readable card (CARD.md). `command` recreates the run (model.train.command_line)."""
     t0 = time.time()
@@ -61,10 +71,12 @@ def export_model(model, data: TaskData, args, dest: Path, seconds: float, comman
             "score_seconds": round(time.time() - t0, 1), "command": command,
             "parameters": model.num_parameters(), "device": device,
             "torch": torch.__version__, "scores": scores, "source": "shipped"}
+    if averaged_steps:
+        meta["averaged_steps"] = list(averaged_steps)
     dest = Path(dest)
     save_model_dir(dest, model, data.tokenizer, meta)
     card = model_card(dest.name, model.config, args, scores, parameters=model.num_parameters(), seconds=seconds,
-                      device=device, command=command)
+                      device=device, command=command, averaged_steps=averaged_steps)
     (dest / "CARD.md").write_text(card, encoding="utf-8")
     from .checkpoint import load_model_dir
     from .vocabulary import write_vocabulary
@@ -73,7 +85,7 @@ def export_model(model, data: TaskData, args, dest: Path, seconds: float, comman
     return scores
 
 
-def export_family(task, model, args, dest: Path, seconds: float, command: str) -> dict:
+def export_family(task, model, args, dest: Path, seconds: float, command: str, averaged_steps=None) -> dict:
     """A shippable family model directory (model/family): weights, config, extras, meta.json with the
     test-split scores, and CARD.md."""
     from .family import save_family_dir
@@ -88,6 +100,8 @@ def export_family(task, model, args, dest: Path, seconds: float, command: str) -
             "score_seconds": round(time.time() - t0, 1), "command": command, "parameters": params,
             "device": device, "torch": torch.__version__, "scores": scores, "source": "shipped",
             "recipe": {"batch_size": args.batch_size, "warmup": args.warmup, "lr_factor": args.lr_factor}}
+    if averaged_steps:
+        meta["averaged_steps"] = list(averaged_steps)
     dest = Path(dest)
     save_family_dir(dest, task, raw, meta)
     (dest / "CARD.md").write_text(family_card(dest.name, task, raw.config.to_dict(), meta), encoding="utf-8")
@@ -103,7 +117,7 @@ def family_card(name: str, task, config: dict, meta: dict) -> str:
              f"- {meta['parameters']:,} parameters; batch {recipe.get('batch_size', '?')}, warm-up "
              f"{recipe.get('warmup', '?')}, learning-rate factor {recipe.get('lr_factor', '?')}, seed {meta.get('seed')}",
              f"- Trained for {meta['steps']} steps in {meta['train_seconds'] / 60:.1f} min on {meta['device']} "
-             f"(torch {meta['torch']})"]
+             f"(torch {meta['torch']})", *averaged_line(meta.get("averaged_steps"))]
     notes = task.card_notes()
     if notes:
         lines += ["", "## Where the recipe differs from the paper", ""] + [f"- {n}" for n in notes]

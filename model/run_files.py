@@ -16,6 +16,11 @@ import os
 import time
 from pathlib import Path
 
+try:
+    import fcntl
+except ImportError:  # not POSIX: no folder lock
+    fcntl = None
+
 from .atomic import atomic_write_json
 from .messages import Message
 
@@ -130,6 +135,65 @@ class Run:
         else:
             self.status.update(_jsonable(fields))
 
+    def update_in_place(self, **fields) -> None:
+        """update() for a full disk, when not even a temporary file fits: status.json is overwritten
+        where it is (its old blocks are reused). Not atomic; only for the last word of a failing run."""
+        if not self.writer:
+            return
+        self.status.update(_jsonable(fields), updated_at=time.time())
+        data = (json.dumps(self.status, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+        fd = os.open(self.out / "status.json", os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, data)
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
     def log(self, record: dict) -> None:
         if self.writer:
             append_jsonl(self.out / "metrics.jsonl", record)
+
+
+LOCK_FILE = ".trainer.lock"
+
+
+class TrainerLock:
+    """One trainer per run folder: an exclusive, non-blocking flock on `<folder>/.trainer.lock`, held
+    until release() or the process ends (the kernel drops it when a killed trainer's process goes, so a
+    stale lock never blocks a resume). The holder writes its pid into the file for the refusal message."""
+
+    def __init__(self, folder: Path):
+        self.path = Path(folder) / LOCK_FILE
+        self.fd: int | None = None
+
+    def acquire(self) -> int | None:
+        """None when the lock is now ours; else the holder's pid (0 when unknown). OSError when the
+        folder cannot hold the lock file (read-only, missing)."""
+        if fcntl is None:
+            return None
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = int(os.pread(fd, 32, 0).decode("ascii").strip() or 0)
+            except (OSError, ValueError):
+                holder = 0
+            os.close(fd)
+            return holder
+        except OSError:
+            os.close(fd)
+            raise
+        self.fd = fd
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        except OSError:  # a full disk: the lock holds all the same
+            pass
+        return None
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing the descriptor drops the flock
+            self.fd = None

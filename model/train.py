@@ -14,14 +14,25 @@ Files in --out (all written atomically; rank 0 writes; see model/run_files.py):
                      (a Message: {"code": "train.status.<name>", "args": {...}})
     metrics.jsonl    append-only, one JSON object a line ("train" and "eval" records)
     checkpoint.pt    model + optimiser + schedule state (plain dicts, torch.load weights_only)
-    model/           the latest weights as a model directory (safetensors), for the inspector
+    model/           the latest weights as a model directory (safetensors), for the inspector; with
+                     --average-last K, at the end the mean of the last K checkpoints' weights
+    avg/             with --average-last K: step-N.safetensors, the weights of the last K checkpoints
+    .trainer.lock    held (flock) by the one trainer working in the folder; a second one refuses
+
+Exit codes: 0 done or stopped, 2 bad options / corpus / config, 3 cannot resume, 4 the loss became
+NaN, 5 a save failed (disk full, read-only), 6 another trainer holds the folder. A failure is written
+to status.json ("failed", a message, "resumable": whether resuming can help) whenever the disk allows.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
+import math
 import os
 import shlex
+import shutil
 import signal
 import sys
 import time
@@ -30,13 +41,14 @@ from pathlib import Path
 import torch
 
 from .atomic import atomic_write_json
-from .checkpoint import CheckpointError, load_training_state, save_model_dir, save_training_state
+from .checkpoint import (CheckpointError, average_into, load_training_state, save_model_dir, save_training_state,
+                         save_weights)
 from .config import PRESETS, TransformerConfig
 from .corpus import TASKS
 from .family import FAMILY_TASKS, family_task, is_family_task, save_family_dir
 from .device import best_device, describe_device
 from .messages import Message, UserError
-from .run_files import Run, read_json
+from .run_files import Run, TrainerLock, read_json
 from .schedule import ADAM_BETAS, ADAM_EPS, noam_lambda
 from .train_data import load_task, make_batch
 from .transformer import Transformer
@@ -50,7 +62,7 @@ MODEL_FLAGS = ("preset", "architecture", "d_model", "heads", "d_ff", "layers", "
 # options
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m model.train", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m model.train", description=__doc__, allow_abbrev=False,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task", choices=TASKS + ("tsv",) + tuple(FAMILY_TASKS), default="copy",
                    help="a translation/LM task, a TSV corpus, or a member of the Transformer family "
@@ -81,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ckpt-every", type=int, default=200)
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, mps")
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0 = torch's default)")
+    p.add_argument("--average-last", type=int, default=0, metavar="K",
+                   help="keep the weights of the last K checkpoints (avg/) and make the final model their "
+                        "mean, as the paper does (section 6.1: the last 5 for base models, 20 for big); 0 = off")
     p.add_argument("--export", help="after training, score on the test split and write a shippable "
                                     "model directory with a model card here (e.g. assets/models/en-ko)")
     p.add_argument("--fail-at-step", type=int, default=0, help=argparse.SUPPRESS)  # tests: inject a NaN loss
@@ -187,20 +202,116 @@ def _replica_checksums(model, world: int) -> list[list[float]]:
     return [g.tolist() for g in gathered]
 
 
+class _SaveFailed(Exception):
+    """A checkpoint, model folder or weights snapshot could not be written (`error` says why)."""
+
+    def __init__(self, error: BaseException, step: int):
+        super().__init__(str(error))
+        self.error, self.step = error, step
+
+
+DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def _free_mb(folder: Path) -> int | None:
+    try:
+        return int(shutil.disk_usage(folder).free // 2**20)
+    except OSError:
+        return None
+
+
+def save_problem(error: BaseException, step: int, folder: Path) -> Message:
+    """What a failed write means for the learner: the disk is full (with what is left), or why else."""
+    cause = error
+    while isinstance(cause, CheckpointError) and (cause.__cause__ or cause.__context__) is not None:
+        cause = cause.__cause__ or cause.__context__
+    text = str(error)
+    free = _free_mb(folder)
+    full = (isinstance(cause, OSError) and cause.errno in DISK_ERRNOS) or "unexpected pos" in text \
+        or "No space left" in text or "file write failed" in text
+    if full and free is not None:
+        return Message("train.status.disk_full", {"free_mb": free, "step": step})
+    detail = cause.strerror if isinstance(cause, OSError) and cause.strerror else text
+    if isinstance(cause, OSError) and cause.filename:
+        detail = f"{detail}: {cause.filename}"
+    if full:
+        detail = f"disk full ({detail})"
+    return Message("train.status.save_failed", {"detail": " ".join(detail.split())[:300], "step": step})
+
+
+def remove_leftovers(out: Path) -> list[Path]:
+    """Temporary files a trainer killed during a save leaves behind (model.atomic names them
+    `.<name>.<random>.tmp`): the checkpoint's, the model folder's and the averaging snapshots'.
+    Only the trainer writes these, and it holds the folder's lock, so none is in use."""
+    gone = []
+    for pattern in (".checkpoint.pt.*.tmp", "model/.*.tmp", "avg/.*.tmp"):
+        for p in out.glob(pattern):
+            with contextlib.suppress(OSError):
+                p.unlink()
+                gone.append(p)
+    return gone
+
+
 def train(args) -> int:
     """Run the training; SIGTERM / SIGINT stop it at the next step with a checkpoint. The previous
-    signal handlers are restored afterwards (a test calling main() keeps its own)."""
+    signal handlers are restored afterwards (a test calling main() keeps its own).
+    Rank 0 holds the folder's lock for the whole run: a second trainer on the same --out refuses."""
+    out = Path(args.out)
+    rank = int(os.environ.get("RANK", "0"))
+    lock = None
+    if rank == 0:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            lock = TrainerLock(out)
+            holder = lock.acquire()
+        except OSError as e:
+            print(f"error: cannot use the run folder {out}: {e.strerror or e}", file=sys.stderr)
+            return 5
+        if holder is not None:
+            pid = f" (pid {holder})" if holder else ""
+            print(f"error: {out} is in use by another trainer{pid}; wait for it to finish or stop it first. "
+                  f"Nothing was written.", file=sys.stderr)
+            return 6
+        remove_leftovers(out)
     stop = {"flag": False}
     handlers = {sig: signal.signal(sig, lambda *_: stop.__setitem__("flag", True))
                 for sig in (signal.SIGTERM, signal.SIGINT)}
+    ctx: dict = {}
     try:
-        return _train(args, stop)
+        return _train(args, stop, ctx)
+    except _SaveFailed as e:
+        return _save_failed(ctx.get("run") or Run(out, writer=rank == 0), save_problem(e.error, e.step, out))
+    except OSError as e:
+        if e.errno not in DISK_ERRNOS + (errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO):
+            raise
+        return _save_failed(ctx.get("run") or Run(out, writer=rank == 0), save_problem(e, ctx.get("step", 0), out))
     finally:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
+        if lock is not None:
+            lock.release()
+
+
+def _save_failed(run: Run, message: Message) -> int:
+    """Say why the run ended, in status.json if the disk still takes it, and on stderr always."""
+    print(f"error: {message.code}: {message.args}", file=sys.stderr)
+    if message.code == "train.status.disk_full":
+        print(f"error: disk full ({message.args['free_mb']:,} MB free) while saving step {message.args['step']}",
+              file=sys.stderr)
+    if run.writer:
+        fields = dict(state="failed", message=message, resumable=True)
+        try:
+            run.update(**fields)
+        except OSError:  # no room even for status.json's temporary file: overwrite it in place
+            try:
+                run.update_in_place(**fields)
+            except OSError as e:
+                print(f"error: could not write status.json either ({e.strerror or e})", file=sys.stderr)
+    return 5
 
 
 def _give_up(run: Run, message: Message, code: int, **fields) -> int:
+    fields.setdefault("resumable", False)  # a bad corpus, config or checkpoint: the same resume fails again
     run.update(state="failed", message=message, **fields)
     print(f"error: {message}", file=sys.stderr)
     return code
@@ -245,9 +356,9 @@ class _Seq2Seq:
     def save(self, directory, model, meta):
         save_model_dir(directory, model, self.tok, meta)
 
-    def export(self, model, args, dest, seconds, command):
+    def export(self, model, args, dest, seconds, command, averaged=None):
         from .export import export_model
-        export_model(model, self.data, args, dest, seconds, command)
+        export_model(model, self.data, args, dest, seconds, command, averaged_steps=averaged)
 
 
 class _Family:
@@ -291,16 +402,16 @@ class _Family:
     def save(self, directory, model, meta):
         save_family_dir(directory, self.task, model, meta)
 
-    def export(self, model, args, dest, seconds, command):
+    def export(self, model, args, dest, seconds, command, averaged=None):
         from .export import export_family
-        export_family(self.task, model, args, dest, seconds, command)
+        export_family(self.task, model, args, dest, seconds, command, averaged_steps=averaged)
 
 
-def _train(args, stop: dict) -> int:
+def _train(args, stop: dict, ctx: dict) -> int:
     device, world, rank = _devices(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    run = Run(out, writer=(rank == 0))
+    run = ctx["run"] = Run(out, writer=(rank == 0))
 
     if is_family_task(args.task):
         job = _Family(args)
@@ -323,6 +434,7 @@ def _train(args, stop: dict) -> int:
     opt, sched = job.optimizer(model, args)
 
     step, prior_seconds, note = 0, 0.0, None
+    saved_at = None  # the step of the checkpoint on disk that belongs to this run (None: none yet)
     ckpt = out / "checkpoint.pt"
     if args.resume and not ckpt.exists():  # say so: the curves restart instead of continuing
         note = Message("train.status.no_checkpoint")
@@ -333,8 +445,12 @@ def _train(args, stop: dict) -> int:
             prior_seconds = float(extra.get("train_seconds", 0.0))
             if isinstance(extra.get("rng"), torch.Tensor):  # dropout masks continue as if never stopped
                 torch.set_rng_state(extra["rng"])
+            saved_at = step
         except CheckpointError as e:
             return _give_up(run, Message("train.status.cannot_resume", {"detail": str(e)}), 3)
+    averaging = Averaging(out / "avg", args.average_last) if args.average_last and run.writer else None
+    if averaging is not None:
+        averaging.forget_after(step)  # snapshots a killed run wrote after its last checkpoint
     if run.writer:
         atomic_write_json(out / "config.json", cfg.to_dict())
         atomic_write_json(out / "args.json", {k: v for k, v in vars(args).items() if k != "resume"})
@@ -344,24 +460,31 @@ def _train(args, stop: dict) -> int:
         ddp_model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
 
     def save(step_now: int):
-        if run.writer:
+        if not run.writer:
+            return
+        try:
             save_training_state(ckpt, model, opt, sched, step_now,
                                 {"task": args.task, "train_seconds": prior_seconds + time.time() - started,
                                  "rng": torch.get_rng_state()})
             job.save(out / "model", model, {"task": args.task, "step": step_now,
                                             "source": "training page", "run": out.name})
+            if averaging is not None and (step_now % args.ckpt_every == 0 or step_now == args.steps):
+                averaging.add(model, step_now)  # the regular checkpoints only, not a stop's
+        except (OSError, RuntimeError) as e:  # disk full (torch: "inline_container.cc: unexpected pos"), read-only
+            raise _SaveFailed(e, step_now) from None
 
     started = time.time()
     run.update(state="running", step=step, total_steps=args.steps, message=note, pid=os.getpid(),
                task=args.task, device=describe_device(device), world_size=world,
                parameters=model.num_parameters() if hasattr(model, "num_parameters")
                else sum(p.numel() for p in model.parameters()),
-               started_at=run.status.get("started_at", started))
+               started_at=run.status.get("started_at", started), resumable=True, averaged=None)
     tokens_seen, window_start, loss_sum, loss_n = 0, time.time(), 0.0, 0
     paused = 0.0  # seconds of evaluation and saving inside the current logging window
-    last_saved = step
+    start_step = step
     model.train()
     while step < args.steps:
+        ctx["step"] = step
         if stop["flag"]:
             break
         batch = job.batch(step, args.seed, rank, args.batch_size, device)
@@ -369,9 +492,8 @@ def _train(args, stop: dict) -> int:
         if args.fail_at_step and step + 1 >= args.fail_at_step:
             loss = loss * float("nan")
         if not torch.isfinite(loss):
-            return _give_up(run, Message("train.status.nan_loss", {"value": str(loss.item()), "at": step + 1,
-                                                                "lr": sched.get_last_lr()[0], "saved": last_saved}),
-                         4, step=step)
+            msg, extra = nan_message(str(loss.item()), step, sched.get_last_lr()[0], saved_at)
+            return _give_up(run, msg, 4, step=step, **extra)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -393,39 +515,156 @@ def _train(args, stop: dict) -> int:
             tokens_seen, window_start, loss_sum, loss_n, paused = 0, time.time(), 0.0, 0, 0.0
         t_pause = time.time()
         if run.writer and (step % args.eval_every == 0 or step == args.steps):
-            ev = job.evaluate(model, device)
+            ev = bounded(job.evaluate(model, device))
             run.log({"kind": "eval", "step": step, **ev, "time": time.time()})
             run.update(**ev)
         if step % args.ckpt_every == 0 or step == args.steps:
             save(step)
-            last_saved = step
+            saved_at = step
         paused += time.time() - t_pause
-    if step > last_saved:
+    ctx["step"] = step
+    if step > (saved_at if saved_at is not None else start_step):
         save(step)
     if world > 1:
         import torch.distributed as dist
         run.update(replica_checksums=_replica_checksums(model, world))
         dist.destroy_process_group()
+    final, averaged = model, None
+    if averaging is not None and step >= args.steps and len(averaging.steps()) > 1:
+        final, averaged = averaging.average(job, model)
+        ev = bounded(job.evaluate(final, device))
+        run.update(averaged={"steps": averaged, **{k: v for k, v in ev.items() if k != "samples"}})
+        run.log({"kind": "averaged", "step": step, "steps": averaged, **ev, "time": time.time()})
+        try:
+            job.save(out / "model", final, {"task": args.task, "step": step, "source": "training page",
+                                            "run": out.name, "averaged_steps": averaged})
+        except (OSError, RuntimeError) as e:
+            raise _SaveFailed(e, step) from None
     if args.export and run.writer and step >= args.steps:
         run.update(message=Message("train.status.scoring"))
-        job.export(model, args, Path(args.export), prior_seconds + time.time() - started, command_line(args))
+        job.export(final, args, Path(args.export), prior_seconds + time.time() - started, command_line(args),
+                   averaged)
+    seconds = prior_seconds + time.time() - started
     if stop["flag"] and step < args.steps:
         run.update(state="stopped", step=step, message=Message("train.status.stopped", {"at": step}))
+    elif averaged:
+        run.update(state="done", step=step, eta_seconds=0,
+                   message=Message("train.status.finished_averaged",
+                                   {"total": step, "seconds": seconds, "count": len(averaged),
+                                    "steps": ", ".join(map(str, averaged))}))
     else:
         run.update(state="done", step=step, eta_seconds=0,
-                   message=Message("train.status.finished", {"total": step,
-                                                              "seconds": prior_seconds + time.time() - started}))
+                   message=Message("train.status.finished", {"total": step, "seconds": seconds}))
     return 0
+
+
+def nan_message(value: str, step: int, lr: float, saved_at: int | None) -> tuple[Message, dict]:
+    """The message after a NaN loss at step+1, true to what is on disk, and whether resuming can help:
+    not without a checkpoint, nor from the very state whose next batch gave the NaN (batches depend
+    only on the seed and the step, so a resume would repeat it)."""
+    args = {"value": value, "at": step + 1, "lr": lr}
+    if saved_at is None:
+        return Message("train.status.nan_loss_no_checkpoint", args), {"resumable": False}
+    if saved_at >= step:
+        return Message("train.status.nan_loss_bad_checkpoint", {**args, "saved": saved_at}), {"resumable": False}
+    return Message("train.status.nan_loss", {**args, "saved": saved_at}), {"resumable": True}
+
+
+def bounded(ev: dict) -> dict:
+    """An evaluation's record with its sample strings cut short (a family task's too): it is written
+    into status.json and metrics.jsonl at every evaluation."""
+    from .evaluate import clip
+    samples = ev.get("samples")
+    if isinstance(samples, list):
+        ev = {**ev, "samples": [{k: clip(v) if isinstance(v, str) else v for k, v in s.items()}
+                                if isinstance(s, dict) else s for s in samples[:10]]}
+    return ev
+
+
+class Averaging:
+    """--average-last K: the weights of the last K checkpoints in `folder` (step-N.safetensors, written
+    atomically, the oldest pruned), and their mean at the end of training (the paper, section 6.1)."""
+
+    def __init__(self, folder: Path, k: int):
+        self.folder, self.k = Path(folder), k
+
+    def _files(self) -> dict[int, Path]:
+        found = {}
+        for p in self.folder.glob("step-*.safetensors"):
+            n = p.name[len("step-"):-len(".safetensors")]
+            if n.isdigit():
+                found[int(n)] = p
+        return found
+
+    def steps(self) -> list[int]:
+        return sorted(self._files())[-self.k:]
+
+    def forget_after(self, step: int) -> None:
+        for n, p in self._files().items():
+            if n > step:
+                p.unlink(missing_ok=True)
+
+    def add(self, model, step: int) -> None:
+        save_weights(self.folder / f"step-{step}.safetensors", model)
+        files = self._files()
+        for n in sorted(files)[:-self.k]:
+            files[n].unlink(missing_ok=True)
+
+    def average(self, job, model):
+        """A copy of `model` holding the mean of the kept snapshots, and their steps."""
+        import copy
+        steps = self.steps()
+        files = self._files()
+        averaged = copy.deepcopy(model)
+        average_into(averaged, [files[n] for n in steps])
+        return averaged, steps
 
 
 # -----------------------------------------------------------------------------
 # the command line
 
+def explicit_options(argv: list[str]) -> set[str]:
+    """The options the command line really gives, however spelt (`--steps 4`, `--steps=4`): argv parsed
+    again with every default suppressed, so only what was given lands in the namespace."""
+    probe = build_parser()
+    for action in probe._actions:
+        action.default = argparse.SUPPRESS
+    return set(vars(probe.parse_args(argv)))
+
+
+POSITIVE_INTS = ("steps", "eval_every", "log_every", "ckpt_every", "batch_size", "warmup", "max_len")
+SIZE_FLAGS = ("d_model", "heads", "d_ff", "layers")  # None (the preset's) or positive
+COUNTS = ("threads", "seed", "average_last", "fail_at_step")  # 0 or more
+FRACTIONS = ("dropout", "label_smoothing")  # None (the preset's) or in [0, 1)
+
+
+def option_problem(args) -> str | None:
+    """Why these options make no sense (a sentence naming the flag), or None."""
+    def flag(name):
+        return "--" + name.replace("_", "-")
+    for name in POSITIVE_INTS:
+        if getattr(args, name) <= 0:
+            return f"{flag(name)} must be positive"
+    for name in SIZE_FLAGS:
+        if getattr(args, name) is not None and getattr(args, name) <= 0:
+            return f"{flag(name)} must be positive"
+    for name in COUNTS:
+        if getattr(args, name, 0) < 0:
+            return f"{flag(name)} must be 0 or more"
+    if not (math.isfinite(args.lr_factor) and args.lr_factor > 0):
+        return f"--lr-factor must be a positive number, got {args.lr_factor}"
+    for name in FRACTIONS:
+        v = getattr(args, name)
+        if v is not None and not (math.isfinite(v) and 0 <= v < 1):
+            return f"{flag(name)} must be at least 0 and below 1, got {v}"
+    return None
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
-    explicit = {a.dest for a in parser._actions if any(o in argv for o in a.option_strings)}
+    explicit = explicit_options(argv)
     if args.resume:
         saved = read_json(Path(args.resume) / "args.json")
         if not isinstance(saved, dict):
@@ -444,9 +683,9 @@ def main(argv=None) -> int:
             args.config = read_config(args.config, cls).to_dict()  # args.json keeps the config itself
         except ValueError as e:
             parser.error(f"--config: {e}")
-    for name in ("steps", "eval_every", "log_every", "ckpt_every", "batch_size", "warmup", "max_len"):
-        if getattr(args, name) <= 0:
-            parser.error(f"--{name.replace('_', '-')} must be positive")
+    problem = option_problem(args)
+    if problem:
+        parser.error(problem)
     return train(args)
 
 
