@@ -159,10 +159,10 @@ def runs_dir() -> Path:
     return Path(env).expanduser().resolve() if env else ROOT / "runs"
 
 
-def pid_alive(pid, run_dir: Path | None = None) -> bool:
-    """Is `pid` a live trainer of `run_dir`? os.kill(pid, 0) says whether the pid exists; on Linux
-    /proc/<pid> also rules out zombies and a pid reused by another program after a reboot or crash
-    (its command line must hold "model.train" and the run folder's name)."""
+def pid_alive(pid, run_dir: Path | None = None, program: str = "model.train") -> bool:
+    """Is `pid` a live trainer of `run_dir` (or another of our programs, e.g. "model.study")? os.kill(pid, 0)
+    says whether the pid exists; on Linux /proc/<pid> also rules out zombies and a pid reused by another
+    program after a reboot or crash (its command line must hold `program` and the run folder's name)."""
     try:
         pid = int(pid)
     except (TypeError, ValueError):
@@ -189,7 +189,7 @@ def pid_alive(pid, run_dir: Path | None = None) -> bool:
         return True
     if stat[stat.rfind(")") + 2:][:1] in ("Z", "X"):
         return False  # exited, not yet reaped
-    if not any("model.train" in part for part in cmdline):
+    if not any(program in part for part in cmdline):
         return False
     if run_dir is not None and not any(run_dir.name in part for part in cmdline):
         return False

@@ -34,7 +34,7 @@ class PageInfo:
 
 # Sidebar sections in order; pages not listed in SECTION_OF belong to "paper".
 SECTIONS = ["start", "paper", "live"]
-SECTION_OF = {"overview.py": "start", "inspector.py": "live", "train.py": "live"}
+SECTION_OF = {"overview.py": "start", "inspector.py": "live", "train.py": "live", "study.py": "live"}
 
 PAGES: list[PageInfo] = [
     PageInfo("overview.py", "overview", ":material/home:"),
@@ -47,4 +47,5 @@ PAGES: list[PageInfo] = [
     PageInfo("family.py", "family", ":material/family_history:"),
     PageInfo("inspector.py", "inspector", ":material/visibility:"),
     PageInfo("train.py", "train", ":material/model_training:"),
+    PageInfo("study.py", "study", ":material/table_chart:"),
 ]

@@ -18,7 +18,7 @@ KINDS = SELECTS + NUMBERS + TOGGLES + TEXTS + ("button",)
 HOSTILE_TEXT = ["", "😀 <s> & **b** ![i](http://127.0.0.1/x.png) `x`",
                 "1 2 3 4\n5 6 7 8\n9 1 2 3\n4 5 6 7", "0.5, 0.1\n0.2, 0.9", "a" * 3000]
 NEVER = {"lang"}  # the language is switched on purpose, below
-NO_BUTTONS = {"train.py"}  # its buttons start real training processes (tested in test_page_train.py)
+NO_BUTTONS = {"train.py", "study.py"}  # their buttons start real training processes (tested in test_page_train.py, test_page_study.py)
 
 
 def _by_formatted_option(w):

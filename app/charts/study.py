@@ -1,0 +1,32 @@
+"""Table 3 by factor: the paper's dev perplexity beside ours (mean over seeds, bars = min…max)."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from app.charts.style import colour, labels as escaped_labels, margins
+
+
+def factor_figure(names, paper, ours_mean, ours_low, ours_high, seeds, *, title: str, paper_title: str,
+                  ours_title: str, y_title: str, seeds_label: str) -> go.Figure:
+    """Two panels over the same rows: the paper's numbers and ours with the seeds' range as error bars.
+    `names` are row labels (escaped here); a row we have no number for is left out of our panel."""
+    x = escaped_labels(names)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(paper_title, ours_title), horizontal_spacing=0.12)
+    fig.add_trace(go.Scatter(x=x, y=list(paper), mode="markers+lines", marker=dict(size=11, color=colour(0)),
+                             line=dict(dash="dot", width=1), name=paper_title,
+                             text=[f"{v:.2f}" if v is not None else "" for v in paper],
+                             hovertemplate="%{x}: %{y:.2f}<extra></extra>"), row=1, col=1)
+    keep = [i for i, m in enumerate(ours_mean) if m is not None]
+    fig.add_trace(go.Scatter(
+        x=[x[i] for i in keep], y=[ours_mean[i] for i in keep], mode="markers+lines",
+        marker=dict(size=11, color=colour(1)), line=dict(dash="dot", width=1), name=ours_title,
+        error_y=dict(type="data", symmetric=False, array=[ours_high[i] - ours_mean[i] for i in keep],
+                     arrayminus=[ours_mean[i] - ours_low[i] for i in keep], thickness=1.5, width=6),
+        customdata=[seeds[i] for i in keep],
+        hovertemplate="%{x}: %{y:.3f} (" + seeds_label + " %{customdata})<extra></extra>"), row=1, col=2)
+    fig.update_xaxes(type="category", tickangle=-30)
+    fig.update_yaxes(title=y_title, row=1, col=1)
+    fig.update_yaxes(title=y_title, row=1, col=2)
+    fig.update_layout(title=title, height=380, showlegend=False, margin=margins(title))
+    return fig

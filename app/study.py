@@ -1,0 +1,185 @@
+"""The Table 3 study for the page: the shipped table, a learner's own rerun (a background
+`python -m model.study` process, one per server), and the reading of the paper's conclusions against our
+numbers. No Streamlit here: it is tested on its own."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.jobs import pid_alive, runs_dir
+from model.messages import UserError
+from model.study import DEFAULTS, RESULT, read_json
+from model.table3 import STUDY_ROWS
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "assets" / "study" / "table3.json"
+FOLDER = "study-table3"
+MAX_SEEDS = 5
+
+
+def study_dir() -> Path:
+    """Where a rerun started from the page trains: RUNS/study-table3."""
+    return runs_dir() / FOLDER
+
+
+def load_table(path: Path) -> dict | None:
+    """A study document (model.study's table3.json), or None when missing or not one."""
+    doc = read_json(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
+        return None
+    rows = [r for r in doc["rows"] if isinstance(r, dict) and r.get("row") in STUDY_ROWS]
+    return {**doc, "rows": rows} if rows else None
+
+
+def mean(row: dict, metric: str):
+    v = (row.get(metric) or {}).get("mean")
+    return v if isinstance(v, (int, float)) and math.isfinite(v) else None
+
+
+def spread(row: dict, metric: str) -> float:
+    v = (row.get(metric) or {}).get("std")
+    return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else 0.0
+
+
+# ----------------------------------------------------------------------------- the paper's conclusions
+@dataclass(frozen=True)
+class Claim:
+    key: str           # catalogue key study.claims.<key>
+    worse: str         # the row the paper finds worse (higher perplexity) ...
+    better: str        # ... than this one; for kind "same", the two rows it finds alike
+    kind: str = "worse"
+
+
+# Section 6.2 of the paper, read off Table 3 by dev perplexity.
+CLAIMS = (
+    Claim("one_head", "A-h1", "base"),
+    Claim("many_heads", "A-h32", "A-h16"),
+    Claim("small_keys", "B-dk16", "base"),
+    Claim("deeper", "C-N2", "C-N8"),
+    Claim("wider", "C-d256", "C-d1024"),
+    Claim("bigger_ffn", "C-ff1024", "C-ff4096"),
+    Claim("dropout", "D-drop0", "base"),
+    Claim("smoothing_perplexity", "base", "D-ls0"),
+    Claim("learned_positions", "E-learned", "base", "same"),
+)
+SAME_WITHIN = 0.05  # "about the same": perplexities within 5 % (or within the seeds' spread)
+
+
+@dataclass
+class Verdict:
+    claim: Claim
+    paper: tuple[float, float]
+    ours: tuple[float, float] | None    # (mean of `worse`, mean of `better`)
+    spreads: tuple[float, float]
+    seeds: int                          # the fewer seeds of the two rows
+    outcome: str                        # "reproduced", "not_reproduced", "unclear", "missing"
+
+
+def verdicts(doc: dict, metric: str = "perplexity") -> list[Verdict]:
+    """Each conclusion of the paper against our rows: reproduced when our difference has the paper's sign
+    and exceeds the seeds' spread (for "same": when within 5 % or the spread), not reproduced when it has
+    the opposite sign beyond the spread, unclear otherwise."""
+    from model.table3 import paper_row
+    rows = {r["row"]: r for r in doc["rows"]}
+    out = []
+    for c in CLAIMS:
+        pw, pb = paper_row(c.worse).perplexity, paper_row(c.better).perplexity
+        a, b = rows.get(c.worse), rows.get(c.better)
+        ma, mb = (mean(a, metric) if a else None), (mean(b, metric) if b else None)
+        if ma is None or mb is None:
+            out.append(Verdict(c, (pw, pb), None, (0.0, 0.0), 0, "missing"))
+            continue
+        sa, sb = spread(a, metric), spread(b, metric)
+        noise = max(sa, sb)
+        diff = ma - mb
+        if c.kind == "same":
+            outcome = "reproduced" if abs(diff) <= max(noise, SAME_WITHIN * mb) else "not_reproduced"
+        elif diff > noise:
+            outcome = "reproduced"
+        elif diff < -noise:
+            outcome = "not_reproduced"
+        else:
+            outcome = "unclear"
+        seeds = min(int(a.get("seeds_done", 0)), int(b.get("seeds_done", 0)))
+        out.append(Verdict(c, (pw, pb), (ma, mb), (sa, sb), seeds, outcome))
+    return out
+
+
+# ----------------------------------------------------------------------------- a rerun in the background
+def state(folder: Path | None = None) -> dict:
+    """The rerun's study.json with "state" corrected: a "running" study whose process is gone is
+    "interrupted" (it resumes where it stopped when started again)."""
+    folder = folder or study_dir()
+    st = read_json(folder / "study.json")
+    if not isinstance(st, dict):
+        return {"state": "none"}
+    if st.get("state") == "running" and not _alive(st.get("pid")):
+        st = {**st, "state": "interrupted"}
+    return st
+
+
+def _alive(pid) -> bool:
+    return pid_alive(pid, program="model.study")
+
+
+def start(rows: list[str], seeds: int, *, fresh: bool, folder: Path | None = None) -> list[str]:
+    """Start `python -m model.study table3` on `rows` in the background; the argv started. UserError when
+    one is already running, the choice is empty or out of range, or the folder cannot be written."""
+    folder = folder or study_dir()
+    if state(folder)["state"] == "running":
+        raise UserError("study.errors.running")
+    rows = [r for r in rows if r in STUDY_ROWS]
+    if not rows:
+        raise UserError("study.errors.no_rows")
+    if not (isinstance(seeds, int) and 1 <= seeds <= MAX_SEEDS):
+        raise UserError("study.errors.seeds", most=MAX_SEEDS)
+    argv = [sys.executable, "-m", "model.study", "table3", "--out", str(folder), "--rows", ",".join(rows),
+            "--seeds", str(seeds), "--threads", str(DEFAULTS["threads"]), "--workers", "1"]
+    if fresh:
+        argv.append("--fresh")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        log = open(folder / "study.log", "ab")
+    except OSError as e:
+        raise UserError("study.errors.folder", problem=e.strerror or str(e)) from None
+    with log:
+        subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+    return argv
+
+
+def stop(folder: Path | None = None) -> bool:
+    """Ask a running study to stop (its trainer saves a checkpoint first). False when none runs."""
+    st = state(folder)
+    if st["state"] != "running":
+        return False
+    try:
+        os.killpg(int(st["pid"]), signal.SIGTERM)
+    except (OSError, ValueError, TypeError):
+        return False
+    return True
+
+
+def progress(folder: Path | None = None) -> dict:
+    """(done, total, the runs training now with their step) of the rerun."""
+    folder = folder or study_dir()
+    st = state(folder)
+    current = []
+    for name in st.get("current") or []:
+        s = read_json(folder / str(name) / "status.json")
+        step = s.get("step") if isinstance(s, dict) else None
+        current.append({"run": str(name), "step": step if isinstance(step, int) else 0,
+                        "total": (st.get("options") or {}).get("steps")})
+    done = sum(1 for d in folder.glob("*-s*") if (d / RESULT).exists()) if folder.is_dir() else 0
+    return {"state": st["state"], "done": int(st.get("done") or 0), "total": int(st.get("total") or 0),
+            "current": current, "results": done, "error": st.get("error")}
+
+
+def document_text(doc: dict) -> str:
+    return json.dumps(doc, ensure_ascii=False, indent=1)

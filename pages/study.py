@@ -1,0 +1,173 @@
+"""Table 3 in miniature: the paper's ablation rows beside the same rows trained here (model/study.py),
+by factor, with the seeds' spread, a reading of which conclusions our miniature reproduces, and a rerun
+of any rows in the background."""
+from __future__ import annotations
+
+import streamlit as st
+
+from app import format as fmt
+from app import study
+from app.charts.export import rows_csv
+from app.charts.study import factor_figure
+from app.i18n import UserError, options, t
+from app.state import keep
+from app.ui import error, show_figure, text
+from model.table3 import MINI_BASE, PAPER_TABLE3, STUDY_ROWS, paper_row
+
+GROUPS = ("A", "B", "C", "D", "E")
+
+
+def pm(row: dict, metric: str, scale: float = 1.0, digits: int = 2) -> str:
+    m = study.mean(row, metric)
+    if m is None:
+        return "—"
+    s = study.spread(row, metric)
+    return f"{m * scale:.{digits}f} ± {s * scale:.{digits}f}"
+
+
+def mini_text(row: dict) -> str:
+    ch = row.get("mini_changes") or {}
+    names = {"n_heads": "h", "n_encoder_layers": "N", "n_decoder_layers": None, "dropout": "P_drop",
+             "label_smoothing": "ε_ls", "positional": "positions"}
+    parts = [f"{names.get(k, k)}={v}" for k, v in ch.items() if names.get(k, k) is not None]
+    return ", ".join(parts) or t("study.table.base")
+
+
+st.title(t("pages.study.title"))
+text("study.intro", d_model=MINI_BASE.d_model, heads=MINI_BASE.n_heads, layers=MINI_BASE.n_encoder_layers,
+     d_ff=MINI_BASE.d_ff, d_k=MINI_BASE.head_k)
+
+# ----------------------------------------------------------------------------- which table
+shipped = study.load_table(study.SHIPPED)
+mine = study.load_table(study.study_dir() / "table3.json")
+sources = [s for s, doc in (("shipped", shipped), ("mine", mine)) if doc is not None]
+if not sources:
+    st.info(t("study.no_table"))
+    doc = None
+else:
+    labels = options("study.source", sources)
+    source = st.radio(t("study.source.label"), sources, format_func=labels.__getitem__, horizontal=True,
+                      **keep("study_source", sources[0], url="source", valid=sources))
+    doc = shipped if source == "shipped" else mine
+
+if doc is not None:
+    opts = doc.get("options") or {}
+    done = sum(int(r.get("seeds_done", 0)) for r in doc["rows"])
+    st.caption(t("study.made", runs=done, total=len(STUDY_ROWS) * int(opts.get("seeds", 0) or 0),
+                 steps=opts.get("steps", "?"), batch=opts.get("batch_size", "?"),
+                 minutes=float(doc.get("seconds", 0.0)) / 60, machine=fmt.escape_md(doc.get("machine", "?")),
+                 decoded=opts.get("decode_limit", "?")))
+    st.code(doc.get("command") or "", language="bash")
+
+    # ------------------------------------------------------------------------- 1. the two tables
+    st.header(t("study.table.header"))
+    rows = {r["row"]: r for r in doc["rows"]}
+    table = []
+    for p in PAPER_TABLE3:
+        if p.key not in rows:
+            continue
+        r = rows[p.key]
+        table.append({
+            t("study.table.row"): f"({p.group})" if p.group != "base" else t("study.table.base"),
+            t("study.table.paper_change"): p.label if p.key != "base" else "—",
+            t("study.table.paper_ppl"): p.perplexity, t("study.table.paper_bleu"): p.bleu,
+            t("study.table.mini_change"): mini_text(r),
+            t("study.table.params"): fmt.count(r.get("parameters")) if r.get("parameters") else "—",
+            t("study.table.ppl"): pm(r, "perplexity", digits=3),
+            t("study.table.exact"): pm(r, "exact_match", 100, 1),
+            t("study.table.bleu"): pm(r, "bleu", 1, 1),
+            t("study.table.seeds"): f"{r.get('seeds_done', 0)}/{r.get('seeds', 0)}",
+        })
+    st.dataframe(table, hide_index=True)
+    st.caption(t("study.table.note"))
+
+    # ------------------------------------------------------------------------- 2. by factor
+    st.header(t("study.factor.header"))
+    group_labels = options("study.group", GROUPS)
+    group = st.segmented_control(t("study.factor.label"), GROUPS, format_func=group_labels.__getitem__,
+                                 **keep("study_group", "A", url="factor", valid=GROUPS)) or "A"
+    metric_labels = options("study.metric", ("perplexity", "exact_match"))
+    metric = st.radio(t("study.metric.label"), ("perplexity", "exact_match"), horizontal=True,
+                      format_func=metric_labels.__getitem__,
+                      **keep("study_metric", "perplexity", url="metric", valid=("perplexity", "exact_match")))
+    keys = ["base"] + [p.key for p in PAPER_TABLE3 if p.group == group]
+    names = [t("study.table.base") if k == "base" else paper_row(k).label for k in keys]
+    paper_values = [paper_row(k).perplexity if metric == "perplexity" else paper_row(k).bleu for k in keys]
+    scale = 100.0 if metric == "exact_match" else 1.0
+    means, lows, highs, seeds = [], [], [], []
+    for k in keys:
+        r = rows.get(k, {})
+        m = study.mean(r, metric)
+        stats = r.get(metric) or {}
+        means.append(None if m is None else m * scale)
+        lows.append((stats.get("min") if stats.get("min") is not None else m or 0) * scale)
+        highs.append((stats.get("max") if stats.get("max") is not None else m or 0) * scale)
+        seeds.append(int(r.get("seeds_done", 0)))
+    fig = factor_figure(names, paper_values, means, lows, highs, seeds,
+                        title=t("study.factor.title", group=group_labels[group]),
+                        paper_title=t(f"study.factor.paper_{metric}"), ours_title=t(f"study.factor.ours_{metric}"),
+                        y_title=t(f"study.metric.{metric}"), seeds_label=t("study.factor.seeds"))
+    csv_rows = [{"row": k, "paper": pv, "ours_mean": m, "ours_min": lo, "ours_max": hi, "seeds": s}
+                for k, pv, m, lo, hi, s in zip(keys, paper_values, means, lows, highs, seeds)]
+    show_figure(fig, name=f"table3-{group}-{metric}", csv=rows_csv(csv_rows), key="study_factor")
+    st.caption(t("study.factor.note"))
+
+    # ------------------------------------------------------------------------- 3. the reading
+    st.header(t("study.reading.header"))
+    for v in study.verdicts(doc):
+        claim = t(f"study.claims.{v.claim.key}")
+        if v.ours is None:
+            st.markdown(f"- {claim} — {t('study.outcome.missing')}")
+            continue
+        icon = {"reproduced": "✅", "not_reproduced": "❌", "unclear": "➖"}[v.outcome]
+        st.markdown(f"- {icon} {claim} " + t("study.reading.line", outcome=t(f"study.outcome.{v.outcome}"),
+                                             pw=v.paper[0], pb=v.paper[1], ow=v.ours[0], ob=v.ours[1],
+                                             sw=v.spreads[0], sb=v.spreads[1], seeds=v.seeds))
+    text("study.why_differ")
+
+# ----------------------------------------------------------------------------- 4. rerun
+st.header(t("study.rerun.header"))
+text("study.rerun")
+
+
+@st.fragment(run_every=2.0 if study.state()["state"] == "running" else None)
+def rerun_panel() -> None:
+    prog = study.progress()
+    running = prog["state"] == "running"
+    if running:
+        st.info(t("study.rerun.running", done=prog["done"], total=prog["total"]))
+        for c in prog["current"]:
+            st.progress(min(1.0, c["step"] / max(1, c["total"] or 1)),
+                        text=t("study.rerun.current", name=c["run"], step=c["step"], total=c["total"] or "?"))
+        if st.button(t("study.rerun.stop"), key="study_stop"):
+            study.stop()
+            st.rerun()
+        return
+    if prog["state"] == "failed":
+        error(UserError("study.errors.failed", problem=fmt.escape_md(prog.get("error") or "?")))
+    elif prog["state"] in ("stopped", "interrupted"):
+        st.warning(t("study.rerun.stopped", done=prog["done"], total=prog["total"]))
+    elif prog["state"] == "done":
+        st.success(t("study.rerun.done", done=prog["done"]))
+    row_labels = {k: (t("study.table.base") if k == "base" else f"({paper_row(k).group}) {paper_row(k).label}")
+                  for k in STUDY_ROWS}
+    chosen = st.multiselect(t("study.rerun.rows"), list(STUDY_ROWS), format_func=row_labels.__getitem__,
+                            key="study_rows", default=["base", "A-h1"])
+    seeds = int(st.number_input(t("study.rerun.seeds"), 1, study.MAX_SEEDS, 1, key="study_seeds"))
+    fresh = st.checkbox(t("study.rerun.fresh"), value=True, key="study_fresh")
+    per_run = {r["row"]: study.mean(r, "seconds") for r in (shipped or {}).get("rows", [])}
+    known = [per_run.get(k) for k in chosen]
+    if chosen and all(v is not None for v in known):
+        st.caption(t("study.rerun.estimate", runs=len(chosen) * seeds, minutes=sum(known) * seeds / 60))
+    else:
+        st.caption(t("study.rerun.estimate_unknown", runs=len(chosen) * seeds))
+    if st.button(t("study.rerun.start"), type="primary", key="study_start"):
+        try:
+            study.start(chosen, seeds, fresh=fresh)
+        except UserError as e:
+            error(e)
+        else:
+            st.rerun()
+
+
+rerun_panel()
