@@ -102,6 +102,7 @@ def test_a_rerun_with_no_rows_is_refused_clearly():
 
 def test_start_launches_the_study_once_and_stop_stops_it(tmp_path, monkeypatch):
     launched = []
+    real_popen = subprocess.Popen
 
     class FakePopen:
         def __init__(self, argv, **kw):
@@ -120,8 +121,7 @@ def test_start_launches_the_study_once_and_stop_stops_it(tmp_path, monkeypatch):
             study.start(rows, seeds, fresh=False, folder=folder)
         assert e.value.message.code == code
     # a study that is running (a live process whose command line names model.study) refuses a second one
-    monkeypatch.undo()
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "model.study"],
+    proc = real_popen([sys.executable, "-c", "import time; time.sleep(60)", "model.study"],
                             start_new_session=True)
     try:
         (folder / "study.json").write_text(json.dumps({"state": "running", "pid": proc.pid, "total": 4, "done": 1,
@@ -132,6 +132,7 @@ def test_start_launches_the_study_once_and_stop_stops_it(tmp_path, monkeypatch):
         with pytest.raises(study.UserError) as e:
             study.start(["base"], 1, fresh=False, folder=folder)
         assert e.value.message.code == "study.errors.running"
+        assert len(launched) == 1  # nothing was started
         assert study.stop(folder) is True
         proc.wait(timeout=10)
         assert study.state(folder)["state"] == "interrupted"  # "running" in its file, but the process is gone
