@@ -49,15 +49,15 @@ positions = {"sinusoidal": t("overview.table.sinusoidal"), "learned": t("overvie
 rows = []
 for c in counts:
     cfg, row = c.config, c.row
-    rows.append({
+    rows.append({  # the comparison first: the table is wider than the page
         t("overview.table.model"): MODEL_NAMES.get(row.key) or f"({row.group}) {row.label}",
-        "N": cfg.n_encoder_layers, "d_model": cfg.d_model, "d_ff": cfg.d_ff, "h": cfg.n_heads,
-        "d_k": cfg.head_k, "d_v": cfg.head_v, "P_drop": cfg.dropout, "ε_ls": cfg.label_smoothing,
-        t("overview.table.positions"): positions[cfg.positional],
-        t("overview.table.ppl"): row.perplexity, t("overview.table.bleu"): row.bleu,
         t("overview.table.computed"): f"{c.counted / 1e6:.1f}M",
         t("overview.table.paper"): f"{row.params_m:.0f}M" if c.paper else t("overview.table.none_printed"),
         t("overview.table.difference"): f"{c.difference:+.1%}" if c.paper else "",
+        "N": cfg.n_encoder_layers, "d_model": cfg.d_model, "d_ff": cfg.d_ff, "h": cfg.n_heads,
+        "d_k": cfg.head_k, "d_v": cfg.head_v, "P_drop": cfg.dropout, "ε_ls": cfg.label_smoothing,
+        t("overview.table.positions"): positions[cfg.positional],
+        t("overview.table.ppl"): f"{row.perplexity:.2f}", t("overview.table.bleu"): f"{row.bleu:.1f}",
     })
 found = pretrained_models()
 imported = pretrained_sizes(tuple(str(p) for p in found.values()))
@@ -67,13 +67,14 @@ for name, size in zip(found, imported):
     head = size["d_model"] // size["heads"] if size["d_model"] and size["heads"] else None
     rows.append({
         t("overview.table.model"): t("overview.table.imported", name=name, family=size["family"]),
-        "N": size["layers"], "d_model": size["d_model"], "d_ff": size["d_ff"], "h": size["heads"],
-        "d_k": head, "d_v": head, "P_drop": None, "ε_ls": None, t("overview.table.positions"): "",
-        t("overview.table.ppl"): None, t("overview.table.bleu"): None,
         t("overview.table.computed"): f"{size['parameters']:,}",  # exact: a small model would read 0.0M
         t("overview.table.paper"): "", t("overview.table.difference"): "",
+        "N": size["layers"], "d_model": size["d_model"], "d_ff": size["d_ff"], "h": size["heads"],
+        "d_k": head, "d_v": head, "P_drop": None, "ε_ls": None, t("overview.table.positions"): "",
+        t("overview.table.ppl"): "", t("overview.table.bleu"): "",
     })
-st.dataframe(rows, hide_index=True)
+st.dataframe(rows, hide_index=True, height=35 * (len(rows) + 1) + 3,  # every row in view, no inner scrolling
+             column_config={t("overview.table.model"): st.column_config.TextColumn(width=230)})
 st.caption(t("overview.table.note"))
 if not imported:
     st.caption(t("overview.table.no_imported"))
@@ -97,7 +98,7 @@ st.dataframe([{
     t("overview.counts.per_entry"): c.per_entry,
     t("overview.counts.vocab_exact"): f"{round(c.vocab_exact):,}",
     t("overview.counts.vocab_range"): f"{c.vocab_range[0]:,} – {c.vocab_range[1]:,}",
-} for c in counts if c.paper], hide_index=True)
+} for c in counts if c.paper], hide_index=True, height=35 * (sum(bool(c.paper) for c in counts) + 1) + 3)
 
 st.header(t("overview.results.header"))
 text("overview.results", base_bleu_de=PAPER_TRAINING["paper_base"].bleu_en_de,

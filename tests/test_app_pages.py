@@ -21,7 +21,8 @@ def test_overview_counts_and_language():
     table = at.dataframe[0].value
     names = list(table.iloc[:, 0])  # every row of Table 3 (issue 15), base first and big last
     assert names[0] == "Transformer (base)" and names[19] == "Transformer (big)"
-    assert table.iloc[0, -3] == "63.1M" and table.iloc[19, -3] == "214.2M"
+    computed = list(table["parameters (computed)"])
+    assert computed[0] == "63.1M" and computed[19] == "214.2M"
     ko = run_page("overview.py", "ko")
     assert ko.title[0].value == "어텐션 아틀라스"
 

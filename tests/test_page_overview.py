@@ -48,16 +48,18 @@ def test_every_row_of_table3_is_counted_beside_the_papers(overview):
     none = words["overview.table.none_printed"]
     assert [r.group for r, p in zip(PAPER_TABLE3, paper) if p == none] == ["A"] * 4 + ["D"] * 4 + ["E"]
     assert [computed[i] for i, r in enumerate(PAPER_TABLE3) if r.group == "E"] == ["63.6M"]  # ours, shown anyway
-    assert list(rows[words["overview.table.bleu"]]) == [r.bleu for r in PAPER_TABLE3]
+    assert list(rows[words["overview.table.bleu"]]) == [f"{r.bleu:.1f}" for r in PAPER_TABLE3]
+    assert list(rows[words["overview.table.ppl"]])[2] == "5.00"  # as printed
+    assert list(table.columns)[:4] == [words[f"overview.table.{k}"] for k in ("model", "computed", "paper", "difference")]
 
 
 EXPLAINS = {
     "en": ["What is known.", "What is not known.", "does not say how it counted", "40,745", "39,769 to 41,721",
            "218.1M", "35,296 to 36,272", "No single vocabulary size explains both", "differ by 45M, ours by 50.4M",
            "40,932 to 41,160"],
-    "ko": ["알고 있는 것.", "모르는 것.", "어떻게 셌는지 밝히지 않습니다", "40,745", "39,769~41,721", "218.1M",
-           "35,296~36,272", "어떤 어휘 크기 하나로도 둘을 함께 설명할 수 없습니다", "45M인데, 우리가 센 차이는 50.4M",
-           "40,932~41,160"],
+    "ko": ["알고 있는 것.", "모르는 것.", "어떻게 셌는지 밝히지 않습니다", "40,745", "39,769–41,721", "218.1M",
+           "35,296–36,272", "어떤 어휘 크기 하나로도 둘을 함께 설명할 수 없습니다", "45M인데, 우리가 센 차이는 50.4M",
+           "40,932–41,160"],
 }
 OLD_EXPLANATION = {"en": "whether the output layer has a bias", "ko": "출력 레이어의 편향 유무"}
 
@@ -68,6 +70,7 @@ def test_the_difference_is_explained_by_what_is_known_and_what_is_not(overview):
     for phrase in EXPLAINS[lang]:
         assert phrase in shown, phrase
     assert OLD_EXPLANATION[lang] not in shown
+    assert "~" not in shown  # two tildes in a paragraph strike the text between them through
     vocab = at.dataframe[1].value  # the vocabulary each printed count implies, one row per printed count
     assert len(vocab) == sum(r.params_m is not None for r in PAPER_TABLE3)
     assert list(vocab[words["overview.counts.vocab_range"]])[-1] == "35,296 – 36,272"
@@ -75,7 +78,7 @@ def test_the_difference_is_explained_by_what_is_known_and_what_is_not(overview):
 
 HEADLINE = {"en": ["**28.4**", "**41.8**", "27.3 and 38.1", "100,000 steps (about 12 hours)",
                    "300,000 steps (3.5 days)", "8 NVIDIA P100"],
-            "ko": ["**28.4**", "**41.8**", "27.3와 38.1", "100,000 스텝(약 12시간)", "300,000 스텝(3.5일)",
+            "ko": ["**28.4**", "**41.8**", "각각 27.3, 38.1입니다", "100,000 스텝(약 12시간)", "300,000 스텝(3.5일)",
                    "P100 GPU 8개"]}
 
 
