@@ -69,6 +69,7 @@ CLAIMS = (
     Claim("learned_positions", "E-learned", "base", "same"),
 )
 SAME_WITHIN = 0.05  # "about the same": perplexities within 5 % (or within the seeds' spread)
+FLOOR = 0.02  # a difference under 2 % is never a finding, even when the seeds agree (or there is one seed)
 
 
 @dataclass
@@ -83,8 +84,8 @@ class Verdict:
 
 def verdicts(doc: dict, metric: str = "perplexity") -> list[Verdict]:
     """Each conclusion of the paper against our rows: reproduced when our difference has the paper's sign
-    and exceeds the seeds' spread (for "same": when within 5 % or the spread), not reproduced when it has
-    the opposite sign beyond the spread, unclear otherwise."""
+    and exceeds the seeds' spread and 2 % (for "same": when within 5 % or the spread), not reproduced when it
+    has the opposite sign beyond that, unclear otherwise."""
     from model.table3 import paper_row
     rows = {r["row"]: r for r in doc["rows"]}
     out = []
@@ -96,7 +97,7 @@ def verdicts(doc: dict, metric: str = "perplexity") -> list[Verdict]:
             out.append(Verdict(c, (pw, pb), None, (0.0, 0.0), 0, "missing"))
             continue
         sa, sb = spread(a, metric), spread(b, metric)
-        noise = max(sa, sb)
+        noise = max(sa, sb, FLOOR * abs(mb))
         diff = ma - mb
         if c.kind == "same":
             outcome = "reproduced" if abs(diff) <= max(noise, SAME_WITHIN * mb) else "not_reproduced"

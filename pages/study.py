@@ -21,8 +21,9 @@ def pm(row: dict, metric: str, scale: float = 1.0, digits: int = 2) -> str:
     m = study.mean(row, metric)
     if m is None:
         return "—"
-    s = study.spread(row, metric)
-    return f"{m * scale:.{digits}f} ± {s * scale:.{digits}f}"
+    if int(row.get("seeds_done", 0)) < 2:
+        return f"{m * scale:.{digits}f}"  # one seed: no spread to show
+    return f"{m * scale:.{digits}f} ± {study.spread(row, metric) * scale:.{digits}f}"
 
 
 def mini_text(row: dict) -> str:
@@ -70,7 +71,7 @@ if doc is not None:
         table.append({
             t("study.table.row"): f"({p.group})" if p.group != "base" else t("study.table.base"),
             t("study.table.paper_change"): p.label if p.key != "base" else "—",
-            t("study.table.paper_ppl"): p.perplexity, t("study.table.paper_bleu"): p.bleu,
+            t("study.table.paper_ppl"): f"{p.perplexity:.2f}", t("study.table.paper_bleu"): f"{p.bleu:.1f}",
             t("study.table.mini_change"): mini_text(r),
             t("study.table.params"): fmt.count(r.get("parameters")) if r.get("parameters") else "—",
             t("study.table.ppl"): pm(r, "perplexity", digits=3),
@@ -119,7 +120,8 @@ if doc is not None:
         if v.ours is None:
             st.markdown(f"- {claim} — {t('study.outcome.missing')}")
             continue
-        icon = {"reproduced": "✅", "not_reproduced": "❌", "unclear": "➖"}[v.outcome]
+        icon = {"reproduced": ":green[:material/check_circle:]", "not_reproduced": ":red[:material/cancel:]",
+                "unclear": ":gray[:material/remove_circle:]"}[v.outcome]
         st.markdown(f"- {icon} {claim} " + t("study.reading.line", outcome=t(f"study.outcome.{v.outcome}"),
                                              pw=v.paper[0], pb=v.paper[1], ow=v.ours[0], ob=v.ours[1],
                                              sw=v.spreads[0], sb=v.spreads[1], seeds=v.seeds))

@@ -68,7 +68,7 @@ def test_page_shows_both_tables_the_factors_and_the_reading(lang):
     assert len(df) == len(STUDY_ROWS)
     cat = catalogue(lang)
     assert cat["study.table.paper_ppl"] in df.columns and cat["study.table.ppl"] in df.columns
-    assert list(df[cat["study.table.paper_ppl"]]) == [paper_row(k).perplexity for k in STUDY_ROWS]
+    assert list(df[cat["study.table.paper_ppl"]]) == [f"{paper_row(k).perplexity:.2f}" for k in STUDY_ROWS]
     text = " ".join(m.value for m in at.markdown)
     for key in ("one_head", "dropout", "learned_positions"):
         assert cat[f"study.claims.{key}"] in text
