@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.jobs import pid_alive, runs_dir
+from app.jobs import JobManager, pid_alive, runs_dir
 from model.messages import UserError
 from model.study import DEFAULTS, RESULT, read_json
 from model.table3 import STUDY_ROWS
@@ -180,6 +180,21 @@ def progress(folder: Path | None = None) -> dict:
     done = sum(1 for d in folder.glob("*-s*") if (d / RESULT).exists()) if folder.is_dir() else 0
     return {"state": st["state"], "done": int(st.get("done") or 0), "total": int(st.get("total") or 0),
             "current": current, "results": done, "error": st.get("error")}
+
+
+def run_summaries(folder: Path | None = None) -> list[dict]:
+    """The study's runs as the job manager summarises any run (state, step, losses, an inspectable model):
+    each (row, seed) is an ordinary trainer run, so the training page lists them with its own table,
+    read-only (no one owns them: the study page starts and stops them)."""
+    folder = folder or study_dir()
+    if not folder.is_dir():
+        return []
+    try:
+        runs = JobManager(root=folder, teacher=False).list_runs(owner="")  # nobody's: read-only
+    except UserError:
+        return []
+    order = {name: i for i, name in enumerate(f"{r}-s{s}" for s in range(MAX_SEEDS) for r in STUDY_ROWS)}
+    return sorted(runs, key=lambda r: order.get(r["id"], len(order)))
 
 
 def document_text(doc: dict) -> str:

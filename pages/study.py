@@ -154,9 +154,11 @@ def rerun_panel() -> None:
     row_labels = {k: (t("study.table.base") if k == "base" else f"({paper_row(k).group}) {paper_row(k).label}")
                   for k in STUDY_ROWS}
     chosen = st.multiselect(t("study.rerun.rows"), list(STUDY_ROWS), format_func=row_labels.__getitem__,
-                            key="study_rows", default=["base", "A-h1"])
-    seeds = int(st.number_input(t("study.rerun.seeds"), 1, study.MAX_SEEDS, 1, key="study_seeds"))
-    fresh = st.checkbox(t("study.rerun.fresh"), value=True, key="study_fresh")
+                            **keep("study_rows", ["base", "A-h1"],
+                                   valid=lambda v: isinstance(v, list) and all(r in STUDY_ROWS for r in v)))
+    seeds = int(st.number_input(t("study.rerun.seeds"), 1, study.MAX_SEEDS,
+                                **keep("study_seeds", 1, valid=range(1, study.MAX_SEEDS + 1))))
+    fresh = st.checkbox(t("study.rerun.fresh"), **keep("study_fresh", True, valid=(True, False)))
     per_run = {r["row"]: study.mean(r, "seconds") for r in (shipped or {}).get("rows", [])}
     known = [per_run.get(k) for k in chosen]
     if chosen and all(v is not None for v in known):

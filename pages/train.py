@@ -7,6 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from app import format as fmt
+from app import study
 from app.charts import export, training as charts
 from app.i18n import Message, UserError, options, prose, say, t
 from app.jobs import ACTIVE, COMPARE_METRICS, MB, compare_label, get_manager, new_owner_token, runs_dir
@@ -406,3 +407,12 @@ def runs_panel() -> None:
 
 
 runs_panel()
+
+# The Table 3 study (pages/study.py) trains ordinary runs in a folder of its own: listed here, read-only.
+study_runs = study.run_summaries()
+if study_runs:
+    finished = sum(r["state"] == "done" for r in study_runs)
+    with st.expander(t("train.study_runs", runs=len(study_runs), done=finished)):
+        st.caption(t("train.stored_in", path=study.study_dir()))
+        run_table(study_runs)
+        st.page_link("../pages/study.py", label=t("pages.study.title"), icon=":material/table_chart:")

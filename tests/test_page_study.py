@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -124,6 +126,10 @@ def test_start_launches_the_study_once_and_stop_stops_it(tmp_path, monkeypatch):
     proc = real_popen([sys.executable, "-c", "import time; time.sleep(60)", "model.study"],
                             start_new_session=True)
     try:
+        for _ in range(200):  # until the child has exec'd: before that its command line is pytest's
+            if b"model.study" in Path(f"/proc/{proc.pid}/cmdline").read_bytes():
+                break
+            time.sleep(0.02)
         (folder / "study.json").write_text(json.dumps({"state": "running", "pid": proc.pid, "total": 4, "done": 1,
                                                        "current": ["base-s0"], "options": {"steps": 200}}))
         (folder / "base-s0").mkdir()
@@ -139,3 +145,22 @@ def test_start_launches_the_study_once_and_stop_stops_it(tmp_path, monkeypatch):
         assert study.stop(folder) is False
     finally:
         proc.kill()
+
+
+def test_the_studys_runs_are_listed_read_only_on_the_training_page(tmp_path, monkeypatch):
+    root = tmp_path / "runs"
+    monkeypatch.setenv("ATLAS_RUNS_DIR", str(root))
+    for name, state in (("base-s0", "done"), ("A-h1-s0", "running")):
+        d = root / "study-table3" / name
+        d.mkdir(parents=True)
+        (d / "status.json").write_text(json.dumps({"state": state, "step": 200 if state == "done" else 50,
+                                                   "total_steps": 200, "task": "en-ko", "pid": 0}))
+    summaries = study.run_summaries()
+    assert [r["id"] for r in summaries] == ["base-s0", "A-h1-s0"]  # the study's order
+    assert all(not r["mine"] for r in summaries)
+    at = run_page("train.py")
+    assert_clean(at)
+    label = catalogue("en")["train.study_runs"].format(runs=2, done=1)
+    assert label in [e.label for e in at.expander]
+    ids = [list(df.value.iloc[:, 0]) for df in at.dataframe]
+    assert ["base-s0", "A-h1-s0"] in ids
