@@ -145,9 +145,9 @@ def check_model_size(config: TransformerConfig, weights: Path, where: Path) -> i
         raise CheckpointError(f"{where}: invalid config ({_brief(e)})") from None
     stored = stored_values(weights)
     if stored is not None and params > stored:
-        raise CheckpointError(f"{where}: config.json describes a model of {params:,} parameters but "
-                              f"{weights.name} holds only {stored:,} values; refused before loading "
-                              f"(was config.json edited?)")
+        raise CheckpointError(f"{weights}: the weights do not match config.json (it describes a model of "
+                              f"{params:,} parameters, the file holds only {stored:,} values; refused before "
+                              f"loading: was config.json edited?)")
     need = params * 4 * 2  # float32 weights, plus the file's tensors read alongside
     free = available_memory()
     if free is not None and need > free:
