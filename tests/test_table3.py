@@ -214,3 +214,18 @@ def test_unknown_rows_are_refused():
     proc = subprocess.run([sys.executable, "-m", "model.study", "table3", "--out", "/nonexistent/x", "--rows",
                            "base,Z-9"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 2 and "Z-9" in proc.stderr
+
+
+def test_the_parameter_formula_equals_counting_the_tensors():
+    from model.transformer import parameter_formula
+    configs = [paper_config(r) for r in PAPER_TABLE3] + [mini_config(k) for k in STUDY_ROWS] + list(PRESETS.values())
+    tiny = PRESETS["tiny"]
+    for change in (dict(architecture="decoder-only"), dict(architecture="encoder-only"), dict(tie_embeddings=False),
+                   dict(tie_embeddings=False, tie_output=True), dict(norm_first=True), dict(d_k=3, d_v=5),
+                   dict(positional="learned", architecture="decoder-only"),
+                   dict(positional="learned", segment_vocab=2, embed_norm=True),
+                   dict(architecture="encoder-only", segment_vocab=2, embed_norm=True, mlm_transform=True,
+                        output_bias=True)):
+        configs.append(tiny.replace(**change))
+    for cfg in configs:
+        assert parameter_formula(cfg) == count_parameters(cfg), cfg
