@@ -22,7 +22,6 @@ import contextlib
 import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,7 +35,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 
 from bench.common import machine, table, write  # noqa: E402
 from model.probe import example_groups  # noqa: E402
-from tests.streamlit_server import free_port  # noqa: E402
+from tests.streamlit_server import served  # noqa: E402
 
 PAGE = "inspector"
 TEXT_KEY = "insp_text"
@@ -73,38 +72,9 @@ def pct(xs: list[float], q: float) -> float:
 
 @contextlib.contextmanager
 def server(root: Path = ROOT, env_extra: dict | None = None, timeout: float = 120):
-    """`streamlit run app/main.py` of the tree `root` (its .streamlit/config.toml applies) on a free loopback
-    port; yields (url, pid)."""
-    import urllib.request
-    port = free_port()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env_extra or {})}
-    log = open(f"/tmp/atlas-load-{port}.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(root / "app" / "main.py"), "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none", "--server.runOnSave", "false"],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited with {proc.returncode} (log: {log.name})")
-            try:
-                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                pass
-            if time.time() > deadline:
-                raise TimeoutError("streamlit did not become healthy")
-            time.sleep(0.5)
+    """`streamlit run app/main.py` of the tree `root` on a free loopback port; yields (url, pid)."""
+    with served(root, env_extra, timeout, log_path=Path(f"/tmp/atlas-load-{os.getpid()}.log")) as (url, proc):
         yield url, proc.pid
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 class Session:

@@ -23,21 +23,25 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def streamlit_server(env_extra: dict | None = None, timeout: float = 90):
+def served(root: Path = ROOT, env_extra: dict | None = None, timeout: float = 90, log_path: Path | None = None):
+    """`streamlit run app/main.py` of the tree `root` (its .streamlit/config.toml applies) on a free loopback
+    port, once healthy; yields (url, the server process). Used by the browser tests and bench/load.py."""
     port = free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env_extra or {})}
-    log = open(ROOT / "test-artifacts" / f"streamlit-{port}.log", "w") if (ROOT / "test-artifacts").is_dir() else subprocess.DEVNULL
+    if log_path is None and (ROOT / "test-artifacts").is_dir():
+        log_path = ROOT / "test-artifacts" / f"streamlit-{port}.log"
+    log = open(log_path, "w") if log_path is not None else subprocess.DEVNULL
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
+        [sys.executable, "-m", "streamlit", "run", str(root / "app" / "main.py"),
          "--server.headless", "true", "--server.address", "127.0.0.1", "--server.port", str(port),
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", "--server.runOnSave", "false"],
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + timeout
         while time.time() < deadline:
             if proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited with {proc.returncode}")
+                raise RuntimeError(f"streamlit exited with {proc.returncode} (log: {log_path})")
             try:
                 if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
                     break
@@ -45,13 +49,21 @@ def streamlit_server(env_extra: dict | None = None, timeout: float = 90):
                 time.sleep(0.5)
         else:
             raise TimeoutError("streamlit did not become healthy")
-        yield url
+        yield url, proc
     finally:
         proc.terminate()
         try:
-            proc.wait(10)
+            proc.wait(15)
         except subprocess.TimeoutExpired:
             proc.kill()
+        if log is not subprocess.DEVNULL:
+            log.close()
+
+
+@contextlib.contextmanager
+def streamlit_server(env_extra: dict | None = None, timeout: float = 90):
+    with served(env_extra=env_extra, timeout=timeout) as (url, _):
+        yield url
 
 
 def wait_idle(page, timeout=120_000):
