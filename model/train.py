@@ -294,10 +294,11 @@ def train(args) -> int:
 
 def _save_failed(run: Run, message: Message) -> int:
     """Say why the run ended, in status.json if the disk still takes it, and on stderr always."""
-    print(f"error: {message.code}: {message.args}", file=sys.stderr)
     if message.code == "train.status.disk_full":
-        print(f"error: disk full ({message.args['free_mb']:,} MB free) while saving step {message.args['step']}",
-              file=sys.stderr)
+        print(f"error: disk full ({message.args['free_mb']:,} MB free) while saving step {message.args['step']}; "
+              f"the last complete checkpoint is kept", file=sys.stderr)
+    else:
+        print(f"error: could not save at step {message.args['step']}: {message.args['detail']}", file=sys.stderr)
     if run.writer:
         fields = dict(state="failed", message=message, resumable=True)
         try:
