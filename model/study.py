@@ -112,10 +112,12 @@ def score_run(run_dir: Path, seed: int, decode_limit: int) -> dict:
 
 
 def _spread(values: list[float]) -> dict:
+    """Median, mean, standard deviation, range and the values themselves (seed 0 first)."""
     if not values:
-        return {"mean": None, "std": None, "min": None, "max": None, "n": 0}
-    return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-            "min": min(values), "max": max(values), "n": len(values)}
+        return {"median": None, "mean": None, "std": None, "min": None, "max": None, "n": 0, "values": []}
+    return {"median": statistics.median(values), "mean": statistics.fmean(values),
+            "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "min": min(values), "max": max(values), "n": len(values), "values": list(values)}
 
 
 def build_table(out: Path, opts: dict) -> list[dict]:
@@ -274,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rows", default="", help="comma-separated row keys (default: every row)")
     for name, value in DEFAULTS.items():
         p.add_argument("--" + name.replace("_", "-"), type=type(value), default=value)
+    p.add_argument("--rebuild", action="store_true", help="only write the table again from the finished runs")
     p.add_argument("--fresh", action="store_true", help="train the given rows again, discarding their results")
     p.add_argument("--ship", help="when complete, also write the table here (e.g. assets/study/table3.json)")
     return p
@@ -301,6 +304,15 @@ def main(argv=None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, handler)
     command = "python -m model.study " + " ".join(argv)
+    if args.rebuild:  # the table of the runs on disk, with the study's own command, options and time
+        state = read_json(out / "study.json") or {}
+        opts = state.get("options") or opts
+        seconds = max(float(state.get("seconds") or 0.0), float((read_json(out / "table3.json") or {}).get("seconds") or 0.0))
+        doc = _document(build_table(out, opts), opts, state.get("command") or command, float(seconds))
+        atomic_write_json(out / "table3.json", doc)
+        if args.ship:
+            atomic_write_json(Path(args.ship), doc)
+        return 0
     try:
         with study_lock(out):
             return run_study(out, rows, opts, ship=Path(args.ship) if args.ship else None, command=command,

@@ -18,12 +18,15 @@ GROUPS = ("A", "B", "C", "D", "E")
 
 
 def pm(row: dict, metric: str, scale: float = 1.0, digits: int = 2) -> str:
-    m = study.mean(row, metric)
+    """The median over seeds and, with more than one seed, their range."""
+    m = study.centre(row, metric)
     if m is None:
         return "—"
-    if int(row.get("seeds_done", 0)) < 2:
-        return f"{m * scale:.{digits}f}"  # one seed: no spread to show
-    return f"{m * scale:.{digits}f} ± {study.spread(row, metric) * scale:.{digits}f}"
+    stats = row.get(metric) or {}
+    lo, hi = stats.get("min"), stats.get("max")
+    if int(row.get("seeds_done", 0)) < 2 or lo is None or hi is None:
+        return f"{m * scale:.{digits}f}"  # one seed: no range to show
+    return f"{m * scale:.{digits}f} ({lo * scale:.{digits}f}–{hi * scale:.{digits}f})"
 
 
 def mini_text(row: dict) -> str:
@@ -81,6 +84,10 @@ if doc is not None:
         })
     st.dataframe(table, hide_index=True)
     st.caption(t("study.table.note"))
+    stuck = study.plateau_runs(doc)
+    if stuck["runs"]:
+        st.markdown(t("study.plateau", stuck=stuck["stuck"], runs=stuck["runs"], limit=study.PLATEAU,
+                      steps=opts.get("steps", "?"), rows=stuck["rows"]))
 
     # ------------------------------------------------------------------------- 2. by factor
     st.header(t("study.factor.header"))
@@ -95,19 +102,21 @@ if doc is not None:
     names = [t("study.table.base") if k == "base" else paper_row(k).label for k in keys]
     paper_values = [paper_row(k).perplexity if metric == "perplexity" else paper_row(k).bleu for k in keys]
     scale = 100.0 if metric == "exact_match" else 1.0
-    means, lows, highs, seeds = [], [], [], []
+    means, lows, highs, seeds, per_seed = [], [], [], [], []
     for k in keys:
         r = rows.get(k, {})
-        m = study.mean(r, metric)
+        m = study.centre(r, metric)
         stats = r.get(metric) or {}
         means.append(None if m is None else m * scale)
         lows.append((stats.get("min") if stats.get("min") is not None else m or 0) * scale)
         highs.append((stats.get("max") if stats.get("max") is not None else m or 0) * scale)
         seeds.append(int(r.get("seeds_done", 0)))
+        per_seed.append([v * scale for v in stats.get("values") or [] if isinstance(v, (int, float))])
     fig = factor_figure(names, paper_values, means, lows, highs, seeds,
                         title=t("study.factor.title", group=group_labels[group]),
                         paper_title=t(f"study.factor.paper_{metric}"), ours_title=t(f"study.factor.ours_{metric}"),
-                        y_title=t(f"study.metric.{metric}"), seeds_label=t("study.factor.seeds"))
+                        y_title=t(f"study.metric.{metric}"), seeds_label=t("study.factor.seeds"),
+                        per_seed=per_seed, seed_title=t("study.factor.seed"))
     csv_rows = [{"row": k, "paper": pv, "ours_mean": m, "ours_min": lo, "ours_max": hi, "seeds": s}
                 for k, pv, m, lo, hi, s in zip(keys, paper_values, means, lows, highs, seeds)]
     show_figure(fig, name=f"table3-{group}-{metric}", csv=rows_csv(csv_rows), key="study_factor")
@@ -115,6 +124,7 @@ if doc is not None:
 
     # ------------------------------------------------------------------------- 3. the reading
     st.header(t("study.reading.header"))
+    st.caption(t("study.reading.rule"))
     for v in study.verdicts(doc):
         claim = t(f"study.claims.{v.claim.key}")
         if v.ours is None:
@@ -124,7 +134,7 @@ if doc is not None:
                 "unclear": ":gray[:material/remove_circle:]"}[v.outcome]
         st.markdown(f"- {icon} {claim} " + t("study.reading.line", outcome=t(f"study.outcome.{v.outcome}"),
                                              pw=v.paper[0], pb=v.paper[1], ow=v.ours[0], ob=v.ours[1],
-                                             sw=v.spreads[0], sb=v.spreads[1], seeds=v.seeds))
+                                             seeds=v.seeds))
     text("study.why_differ")
 
 # ----------------------------------------------------------------------------- 4. rerun
