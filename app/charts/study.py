@@ -1,4 +1,4 @@
-"""Table 3 by factor: the paper's dev perplexity beside ours (mean over seeds, bars = min…max)."""
+"""Table 3 by factor: the paper's dev perplexity beside ours (median over seeds, bars = min…max, a dot per seed)."""
 from __future__ import annotations
 
 import plotly.graph_objects as go
@@ -14,14 +14,14 @@ def factor_figure(names, paper, ours_mean, ours_low, ours_high, seeds, *, title:
     here); a row we have no number for is left out of our panel."""
     x = escaped_labels(names)
     fig = make_subplots(rows=1, cols=2, subplot_titles=(paper_title, ours_title), horizontal_spacing=0.12)
-    fig.add_trace(go.Scatter(x=x, y=list(paper), mode="markers+lines", marker=dict(size=11, color=colour(0)),
-                             line=dict(dash="dot", width=1), name=paper_title,
+    fig.add_trace(go.Scatter(x=x, y=list(paper), mode="markers", marker=dict(size=11, color=colour(0)),
+                             name=paper_title,
                              text=[f"{v:.2f}" if v is not None else "" for v in paper],
                              hovertemplate="%{x}: %{y:.2f}<extra></extra>"), row=1, col=1)
     keep = [i for i, m in enumerate(ours_mean) if m is not None]
     fig.add_trace(go.Scatter(
-        x=[x[i] for i in keep], y=[ours_mean[i] for i in keep], mode="markers+lines",
-        marker=dict(size=11, color=colour(1)), line=dict(dash="dot", width=1), name=ours_title,
+        x=[x[i] for i in keep], y=[ours_mean[i] for i in keep], mode="markers",
+        marker=dict(size=11, color=colour(1)), name=ours_title,
         error_y=dict(type="data", symmetric=False, array=[ours_high[i] - ours_mean[i] for i in keep],
                      arrayminus=[ours_mean[i] - ours_low[i] for i in keep], thickness=1.5, width=6),
         customdata=[seeds[i] for i in keep],
