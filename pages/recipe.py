@@ -189,3 +189,6 @@ else:
     st.caption(t("recipe.dropout.checks", kept_gap=drop.kept_gap, n=drop.masks_averaged, mean=drop.mean_over_masks,
                  average_gap=drop.average_gap, eval_gap=drop.eval_gap, cells=drop.kept.size))
     text("recipe.dropout_result", p=p_drop, scale=drop.scale)
+
+# checkpoint averaging (section 6.1): always shown, whatever the dropout demo holds
+text("recipe.averaging")

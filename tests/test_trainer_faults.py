@@ -31,26 +31,17 @@ import torch
 from app import i18n
 from model import checkpoint as ckpt_mod
 from model import train as trainer
-from model.checkpoint import CheckpointError, load_model_dir, load_training_state, save_training_state
+from model.checkpoint import CheckpointError, load_model_dir, load_training_state
 from model.config import PRESETS
 from model.messages import Message
-from model.run_files import read_json, read_metrics, status_message
+from model.run_files import read_metrics
 from model.transformer import Transformer
+from tests.test_trainer import message, status
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 FAST = ["--task", "copy", "--preset", "tiny", "--batch-size", "4", "--warmup", "10", "--threads", "1",
         "--device", "cpu", "--eval-every", "1000", "--log-every", "1"]
-
-
-def status(out: Path) -> dict:
-    return read_json(out / "status.json", {}) or {}
-
-
-def message(out: Path) -> Message:
-    msg = status_message(status(out).get("message"))
-    assert isinstance(msg, Message), status(out)
-    return msg
 
 
 def say_in(lang: str, msg: Message, monkeypatch) -> str:
