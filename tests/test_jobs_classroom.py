@@ -451,7 +451,10 @@ def test_two_managers_on_one_folder_never_launch_a_run_twice(tmp_path, fake, man
             t.join()
         for p in procs:
             assert p.wait(120) == 0
-        running = [r for r in ids if json.loads((root / r / "status.json").read_text())["state"] == "running"]
+        states = lambda: [json.loads((root / r / "status.json").read_text())["state"] for r in ids]
+        # a just-launched fake trainer writes "running" itself, a moment after its launch is recorded
+        wait_for(lambda: "running" in states(), "the launched trainer runs")
+        running = [r for r, s in zip(ids, states()) if s == "running"]
         launched = [r for r in ids if _launches(root / r)]
         assert len(running) == 1 and len(launched) == round_ + 1, (running, launched)
         (root / running[0] / "finish").touch()
