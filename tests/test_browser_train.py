@@ -73,7 +73,7 @@ def test_train_leave_return_inspect(tmp_path):
             assert len(run_dirs) == 1 and run_dirs[0].name.startswith("copy-")
 
             nav(page, "Overview")  # the run keeps going without the page
-            body_has(page, "The paper's two models")
+            body_has(page, catalogue("en")["overview.paper_models"])
             no_exception(page, "overview")
             nav(page, "Train your own")
             body_has(page, f"done · step {STEPS} of {STEPS}", timeout=120_000)  # refreshed by the fragment
