@@ -408,8 +408,14 @@ def runs_panel() -> None:
 
 runs_panel()
 
+@st.cache_data(ttl=3.0, max_entries=2, show_spinner=False)
+def study_runs_of(folder: str) -> list[dict]:
+    """The study's 57 runs, summarised at most every 3 s (not on every rerun of this page)."""
+    return study.run_summaries(Path(folder))
+
+
 # The Table 3 study (pages/study.py) trains ordinary runs in a folder of its own: listed here, read-only.
-study_runs = study.run_summaries()
+study_runs = study_runs_of(str(study.study_dir()))
 if study_runs:
     finished = sum(r["state"] == "done" for r in study_runs)
     with st.expander(t("train.study_runs", runs=len(study_runs), done=finished)):

@@ -386,7 +386,8 @@ def test_resumable_false_is_honoured(tmp_path):
 # -----------------------------------------------------------------------------
 # 11. Resume pressed while the stopped trainer is still exiting
 
-def test_resume_while_the_stopped_trainer_exits_is_kept(tmp_path, fake, managers):
+def _stopped_run(tmp_path, fake, managers):
+    """A run whose fake trainer was running and has just been asked to stop: (manager, id, folder, its pid)."""
     m = JobManager(tmp_path / "runs", python=fake, threads=1)
     managers.append(m)
     rid = m.start(TrainOptions(**FAST, steps=20))
@@ -394,6 +395,11 @@ def test_resume_while_the_stopped_trainer_exits_is_kept(tmp_path, fake, managers
     wait_for(lambda: m.summary(rid)["state"] == "running", "running")
     first = _launches(d)[0]["pid"]
     m.stop(rid)
+    return m, rid, d, first
+
+
+def test_resume_while_the_stopped_trainer_exits_is_kept(tmp_path, fake, managers):
+    m, rid, d, first = _stopped_run(tmp_path, fake, managers)
     wait_for(lambda: m.summary(rid)["state"] == "stopped", "the trainer writes stopped")
     assert pid_alive(first, d)  # ... and is still exiting
     m.resume(rid)
@@ -488,13 +494,7 @@ def test_a_crash_seen_first_by_the_other_manager_keeps_its_error(tmp_path, fake,
 def test_resume_pressed_as_the_stopped_trainer_exits_is_not_undone(tmp_path, fake, managers):
     """The issue's case: the trainer has written "stopped" and exited, but the manager has not reaped it yet
     when Resume is pressed; the clean-up of that exit must not turn the new "queued" into "stopped"."""
-    m = JobManager(tmp_path / "runs", python=fake, threads=1)
-    managers.append(m)
-    rid = m.start(TrainOptions(**FAST, steps=20))
-    d = m.root / rid
-    wait_for(lambda: m.summary(rid)["state"] == "running", "running")
-    first = _launches(d)[0]["pid"]
-    m.stop(rid)
+    m, rid, d, first = _stopped_run(tmp_path, fake, managers)
     (d / "exit").touch()
     os.waitid(os.P_PID, first, os.WEXITED | os.WNOWAIT)  # stopped and exited, not yet reaped
     assert json.loads((d / "status.json").read_text())["state"] == "stopped"

@@ -22,13 +22,19 @@ ROTATION_NEVER = {"en": "so attention can learn “look k words back” once and
                   "ko": "그래서 어텐션은 “k 단어 앞을 보라”를 한 번 배워 어디서나 쓸 수 있습니다"}
 
 
+def says(page: str, section: str, lang: str, phrases: list[str], never: str) -> str:
+    """The drawn section's text in `lang`: it holds every phrase and not the old wording."""
+    drawn(page, section)
+    body = content(lang)[f"{page}.{section}"]
+    for phrase in phrases:
+        assert phrase in body, phrase
+    assert never not in body
+    return body
+
+
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_relative_positions_are_the_papers_hypothesis(lang):
-    drawn("positional", "rotation")
-    body = content(lang)["positional.rotation"]
-    for phrase in ROTATION_SAYS[lang]:
-        assert phrase in body, phrase
-    assert ROTATION_NEVER[lang] not in body
+    says("positional", "rotation", lang, ROTATION_SAYS[lang], ROTATION_NEVER[lang])
 
 
 # The paper gives no reason for its warm-up (section 5.3 only states the schedule).
@@ -39,11 +45,7 @@ WARMUP_NEVER = {"en": "(Adam's statistics are still unreliable, so big steps wou
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_the_warmup_reason_is_marked_as_not_the_papers(lang):
-    drawn("recipe", "schedule")
-    body = content(lang)["recipe.schedule"]
-    for phrase in WARMUP_SAYS[lang]:
-        assert phrase in body, phrase
-    assert WARMUP_NEVER[lang] not in body
+    says("recipe", "schedule", lang, WARMUP_SAYS[lang], WARMUP_NEVER[lang])
     assert WARMUP_SAYS[lang][0] in content(lang)["recipe.adam_result"]  # the later echo says so too
 
 
