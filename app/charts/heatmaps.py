@@ -25,42 +25,66 @@ def cell_text(z: np.ndarray, decimals: int = 2) -> list[list[str]]:
     return [[one(v) for v in row] for row in z]
 
 
-def matrix_heatmap(values, x_labels=None, y_labels=None, *, title="", x_title="", y_title="",
-                   zmin=None, zmax=None, colorscale=DIVERGING, reversescale=True, decimals=2,
-                   show_text=True, height=None, highlight=None, zmid=None) -> go.Figure:
-    """A labelled heatmap with the numbers written in the cells. `highlight` is an optional
-    boolean matrix; marked cells get a red outline (e.g. cells that differ from a printed value)."""
+def _matrix_parts(values, x_labels=None, y_labels=None, *, title="", x_title="", y_title="",
+                  zmin=None, zmax=None, colorscale=DIVERGING, reversescale=True, decimals=2,
+                  show_text=True, height=None, highlight=None, zmid=None) -> tuple[dict, dict]:
+    """matrix_heatmap's trace and layout as plain dicts, so that callers can add to the layout before the
+    figure is built: plotly validates a figure's layout once when it is built from one dict, while every
+    later update_layout / update_xaxes pays that again (3-5x the cost of the whole build)."""
     z = to_np(values)
     n_rows, n_cols = z.shape
     xs = labels(x_labels if x_labels is not None else [str(j) for j in range(n_cols)])
     ys = labels(y_labels if y_labels is not None else [str(i) for i in range(n_rows)])
-    fig = go.Figure(go.Heatmap(
+    trace = dict(
         z=np.where(np.isfinite(z), z, np.nan), x=xs, y=ys,
         text=cell_text(z, decimals) if show_text else None, texttemplate="%{text}" if show_text else None,
         colorscale=colorscale, reversescale=reversescale, zmin=zmin, zmax=zmax, zmid=zmid,
         hovertemplate=f"{y_title} %{{y}} · {x_title} %{{x}}<br>%{{z:.4g}}<extra></extra>",
         xgap=1, ygap=1,
-    ))
+    )
+    shapes = []
     if highlight is not None:
-        for i, j in zip(*np.nonzero(np.asarray(highlight, dtype=bool))):
-            fig.add_shape(type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5,
-                          line=dict(color=OUTLINE, width=3), xref="x", yref="y")
-    fig.update_yaxes(autorange="reversed", title=y_title, type="category")
-    fig.update_xaxes(title=x_title, side="top", type="category")
-    fig.update_layout(title=title, margin=margins(title), height=height or max(220, 46 * n_rows + 120))
-    return fig
+        shapes = [dict(type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5,
+                       line=dict(color=OUTLINE, width=3), xref="x", yref="y")
+                  for i, j in zip(*np.nonzero(np.asarray(highlight, dtype=bool)))]
+    layout = dict(yaxis=dict(autorange="reversed", title=dict(text=y_title), type="category"),
+                  xaxis=dict(title=dict(text=x_title), side="top", type="category"),
+                  title=dict(text=title), margin=margins(title), height=height or max(220, 46 * n_rows + 120))
+    if shapes:
+        layout["shapes"] = shapes
+    return trace, layout
+
+
+def matrix_heatmap(values, x_labels=None, y_labels=None, *, title="", x_title="", y_title="",
+                   zmin=None, zmax=None, colorscale=DIVERGING, reversescale=True, decimals=2,
+                   show_text=True, height=None, highlight=None, zmid=None) -> go.Figure:
+    """A labelled heatmap with the numbers written in the cells. `highlight` is an optional
+    boolean matrix; marked cells get a red outline (e.g. cells that differ from a printed value)."""
+    trace, layout = _matrix_parts(values, x_labels, y_labels, title=title, x_title=x_title, y_title=y_title,
+                                  zmin=zmin, zmax=zmax, colorscale=colorscale, reversescale=reversescale,
+                                  decimals=decimals, show_text=show_text, height=height, highlight=highlight,
+                                  zmid=zmid)
+    return go.Figure(go.Heatmap(**trace), layout=layout)
+
+
+def _attention_parts(weights, query_labels, key_labels, *, title="", query_title="query", key_title="key",
+                     show_text=None, height=None, highlight=None, decimals=2) -> tuple[dict, dict]:
+    w = to_np(weights)
+    if show_text is None:
+        show_text = max(w.shape) <= TEXT_LIMIT
+    return _matrix_parts(w, key_labels, query_labels, title=title, x_title=f"{key_title} →",
+                         y_title=f"{query_title} ↓", zmin=0.0, zmax=1.0, colorscale=ATTN_SCALE,
+                         reversescale=False, show_text=show_text, height=height, highlight=highlight,
+                         decimals=decimals)
 
 
 def attention_heatmap(weights, query_labels, key_labels, *, title="", query_title="query",
                       key_title="key", show_text=None, height=None, highlight=None, decimals=2) -> go.Figure:
     """Attention weights (Lq, Lk) on the shared 0..1 scale; rows are queries, columns keys."""
-    w = to_np(weights)
-    if show_text is None:
-        show_text = max(w.shape) <= TEXT_LIMIT
-    return matrix_heatmap(w, key_labels, query_labels, title=title, x_title=f"{key_title} →",
-                          y_title=f"{query_title} ↓", zmin=0.0, zmax=1.0, colorscale=ATTN_SCALE,
-                          reversescale=False, show_text=show_text, height=height, highlight=highlight,
-                          decimals=decimals)
+    trace, layout = _attention_parts(weights, query_labels, key_labels, title=title, query_title=query_title,
+                                     key_title=key_title, show_text=show_text, height=height,
+                                     highlight=highlight, decimals=decimals)
+    return go.Figure(go.Heatmap(**trace), layout=layout)
 
 
 def head_grid(weights, *, layer_title="layer", head_title="head", gap: int = 1, height=None) -> go.Figure:
@@ -73,17 +97,15 @@ def head_grid(weights, *, layer_title="layer", head_title="head", gap: int = 1, 
         for h in range(n_heads):
             r, c = l * (lq + gap), h * (lk + gap)
             canvas[r:r + lq, c:c + lk] = w[l, h]
-    fig = go.Figure(go.Heatmap(z=canvas, colorscale=ATTN_SCALE, zmin=0, zmax=1, hoverongaps=False,
-                               hovertemplate="%{z:.3f}<extra></extra>"))
-    fig.update_yaxes(autorange="reversed", showticklabels=True, tickmode="array",
-                     tickvals=[l * (lq + gap) + (lq - 1) / 2 for l in range(n_layers)],
-                     ticktext=[f"{layer_title} {l + 1}" for l in range(n_layers)], scaleanchor="x")
-    fig.update_xaxes(side="top", tickmode="array",
-                     tickvals=[h * (lk + gap) + (lk - 1) / 2 for h in range(n_heads)],
-                     ticktext=[f"{head_title} {h + 1}" for h in range(n_heads)])
-    fig.update_layout(margin=margins(top=40), height=height or min(900, 120 + 170 * n_layers),
-                      plot_bgcolor="white")
-    return fig
+    layout = dict(
+        yaxis=dict(autorange="reversed", showticklabels=True, tickmode="array",
+                   tickvals=[l * (lq + gap) + (lq - 1) / 2 for l in range(n_layers)],
+                   ticktext=[f"{layer_title} {l + 1}" for l in range(n_layers)], scaleanchor="x"),
+        xaxis=dict(side="top", tickmode="array", tickvals=[h * (lk + gap) + (lk - 1) / 2 for h in range(n_heads)],
+                   ticktext=[f"{head_title} {h + 1}" for h in range(n_heads)]),
+        margin=margins(top=40), height=height or min(900, 120 + 170 * n_layers), plot_bgcolor="white")
+    return go.Figure(go.Heatmap(z=canvas, colorscale=ATTN_SCALE, zmin=0, zmax=1, hoverongaps=False,
+                                hovertemplate="%{z:.3f}<extra></extra>"), layout=layout)
 
 
 def head_tiles(weights, query_labels, key_labels, *, head_title="head", query_title="query", key_title="key",
@@ -115,20 +137,20 @@ def head_tiles(weights, query_labels, key_labels, *, head_title="head", query_ti
                                          f"{key_title}: {k_labels[j]}<br>{v:.4f}")
         annotations.append(dict(x=x0 + (lk - 1) / 2, y=y0 - 0.5, yshift=10, text=f"<b>{head_title} {h + 1}</b>",
                                 showarrow=False, xref="x", yref="y", yanchor="bottom"))
-    fig = go.Figure(go.Heatmap(z=canvas, text=text if show_text else None,
-                               texttemplate="%{text}" if show_text else None,
-                               hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", hoverongaps=False,
-                               colorscale=ATTN_SCALE, zmin=0, zmax=1, xgap=1, ygap=1,
-                               colorbar=dict(title=dict(text=""), thickness=14)))
-    fig.update_xaxes(tickmode="array", tickvals=[bc * (lk + 1) + j for bc in range(per_row) for j in range(lk)],
-                     ticktext=[k for _ in range(per_row) for k in k_labels],
-                     title=f"{key_title} →", showgrid=False, zeroline=False, range=[-0.5, cols - 0.5])
-    fig.update_yaxes(tickmode="array", tickvals=[br * (lq + 1) + i for br in range(n_block_rows) for i in range(lq)],
-                     ticktext=[q for _ in range(n_block_rows) for q in q_labels], autorange="reversed",
-                     title=f"{query_title} ↓", showgrid=False, zeroline=False)
-    fig.update_layout(annotations=annotations, plot_bgcolor="rgba(0,0,0,0)", margin=margins(top=40),
-                      height=height or min(1000, 110 + n_block_rows * (lq * 34 + 40)))
-    return fig
+    layout = dict(
+        xaxis=dict(tickmode="array", tickvals=[bc * (lk + 1) + j for bc in range(per_row) for j in range(lk)],
+                   ticktext=[k for _ in range(per_row) for k in k_labels], title=dict(text=f"{key_title} →"),
+                   showgrid=False, zeroline=False, range=[-0.5, cols - 0.5]),
+        yaxis=dict(tickmode="array", tickvals=[br * (lq + 1) + i for br in range(n_block_rows) for i in range(lq)],
+                   ticktext=[q for _ in range(n_block_rows) for q in q_labels], autorange="reversed",
+                   title=dict(text=f"{query_title} ↓"), showgrid=False, zeroline=False),
+        annotations=annotations, plot_bgcolor="rgba(0,0,0,0)", margin=margins(top=40),
+        height=height or min(1000, 110 + n_block_rows * (lq * 34 + 40)))
+    return go.Figure(go.Heatmap(z=canvas, text=text if show_text else None,
+                                texttemplate="%{text}" if show_text else None,
+                                hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", hoverongaps=False,
+                                colorscale=ATTN_SCALE, zmin=0, zmax=1, xgap=1, ygap=1,
+                                colorbar=dict(title=dict(text=""), thickness=14)), layout=layout)
 
 
 def numeric_heatmap(z, x=None, y=None, *, title="", x_title="", y_title="", colorscale=DIVERGING,
@@ -138,15 +160,15 @@ def numeric_heatmap(z, x=None, y=None, *, title="", x_title="", y_title="", colo
     z = to_np(z).astype(np.float32)  # compact: plotly sends float32 arrays as binary
     x = np.arange(z.shape[1]) if x is None else np.asarray(x)
     y = np.arange(z.shape[0]) if y is None else np.asarray(y)
-    fig = go.Figure(go.Heatmap(z=z, x=x, y=y, colorscale=colorscale, reversescale=reversescale, zmin=zmin,
-                               zmax=zmax, zmid=zmid, colorbar=dict(title=colorbar_title),
-                               hovertemplate=f"{y_title} %{{y}} · {x_title} %{{x}}<br>%{{z:.4f}}<extra></extra>"))
-    for v in vlines:
-        fig.add_vline(x=v, line=dict(color="black", width=2, dash="dash"))
-    fig.update_yaxes(autorange="reversed", title=y_title)
-    fig.update_xaxes(title=x_title)
-    fig.update_layout(title=title, height=height, margin=margins(title, 50 if title else 20))
-    return fig
+    layout = dict(yaxis=dict(autorange="reversed", title=dict(text=y_title)), xaxis=dict(title=dict(text=x_title)),
+                  title=dict(text=title), height=height, margin=margins(title, 50 if title else 20))
+    if len(vlines):  # what fig.add_vline draws: a dashed line over the y axis' whole domain
+        layout["shapes"] = [dict(type="line", x0=v, x1=v, xref="x", y0=0, y1=1, yref="y domain",
+                                 line=dict(color="black", width=2, dash="dash")) for v in vlines]
+    return go.Figure(go.Heatmap(z=z, x=x, y=y, colorscale=colorscale, reversescale=reversescale, zmin=zmin,
+                                zmax=zmax, zmid=zmid, colorbar=dict(title=dict(text=colorbar_title)),
+                                hovertemplate=f"{y_title} %{{y}} · {x_title} %{{x}}<br>%{{z:.4f}}<extra></extra>"),
+                     layout=layout)
 
 
 # ----------------------------------------------------------------------------- attention stages
@@ -158,9 +180,18 @@ def stage_height(n_rows: int) -> int:
 def _title_room(fig: go.Figure) -> go.Figure:
     """Keep the figure title clear of the key labels on the top axis."""
     if fig.layout.title.text:
-        fig.update_layout(title=dict(y=0.995, yanchor="top", x=0.0, xanchor="left", font=dict(size=15)),
-                          margin=dict(t=95))
+        fig.update_layout(title=_TITLE_ROOM, margin=dict(t=95))
     return fig
+
+
+_TITLE_ROOM = dict(y=0.995, yanchor="top", x=0.0, xanchor="left", font=dict(size=15))
+
+
+def _with_title_room(layout: dict) -> dict:
+    """_title_room on a layout not yet built into a figure (one validation instead of two)."""
+    if layout["title"]["text"]:
+        layout = {**layout, "title": {**layout["title"], **_TITLE_ROOM}, "margin": {**layout["margin"], "t": 95}}
+    return layout
 
 
 def stage_figure(stage: str, values, query_labels, key_labels, *, title: str, query_title: str = "query",
@@ -172,16 +203,18 @@ def stage_figure(stage: str, values, query_labels, key_labels, *, title: str, qu
     show_text = max(z.shape) <= TEXT_LIMIT
     height = stage_height(z.shape[0])
     if stage == "weights":
-        return _title_room(attention_heatmap(z, query_labels, key_labels, title=title, query_title=query_title,
-                                             key_title=key_title, show_text=show_text, height=height,
-                                             highlight=highlight, decimals=decimals))
-    if stage == "output":
-        cols, x_title = [f"{j + 1}" for j in range(z.shape[1])], f"{dim_title} →"
+        trace, layout = _attention_parts(z, query_labels, key_labels, title=title, query_title=query_title,
+                                         key_title=key_title, show_text=show_text, height=height,
+                                         highlight=highlight, decimals=decimals)
     else:
-        cols, x_title = key_labels, f"{key_title} →"
-    return _title_room(matrix_heatmap(z, cols, query_labels, title=title, x_title=x_title, y_title=f"{query_title} ↓",
-                                      decimals=decimals, show_text=show_text, height=height, highlight=highlight,
-                                      **value_scale(z)))
+        if stage == "output":
+            cols, x_title = [f"{j + 1}" for j in range(z.shape[1])], f"{dim_title} →"
+        else:
+            cols, x_title = key_labels, f"{key_title} →"
+        trace, layout = _matrix_parts(z, cols, query_labels, title=title, x_title=x_title,
+                                      y_title=f"{query_title} ↓", decimals=decimals, show_text=show_text,
+                                      height=height, highlight=highlight, **value_scale(z))
+    return go.Figure(go.Heatmap(**trace), layout=_with_title_room(layout))
 
 
 __all__ = ["TEXT_LIMIT", "attention_heatmap", "cell_text", "head_grid", "head_tiles", "lift_title",
