@@ -28,6 +28,7 @@ import streamlit as st
 PAGE = "_page"               # url of the page being drawn
 DEFAULTS = "_defaults"       # {page: {key: default}}: what "reset this page" restores
 SEEN = "_link_seen"          # keys whose link value was already considered (a link applies once)
+DRAWN_IN = "_drawn_in"       # {key: the language its widget was last drawn in}
 LANG_PARAM = "lang"
 MAX_URL_TEXT = 4000          # a link's value longer than this is refused (a sentence, a matrix)
 
@@ -173,11 +174,26 @@ def keep(key: str, default: Any, *, url: str | None = None, valid=None, check=No
         ss[key] = default
     if key not in ss:
         ss[key] = default
+    _resend_after_language_switch(key)
     if url is not None:
         text = codec.encode(ss[key]) if codec else encode(ss[key])
         if st.query_params.get(url) != text:
             st.query_params[url] = text
     return {"key": key, "persist_state": "session"}
+
+
+def _resend_after_language_switch(key: str) -> None:
+    """The browser matches a radio's, select box's, select slider's and multiselect's value by its option's
+    label. A language switch changes every label, and Streamlit then draws the widget with nothing chosen
+    (a radio without its dot) although the value is kept — and a click elsewhere could send that empty
+    choice back. Setting the value again before the widget is drawn sends it to the browser anew."""
+    from app.i18n import STATE_KEY
+    ss = st.session_state
+    lang = ss.get(STATE_KEY)
+    drawn = ss.setdefault(DRAWN_IN, {})
+    if drawn.get(key, lang) != lang:
+        ss[key] = ss[key]
+    drawn[key] = lang
 
 
 def _ignored(name: str) -> None:

@@ -172,3 +172,51 @@ LINKED = {
     "train": {"train_task", "train_size"},
     "family": {"fam_mlm_text", "fam_mlm_pair"},
 }
+
+
+# What the browser shows as chosen in every choice widget of the page: a radio's checked option, a select
+# slider's position, and whether each select box / multiselect shows a value.
+CHOICES_JS = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const out = [];
+  main.querySelectorAll('[data-testid="stRadio"]').forEach((r, i) => {
+    const inputs = Array.from(r.querySelectorAll('input[type="radio"]'));
+    out.push('radio' + i + '=' + inputs.map((x, j) => x.checked ? j : null).filter(j => j !== null).join(','));
+  });
+  main.querySelectorAll('[data-testid="stSlider"] [role="slider"]').forEach((s, i) => {
+    out.push('slider' + i + '=' + s.getAttribute('aria-valuenow'));
+  });
+  main.querySelectorAll('[data-testid="stSelectbox"]').forEach((s, i) => {
+    const shown = (s.querySelector('[data-baseweb="select"]') || s).innerText.trim();
+    out.push('select' + i + '=' + (shown ? 'shown' : 'empty'));
+  });
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("info", [p for p in PAGES if p.url != "train"], ids=lambda p: p.url)
+def test_a_language_switch_keeps_every_choice_on_screen(browser, info):
+    """A radio, select box or select slider matches its value by the option's label; a language switch
+    changes every label, and Streamlit then drew the radio with no option selected (the value itself was
+    kept). After switching on the page, and back, the browser shows the same choices."""
+    base, b = browser
+    ctx = b.new_context(viewport={"width": 1400, "height": 1000})
+    page = ctx.new_page()
+    try:
+        page.goto(base)
+        wait_idle(page)
+        set_language(page, "en")
+        open_page(page, "en", info)
+        page.wait_for_timeout(1000)
+        en = page.evaluate(CHOICES_JS)
+        set_language(page, "ko")
+        page.wait_for_timeout(1000)
+        ko = page.evaluate(CHOICES_JS)
+        page.screenshot(path=str(SHOTS / f"lang-switch-{info.url}-ko.png"), full_page=True)
+        assert ko == en, f"{info.url}: after switching to Korean the page shows other choices"
+        set_language(page, "en")
+        page.wait_for_timeout(1000)
+        assert page.evaluate(CHOICES_JS) == en, f"{info.url}: after switching back the page shows other choices"
+        assert_no_exception(page, f"{info.url}: language switch")
+    finally:
+        ctx.close()
