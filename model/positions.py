@@ -71,12 +71,17 @@ def rotation_matrix(k: float, i: int, d_model: int) -> torch.Tensor:
 
 
 def shift_matrix(k: float, d_model: int) -> torch.Tensor:
-    """(D, D) block-diagonal: one rotation per (sin, cos) pair. PE(p + k) = M_k @ PE(p)."""
+    """(D, D) block-diagonal: one rotation per (sin, cos) pair. PE(p + k) = M_k @ PE(p).
+    Block i is rotation_matrix(k, i, d_model), entry for entry (the same math.cos / math.sin of the same
+    k * w_i), placed all at once instead of one pair at a time."""
     if d_model % 2:
         raise ValueError("d_model must be even for a full set of (sin, cos) pairs")
+    kw = [k * w for w in pe_frequencies(d_model).tolist()]
+    c = torch.tensor([math.cos(a) for a in kw], dtype=torch.float64)
+    s = torch.tensor([math.sin(a) for a in kw], dtype=torch.float64)
     m = torch.zeros(d_model, d_model, dtype=torch.float64)
-    for i in range(d_model // 2):
-        m[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = rotation_matrix(k, i, d_model)
+    even = torch.arange(0, d_model, 2)
+    m[even, even], m[even, even + 1], m[even + 1, even], m[even + 1, even + 1] = c, s, -s, c
     return m
 
 
