@@ -7,11 +7,35 @@ from app.charts.curves import line_chart
 from app.charts.export import series_csv
 from app.charts.heatmaps import head_grid, head_tiles, stage_figure
 from app.i18n import UserError, t
+from app.resources import shared_figure
 from app.state import keep
 from app.ui import error, show_figure, show_matrix, text
 from model import lab as mlab
+from model import layer_walk as mwalk
 from model.config import PRESETS
-from model.layer_walk import TOLERANCE, layer_walk
+from model.layer_walk import TOLERANCE
+
+# Every section follows the inputs at the top, so a change reruns the page; what it computes is cached per
+# input (st.cache_data, bounded) and every figure is built once per input and language (app.resources).
+# With more than 16 heads, the picker of one head reruns only that head's map (a fragment).
+CACHED = dict(show_spinner=False, max_entries=32)
+multihead_demo = st.cache_data(mlab.multihead_demo, **CACHED)
+layer_walk = st.cache_data(mwalk.layer_walk, **CACHED)
+
+
+@st.fragment
+def one_head(weights, labels: list, name: tuple, axis_titles: dict) -> None:
+    """Pick one of many heads: its map, from the weights the page computed."""
+    H = len(weights)
+    head_word = t("common.head")
+    head_names = {h: f"{head_word} {h + 1}" for h in range(H)}
+    h_pick = st.selectbox(t("multihead.maps.pick"), list(head_names), format_func=head_names.get,
+                          **keep("mh_pick", 0, valid=head_names))
+    title = f"{head_word} {h_pick + 1}"
+    fig = shared_figure("mh-one-head", (*name, h_pick, title, *axis_titles.values()), lambda: stage_figure(
+        "weights", weights[h_pick], labels, labels, title=title, **axis_titles))
+    show_matrix(fig, weights[h_pick], name=f"multihead-D{name[1]}-H{H}-head{h_pick + 1}", row_labels=labels,
+                col_labels=labels, key="mh-one-head")
 
 st.title(t("multihead.title"))
 text("multihead.intro")
@@ -34,13 +58,14 @@ if len(words) > mlab.MAX_TOKENS:
     st.warning(t("multihead.too_long", count=len(words), limit=mlab.MAX_TOKENS))
     words = words[:mlab.MAX_TOKENS]
 try:
-    demo = mlab.multihead_demo(words, D, H, seed, positions=use_pe)
+    demo = multihead_demo(words, D, H, seed, positions=use_pe)
 except UserError as e:
     error(e)
     st.stop()
 
 L, d_h = demo.length, demo.d_head
 labels = [w[:LABEL_LIMIT] for w in words]
+view = (tuple(words), D, H, seed, use_pe)  # everything the figures below depend on, with their titles
 text("multihead.input_note_positions" if use_pe else "multihead.input_note", L=L, D=D, H=H, d_h=d_h)
 if not demo.matches:
     error(UserError("multihead.errors.mismatch", detail=f"max |difference| = {demo.module_gap:.3g}"))
@@ -62,34 +87,31 @@ st.caption(t("multihead.shapes_note", L=L, D=D, H=H, d_h=d_h, gap=demo.module_ga
 st.header(t("multihead.maps.header"))
 weights = demo.weights  # (H, L, L)
 st.caption(t("common.rows_cols") + " " + t("multihead.maps.untrained"))
-maps_csv = heads_csv(weights, labels)
+maps_csv = lambda: heads_csv(weights, labels)  # noqa: E731  written on click (H·L² numbers)
 if H <= 16:
-    fig = head_tiles(weights, labels, labels, head_title=t("common.head"), per_row=4 if H != 2 else 2,
-                     **axis_titles)
+    fig = shared_figure("mh-heads", (*view, t("common.head"), *axis_titles.values()), lambda: head_tiles(
+        weights, labels, labels, head_title=t("common.head"), per_row=4 if H != 2 else 2, **axis_titles))
     show_figure(fig, name=f"multihead-D{D}-H{H}-heads", csv=maps_csv, key="mh-heads")
 else:
-    fig = head_grid(weights[None], layer_title=t("common.layer"), head_title=t("common.head"))
+    fig = shared_figure("mh-grid", (*view, t("common.layer"), t("common.head")), lambda: head_grid(
+        weights[None], layer_title=t("common.layer"), head_title=t("common.head")))
     show_figure(fig, name=f"multihead-D{D}-H{H}-all-heads", csv=maps_csv, key="mh-grid")
-    head_word = t("common.head")
-    head_names = {h: f"{head_word} {h + 1}" for h in range(H)}
-    h_pick = st.selectbox(t("multihead.maps.pick"), list(head_names), format_func=head_names.get,
-                          **keep("mh_pick", 0, valid=head_names))
-    fig = stage_figure("weights", weights[h_pick], labels, labels, title=f"{head_word} {h_pick + 1}", **axis_titles)
-    show_matrix(fig, weights[h_pick], name=f"multihead-D{D}-H{H}-head{h_pick + 1}", row_labels=labels,
-                col_labels=labels, key="mh-one-head")
+    one_head(weights, labels, view, axis_titles)
 
 # ---------------------------------------------------------------- 4. single vs multi
 st.header(t("multihead.compare.header"))
 text("multihead.compare")
 left, right = st.columns(2)
 with left:
-    fig = stage_figure("weights", demo.single_weights, labels, labels, title=t("multihead.compare.single"),
-                       **axis_titles)
+    title = t("multihead.compare.single")
+    fig = shared_figure("mh-single", (*view, title, *axis_titles.values()), lambda: stage_figure(
+        "weights", demo.single_weights, labels, labels, title=title, **axis_titles))
     show_matrix(fig, demo.single_weights, name=f"single-head-D{D}", row_labels=labels, col_labels=labels,
                 key="mh-single")
 with right:
-    fig = stage_figure("weights", demo.mean_weights, labels, labels,
-                       title=t("multihead.compare.mean", H=H, d_h=d_h), **axis_titles)
+    title = t("multihead.compare.mean", H=H, d_h=d_h)
+    fig = shared_figure("mh-mean", (*view, title, *axis_titles.values()), lambda: stage_figure(
+        "weights", demo.mean_weights, labels, labels, title=title, **axis_titles))
     show_matrix(fig, demo.mean_weights, name=f"multi-head-mean-D{D}-H{H}", row_labels=labels, col_labels=labels,
                 key="mh-mean")
 m1, m2, m3 = st.columns(3)
@@ -145,8 +167,9 @@ if not walk.matches:
 positions = list(range(1, L + 1))
 drawn = ("input", "attention", "norm1", "ffn", "output")
 lengths = {t(f"multihead.layer.series.{name}"): walk.step(name).norms for name in drawn}
-fig = line_chart(positions, lengths, mode="lines+markers", title=t("multihead.layer.chart_title"),
-                 x_title=t("multihead.layer.chart_x"), y_title="‖v‖")
+chart_titles = (t("multihead.layer.chart_title"), t("multihead.layer.chart_x"))
+fig = shared_figure("mh-layer-norms", (*view, *lengths, *chart_titles), lambda: line_chart(
+    positions, lengths, mode="lines+markers", title=chart_titles[0], x_title=chart_titles[1], y_title="‖v‖"))
 show_figure(fig, name=f"layer-vector-lengths-D{D}-H{H}", csv=series_csv("position", positions, lengths),
             key="mh-layer-norms")
 st.dataframe([{
