@@ -50,7 +50,7 @@ from .device import best_device, describe_device
 from .messages import Message, UserError
 from .run_files import Run, TrainerLock, read_json
 from .schedule import ADAM_BETAS, ADAM_EPS, noam_lambda
-from .train_data import load_task, make_batch
+from .train_data import TokenBatches, load_task, make_batch
 from .transformer import Transformer
 
 # Flags that describe the model; --config replaces all of them.
@@ -85,11 +85,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--norm-first", action="store_true", help="pre-LN instead of the paper's post-LN")
     p.add_argument("--max-len", type=int, default=64)
     p.add_argument("--batch-size", type=int, default=64, help="sentences per step (per process)")
+    p.add_argument("--batch-tokens", type=int, default=0, metavar="N",
+                   help="batch by tokens instead: sentences of similar length together, at most N tokens of "
+                        "padded source + target per step (per process); 0 = off, --batch-size decides")
     p.add_argument("--warmup", type=int, default=400)
     p.add_argument("--lr-factor", type=float, default=1.0, help="multiplies the warm-up schedule")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-every", type=int, default=200)
     p.add_argument("--log-every", type=int, default=20)
+    p.add_argument("--log-first", action="store_true",
+                   help="also log the first step of the run (and of a resumed run): the page shows it at once")
     p.add_argument("--ckpt-every", type=int, default=200)
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, mps")
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0 = torch's default)")
@@ -323,6 +328,8 @@ class _Seq2Seq:
 
     def __init__(self, args, data):
         self.args, self.data, self.tok = args, data, data.tokenizer
+        self.by_tokens = (TokenBatches(data.train, args.batch_tokens, data.decoder_only)
+                          if getattr(args, "batch_tokens", 0) else None)
 
     def config(self, args):
         cfg = model_config(args, self.tok.vocab_size)
@@ -338,8 +345,11 @@ class _Seq2Seq:
 
     def batch(self, step, seed, rank, batch_size, device):
         # Batches depend only on (seed, step, rank): a resumed run sees the same data.
-        g = torch.Generator().manual_seed(seed * 1_000_003 + step * 7919 + rank)
-        idx = torch.randint(len(self.data.train), (batch_size,), generator=g).tolist()
+        if self.by_tokens is not None:
+            idx = self.by_tokens.indices(seed, step, rank)
+        else:
+            g = torch.Generator().manual_seed(seed * 1_000_003 + step * 7919 + rank)
+            idx = torch.randint(len(self.data.train), (batch_size,), generator=g).tolist()
         tok = self.tok
         return make_batch(self.data.train, idx, tok.pad_id, tok.bos_id, tok.eos_id, self.data.decoder_only, device)
 
@@ -503,7 +513,7 @@ def _train(args, stop: dict, ctx: dict) -> int:
         tokens_seen += n_tok * world
         loss_sum += loss.item()
         loss_n += 1
-        if step % args.log_every == 0 or step == args.steps:
+        if step % args.log_every == 0 or step == args.steps or (args.log_first and step == start_step + 1):
             dt = time.time() - window_start
             tps = tokens_seen / max(dt - paused, 1e-9)  # training speed: evaluation time left out
             elapsed = prior_seconds + time.time() - started
@@ -635,7 +645,7 @@ def explicit_options(argv: list[str]) -> set[str]:
 
 POSITIVE_INTS = ("steps", "eval_every", "log_every", "ckpt_every", "batch_size", "warmup", "max_len")
 SIZE_FLAGS = ("d_model", "heads", "d_ff", "layers")  # None (the preset's) or positive
-COUNTS = ("threads", "seed", "average_last", "fail_at_step")  # 0 or more
+COUNTS = ("threads", "seed", "average_last", "fail_at_step", "batch_tokens")  # 0 or more
 FRACTIONS = ("dropout", "label_smoothing")  # None (the preset's) or in [0, 1)
 
 
@@ -652,6 +662,8 @@ def option_problem(args) -> str | None:
     for name in COUNTS:
         if getattr(args, name, 0) < 0:
             return f"{flag(name)} must be 0 or more"
+    if getattr(args, "batch_tokens", 0) and is_family_task(args.task):
+        return f"--batch-tokens is for the translation and language-model tasks, not {args.task}"
     if not (math.isfinite(args.lr_factor) and args.lr_factor > 0):
         return f"--lr-factor must be a positive number, got {args.lr_factor}"
     for name in FRACTIONS:

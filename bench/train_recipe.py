@@ -1,0 +1,161 @@
+"""Time to 95% test exact match of en-ko training recipes, side by side (issue 13).
+
+    python bench/train_recipe.py [--budget 240] [--check-every 12] [--target 0.95] [--threads 1]
+                                 [--recipes before,after] [--steps-only]
+
+Each recipe is a list of `python -m model.train` options; the bench builds the trainer's own model,
+optimiser, schedule and batches (model.train._Seq2Seq), trains, and every --check-every seconds of
+training scores greedy exact match on the whole test split exactly as `--export` does
+(model.evaluate.score_test's greedy pass: model.decode.greedy_decode_batch + model.metrics.exact_match).
+Time = training wall time only (batching, forward, backward, optimiser step), evaluation left out.
+The recipes take turns, one checkpoint interval each, every recipe with its own torch RNG state, so load
+from other work on a shared machine hits them alike. Reports per recipe: tokens/s (real source + target
+tokens, as the trainer logs them), the padding share (pad tokens / all tokens of the padded source and
+target batches), and the training time at which the target was first reached.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.common import machine, table, write  # noqa: E402
+from app.jobs_options import RECIPES, task_recipe, train_arguments, TrainOptions  # noqa: E402
+from model.decode import greedy_decode_batch  # noqa: E402
+from model.metrics import exact_match  # noqa: E402
+from model.train import _Seq2Seq, build_parser  # noqa: E402
+from model.train_data import encode_pairs, load_task  # noqa: E402
+
+# What the training page starts for task en-ko, size "small" (app/jobs_options), as trainer options.
+PAGE_SMALL = ["--preset", "teaching", "--max-len", "64"]
+
+
+def page_recipe(recipe: dict) -> list[str]:
+    """The trainer options the page builds for en-ko with this recipe (without --config, --out, --threads)."""
+    o = TrainOptions(task="en-ko", size="small", **recipe)
+    return PAGE_SMALL + train_arguments(o)
+
+
+RECIPE_ARGS = {
+    "before": lambda: page_recipe(dict(RECIPES["small"])),  # batch 64 sentences, warm-up 400, lr factor 1.0
+    "after": lambda: page_recipe(task_recipe("en-ko", "small")),
+}
+
+
+class Contender:
+    def __init__(self, name: str, argv: list[str], data, device):
+        self.name, self.argv = name, argv
+        self.args = build_parser().parse_args(argv + ["--out", "/nonexistent"])
+        self.job = _Seq2Seq(self.args, data)
+        cfg, problem = self.job.config(self.args)
+        assert problem is None, problem
+        torch.manual_seed(self.args.seed)
+        self.model = self.job.build(cfg).to(device)
+        self.opt, self.sched = self.job.optimizer(self.model, self.args)
+        self.rng = torch.get_rng_state()
+        self.device, self.pad = device, data.tokenizer.pad_id
+        self.step = 0
+        self.seconds = 0.0
+        self.tokens = self.all_tokens = 0
+        self.checks: list[dict] = []
+        self.reached = None
+
+    def train_for(self, seconds: float) -> None:
+        """Train until `seconds` more of training time have passed (or the recipe's steps are done)."""
+        torch.set_rng_state(self.rng)
+        self.model.train()
+        end = self.seconds + seconds
+        while self.seconds < end and self.step < self.args.steps:
+            t0 = time.perf_counter()
+            src, tin, tout = self.job.batch(self.step, self.args.seed, 0, self.args.batch_size, self.device)
+            loss, n_tok = self.job.loss(self.model, self.model, (src, tin, tout))
+            self.opt.zero_grad(set_to_none=True)
+            loss.backward()
+            self.opt.step()
+            self.sched.step()
+            self.seconds += time.perf_counter() - t0
+            self.step += 1
+            self.tokens += n_tok
+            self.all_tokens += src.numel() + tout.numel()
+        self.rng = torch.get_rng_state()
+
+    def score(self, sources, refs, tok, longest: int) -> float:
+        # Decoding stops `longest` tokens in: the longest reference's length + 10 (a hypothesis that runs past
+        # it cannot equal its reference; score_test decodes to max_len - 1, which costs a minute while the
+        # model has not yet learnt to stop, and gives the same exact match).
+        hyps = [tok.decode(h) for h in greedy_decode_batch(self.model, sources, bos_id=tok.bos_id, eos_id=tok.eos_id,
+                                                            max_len=min(self.model.config.max_len - 1, longest))]
+        self.model.train()
+        return exact_match(hyps, refs)
+
+    @property
+    def done(self) -> bool:
+        return self.step >= self.args.steps
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--recipes", default="before,after")
+    p.add_argument("--budget", type=float, default=240.0, help="seconds of training per recipe at most")
+    p.add_argument("--check-every", type=float, default=12.0, help="seconds of training between test scores")
+    p.add_argument("--target", type=float, default=0.95)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--keep-going", action="store_true", help="train on after the target (to the budget or the "
+                                                             "recipe's steps)")
+    p.add_argument("--extra", action="append", default=[], metavar="NAME=OPTIONS",
+                   help="another recipe: a name and trainer options, e.g. 'x=--batch-tokens 2048 --warmup 200'")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    device = torch.device("cpu")
+    t0 = time.perf_counter()
+    data = load_task("en-ko", 0, None, 64)
+    print(f"data: {len(data.train):,} train / {len(data.test_text):,} test pairs, {time.perf_counter() - t0:.1f} s")
+    tok = data.tokenizer
+    sources = [s for s, _ in encode_pairs(tok, data.test_text, 64)]
+    refs = [t for _, t in data.test_text]
+    longest = max(len(tok.encode(r)) for r in refs) + 10
+    recipes = {name: RECIPE_ARGS[name]() for name in args.recipes.split(",") if name}
+    for e in args.extra:
+        name, _, opts = e.partition("=")
+        recipes[name] = PAGE_SMALL + ["--task", "en-ko"] + opts.split()
+    contenders = [Contender(n, a, data, device) for n, a in recipes.items()]
+    for c in contenders:
+        print(f"{c.name}: {' '.join(c.argv)}")
+    load0 = os.getloadavg()
+    while any(not (c.done or c.seconds >= args.budget or (c.reached and not args.keep_going)) for c in contenders):
+        for c in contenders:
+            if c.done or c.seconds >= args.budget or (c.reached and not args.keep_going):
+                continue
+            c.train_for(args.check_every)
+            t = time.perf_counter()
+            em = c.score(sources, refs, tok, longest)
+            c.checks.append({"seconds": round(c.seconds, 1), "step": c.step, "exact": em})
+            if em >= args.target and c.reached is None:
+                c.reached = (c.seconds, c.step)
+            print(f"  {c.name:>8}: {c.seconds:6.1f} s  step {c.step:5d}  test exact {em:.1%}  "
+                  f"(scored in {time.perf_counter() - t:.1f} s, load {os.getloadavg()[0]:.2f})", flush=True)
+    load1 = os.getloadavg()
+    rows = []
+    for c in contenders:
+        rows.append({"recipe": c.name, "steps": c.step, "train s": round(c.seconds, 1),
+                     "tokens/s": round(c.tokens / max(c.seconds, 1e-9)),
+                     "padding share": f"{1 - c.tokens / max(c.all_tokens, 1):.1%}",
+                     "s/step": round(c.seconds / max(c.step, 1), 3),
+                     f"time to {args.target:.0%}": f"{c.reached[0]:.1f} s (step {c.reached[1]})" if c.reached
+                     else f"not within {c.seconds:.0f} s",
+                     "best exact": f"{max(x['exact'] for x in c.checks):.1%}" if c.checks else "-"})
+    print(table(rows))
+    print(f"load average at start {load0[0]:.2f} / {load0[1]:.2f}, at end {load1[0]:.2f} / {load1[1]:.2f}")
+    print("wrote", write("train_recipe", {"machine": machine(), "threads": args.threads, "target": args.target,
+                                          "load_start": load0, "load_end": load1, "rows": rows,
+                                          "recipes": {c.name: c.argv for c in contenders},
+                                          "checks": {c.name: c.checks for c in contenders}}))
+
+
+if __name__ == "__main__":
+    main()
