@@ -140,14 +140,16 @@ MAX_SCORE_BYTES = 512 * 2**20  # protects the server's memory (and time) on the 
 @torch.inference_mode()
 def time_layers(n_values, d: int = 64, batch: int = 2, device=None, repeats: int = 3, *,
                 n_heads: int = 4, kernel: int = 3, recurrent: str = "gru", budget_s: float = 3.0,
-                seed: int = 0, threads: int | None = None) -> dict:
+                seed: int = 0, threads: int | None = None, progress=None) -> dict:
     """Median seconds of one forward pass of each layer over the same (batch, n, d) input, per n.
 
     Returns {"n": [...], "self_attention": [...], "recurrent": [...], "convolutional": [...],
     "skipped": [n values not measured because the time budget ran out], "device": str}.
     Sizes are measured in increasing order; once `budget_s` seconds have been spent the larger
     sizes are skipped rather than letting a page hang. `threads` (CPU only) runs the measurement
-    with that many intra-op threads and restores the previous setting afterwards."""
+    with that many intra-op threads and restores the previous setting afterwards. `progress(done, n)`,
+    when given, is called after each layer of each size (and for each skipped size) with the share of the
+    work done (0 < done <= 1) and the size n; an exception it raises stops the measurement there."""
     device = torch.device(device) if device is not None else torch.device("cpu")
     if d < 1 or batch < 1 or repeats < 1:
         raise ValueError("d, batch and repeats must be >= 1")
@@ -158,13 +160,13 @@ def time_layers(n_values, d: int = 64, batch: int = 2, device=None, repeats: int
     if threads and device.type == "cpu":
         torch.set_num_threads(int(threads))
     try:
-        return _time_layers(ns, d, batch, device, repeats, n_heads, kernel, recurrent, budget_s, seed)
+        return _time_layers(ns, d, batch, device, repeats, n_heads, kernel, recurrent, budget_s, seed, progress)
     finally:
         if torch.get_num_threads() != previous:
             torch.set_num_threads(previous)
 
 
-def _time_layers(ns, d, batch, device, repeats, n_heads, kernel, recurrent, budget_s, seed) -> dict:
+def _time_layers(ns, d, batch, device, repeats, n_heads, kernel, recurrent, budget_s, seed, progress) -> dict:
     layers = make_layers(d, n_heads, kernel, recurrent, device, seed)
     gen = torch.Generator().manual_seed(seed)
     out = {"n": [], "self_attention": [], "recurrent": [], "convolutional": [], "skipped": [],
@@ -172,6 +174,7 @@ def _time_layers(ns, d, batch, device, repeats, n_heads, kernel, recurrent, budg
            "d": d, "batch": batch, "repeats": repeats, "recurrent_kind": recurrent}
     start = time.perf_counter()
     last = None  # (n, seconds) of the previous size, to predict the next one
+    steps, done = len(ns) * len(TIMED), 0
     for n in ns:
         elapsed = time.perf_counter() - start
         # attention grows like n^2: skip a size that would overrun the budget (the smallest always runs)
@@ -179,6 +182,9 @@ def _time_layers(ns, d, batch, device, repeats, n_heads, kernel, recurrent, budg
         # and never a size whose (B, H, n, n) score matrix alone would take more than MAX_SCORE_BYTES
         if batch * n_heads * n * n * 4 > MAX_SCORE_BYTES or (last and elapsed + predicted > budget_s):
             out["skipped"].append(n)
+            done += len(TIMED)
+            if progress:
+                progress(done / steps, n)
             continue
         t_n = time.perf_counter()
         x = torch.randn(batch, n, d, generator=gen).to(device)  # (B, n, d)
@@ -191,6 +197,9 @@ def _time_layers(ns, d, batch, device, repeats, n_heads, kernel, recurrent, budg
         out["n"].append(n)
         for name, fn in runs.items():
             out[name].append(_median_time(fn, device, repeats))
+            done += 1
+            if progress:
+                progress(done / steps, n)
         last = (n, time.perf_counter() - t_n)
     out["total_s"] = time.perf_counter() - start
     return out

@@ -1,5 +1,7 @@
 """Why self-attention (section 4): Table 1 evaluated at your n, d, k, r, and one self-attention,
 recurrent and convolutional layer timed on this machine's device."""
+from datetime import datetime, timezone
+
 import streamlit as st
 
 from app.charts.curves import line_chart, log_coordinate
@@ -7,16 +9,20 @@ from app.charts.export import rows_csv, series_csv
 from app.format import large
 from app.i18n import Message, UserError, t
 from app.inputs import parse_int_list
-from app.resources import device_description
+from app.resources import device_description, shared_figure
 from app.state import keep
 from app.ui import error, show_figure, text
-from model.complexity import TIMED, complexity_table, curves_over_n, time_layers, timing_summary
+from model import complexity as mcx
+from model.complexity import TIMED, complexity_table, time_layers, timing_summary
 from model.device import best_device
 
 FIRST_VIEW = dict(ns=(16, 64, 256), d=64, batch=2, repeats=3, recurrent="gru", one_thread=True)
 MAX_N, MAX_SIZES = 4096, 6
 BUDGET_S = 3.0  # the measuring budget the warning below speaks of
 TM_D_CHOICES, RECURRENT_KINDS = [32, 64, 128, 256], ["gru", "lstm"]
+# Sections 1 and 2 follow n, d, k, r: the curves are cached per input, their figures built once per input and
+# language. Section 3 is a fragment: its form and its stop button rerun it alone.
+curves_over_n = st.cache_data(mcx.curves_over_n, show_spinner=False, max_entries=32)
 
 
 def name(layer: str) -> str:
@@ -30,6 +36,18 @@ def sizes(text: str) -> tuple[int, ...]:
 def sizes_parse(text: str) -> bool:
     """A link's size list must parse (what a learner types is explained after "measure" instead)."""
     return bool(sizes(text))
+
+
+def cost_figure(over_n: dict, cost: dict, n: int, d: int, titles: tuple):
+    fig = line_chart(over_n["n"], cost, log_x=True, log_y=True, x_title="n", y_title=titles[0], title=titles[1])
+    # shapes take data coordinates on a log axis, annotations take log10 coordinates
+    fig.add_vline(x=d, line=dict(color="gray", dash="dot"))
+    fig.add_vline(x=n, line=dict(color="black", dash="dash"))
+    fig.add_annotation(x=log_coordinate(d), y=1, yref="paper", text="n = d", showarrow=False, xanchor="left",
+                       yanchor="top")
+    fig.add_annotation(x=log_coordinate(n), y=0, yref="paper", text=f"n = {n:,}", showarrow=False, xanchor="left",
+                       yanchor="bottom")
+    return fig
 
 
 st.title(t("pages.why.title"))
@@ -64,96 +82,131 @@ text("why.curves")
 over_n = curves_over_n(n, d, k, r)
 cost = {name(layer): values for layer, values in over_n["cost"].items()}
 path = {name(layer): values for layer, values in over_n["path"].items()}
+curve_titles = (t("why.curves.cost_y"), t("why.curves.cost_title", d=d, k=k, r=r), t("why.table.path_formula"),
+                t("why.curves.path_title"))
 c1, c2 = st.columns(2)
 with c1:
-    fig = line_chart(over_n["n"], cost, log_x=True, log_y=True, x_title="n", y_title=t("why.curves.cost_y"),
-                     title=t("why.curves.cost_title", d=d, k=k, r=r))
-    # shapes take data coordinates on a log axis, annotations take log10 coordinates
-    fig.add_vline(x=d, line=dict(color="gray", dash="dot"))
-    fig.add_vline(x=n, line=dict(color="black", dash="dash"))
-    fig.add_annotation(x=log_coordinate(d), y=1, yref="paper", text="n = d", showarrow=False, xanchor="left",
-                       yanchor="top")
-    fig.add_annotation(x=log_coordinate(n), y=0, yref="paper", text=f"n = {n:,}", showarrow=False, xanchor="left",
-                       yanchor="bottom")
+    fig = shared_figure("cost-vs-n", (n, d, k, r, *cost, *curve_titles), lambda: cost_figure(over_n, cost, n, d,
+                                                                                        curve_titles))
     show_figure(fig, name="cost-vs-n", csv=series_csv("n", over_n["n"], cost), key="cx_cost")
 with c2:
-    fig = line_chart(over_n["n"], path, log_x=True, log_y=True, x_title="n", y_title=t("why.table.path_formula"),
-                     title=t("why.curves.path_title"))
+    fig = shared_figure("path-vs-n", (n, d, k, r, *path, *curve_titles), lambda: line_chart(
+        over_n["n"], path, log_x=True, log_y=True, x_title="n", y_title=curve_titles[2], title=curve_titles[3]))
     show_figure(fig, name="path-vs-n", csv=series_csv("n", over_n["n"], path), key="cx_path")
 
 # ----------------------------------------------------------------------------- 3. measured
-st.header(t("why.timing.header"))
-device = best_device()
-st.info(t("why.timing.device", device=device_description()))
-text("why.measure")
+MEASURED_KEPT = 32  # measurements kept for the whole server, the oldest dropped first
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def _measure(ns: tuple, d: int, batch: int, repeats: int, recurrent: str, one_thread: bool, device: str) -> dict:
-    return time_layers(list(ns), d, batch, device, repeats, recurrent=recurrent, budget_s=BUDGET_S,
-                       threads=1 if one_thread else None)
+@st.cache_resource(show_spinner=False)
+def measured() -> dict:
+    """The server's measurements so far: {(sizes, d, batch, repeats, recurrent, one thread, device): (result,
+    when measured)}.
+    Measured live with a progress bar (not inside a cached function, which would replay the bar), then kept."""
+    return {}
 
 
-with st.form("timing"):
-    c1, c2, c3, c4, c5 = st.columns(5)
-    # linked too, but a link only fills the form: measuring waits for the learner's click
-    ns_text = c1.text_input(t("why.timing.lengths", max=MAX_N, most=MAX_SIZES),
-                            **keep("tm_ns", "16, 64, 256, 1024", url="time_n", check=sizes_parse))
-    tm_d = c2.select_slider("d", TM_D_CHOICES, **keep("tm_d", 64, url="time_d", valid=TM_D_CHOICES))
-    tm_b = c3.slider("batch", 1, 8, **keep("tm_b", 2, url="batch", valid=range(1, 9)))
-    tm_rep = c4.slider(t("why.timing.repeats"), 1, 7, **keep("tm_rep", 3, url="repeats", valid=range(1, 8)))
-    tm_rnn = c5.radio(t("why.timing.recurrent"), RECURRENT_KINDS, format_func=str.upper,
-                      **keep("tm_rnn", "gru", url="recurrent", valid=RECURRENT_KINDS))
-    one = st.checkbox(t("why.timing.one_thread"), disabled=device.type != "cpu", help=t("why.timing.one_thread_help"),
-                      **keep("tm_one", True))
-    run = st.form_submit_button(t("why.timing.measure"), type="primary")
-if run:
-    try:
-        ns = sizes(ns_text)
-        st.session_state["tm_params"] = dict(ns=ns, d=tm_d, batch=tm_b, repeats=tm_rep, recurrent=tm_rnn,
-                                             one_thread=bool(one))
-    except UserError as e:
-        error(e)
-params = st.session_state.get("tm_params", FIRST_VIEW)
-params = {**params, "one_thread": params["one_thread"] and device.type == "cpu"}
-if "tm_params" not in st.session_state:
-    st.caption(t("why.timing.first_view"))
-try:
-    with st.spinner(t("why.timing.measuring")):
-        res = _measure(tuple(params["ns"]), params["d"], params["batch"], params["repeats"], params["recurrent"],
-                       params["one_thread"], str(device))
-except Exception as e:  # out of memory on a small device, a driver error…
-    error(Message("why.errors.measure_failed"), f"{type(e).__name__}: {str(e)[:300]}")
-    res = None
-if res and res["n"]:
-    summary = timing_summary(res)
-    legend = {"self_attention": name("self_attention"),
-              "recurrent": f"{name('recurrent')} ({res['recurrent_kind'].upper()})",
-              "convolutional": f"{name('convolutional')} (k = 3)"}
-    ms = {legend[layer]: summary["ms"][layer] for layer in TIMED}
+def timing_figure(res: dict, ms: dict, title: str):
     fig = line_chart(res["n"], ms, mode="lines+markers", log_x=True, log_y=True, x_title="n",
-                     y_title=t("why.timing.y"),
-                     title=t("why.timing.title", batch=res["batch"], d=res["d"], device=device_description()))
+                     y_title=t("why.timing.y"), title=title)
     fig.update_xaxes(tickvals=res["n"], ticktext=[str(v) for v in res["n"]])
     fig.update_yaxes(dtick="D2")  # 1, 2, 5 per decade: readable on a short log range
-    show_figure(fig, name="measured-layer-times", csv=series_csv("n", res["n"], ms), key="tm_fig")
-    rows_t = [{"n": row["n"], **{lab: f"{ms[lab][i]:.3f}" for lab in ms},
-               t("why.timing.per_position"): f"{row['recurrent_us_per_position']:.1f}",
-               t("why.timing.ratio"): f"{row['ratio']:.2f}×"}
-              for i, row in enumerate(summary["rows"])]
-    st.dataframe(rows_t, hide_index=True)
-    st.download_button(t("common.download_csv"), rows_csv(rows_t), file_name="measured-times.csv", mime="text/csv",
-                       key="tm_csv")
-    if summary["growth"]:
-        g = summary["growth"]
-        text("why.growth", first=res["n"][0], last=res["n"][-1], length=g["length"], recurrent=g["recurrent"],
-             attention=g["self_attention"])
-    if res.get("threads"):
-        st.caption(t("why.timing.measured_in_threads", seconds=res["total_s"], device=res["device"],
-                     threads=res["threads"]))
-    else:
-        st.caption(t("why.timing.measured_in", seconds=res["total_s"], device=res["device"]))
-if res and res["skipped"]:
-    st.warning(t("why.timing.skipped", sizes=", ".join(map(str, res["skipped"])), budget=BUDGET_S))
-if res and res["n"]:
-    text("why.closing")
+    return fig
+
+
+@st.fragment
+def timing_section() -> None:
+    """Section 3 reruns alone when its form is submitted or the measuring is stopped."""
+    st.header(t("why.timing.header"))
+    device = best_device()
+    st.info(t("why.timing.device", device=device_description()))
+    text("why.measure")
+    with st.form("timing"):
+        c1, c2, c3, c4, c5 = st.columns(5)
+        # linked too, but a link only fills the form: measuring waits for the learner's click
+        ns_text = c1.text_input(t("why.timing.lengths", max=MAX_N, most=MAX_SIZES),
+                                **keep("tm_ns", "16, 64, 256, 1024", url="time_n", check=sizes_parse))
+        tm_d = c2.select_slider("d", TM_D_CHOICES, **keep("tm_d", 64, url="time_d", valid=TM_D_CHOICES))
+        tm_b = c3.slider("batch", 1, 8, **keep("tm_b", 2, url="batch", valid=range(1, 9)))
+        tm_rep = c4.slider(t("why.timing.repeats"), 1, 7, **keep("tm_rep", 3, url="repeats", valid=range(1, 8)))
+        tm_rnn = c5.radio(t("why.timing.recurrent"), RECURRENT_KINDS, format_func=str.upper,
+                          **keep("tm_rnn", "gru", url="recurrent", valid=RECURRENT_KINDS))
+        one = st.checkbox(t("why.timing.one_thread"), disabled=device.type != "cpu",
+                          help=t("why.timing.one_thread_help"), **keep("tm_one", True))
+        run = st.form_submit_button(t("why.timing.measure"), type="primary")
+    again = False  # "Measure" always measures anew; otherwise a measurement kept on this server is shown
+    if run:
+        st.session_state.pop("tm_stopped", None)
+        try:
+            ns = sizes(ns_text)
+            st.session_state["tm_params"] = dict(ns=ns, d=tm_d, batch=tm_b, repeats=tm_rep, recurrent=tm_rnn,
+                                                 one_thread=bool(one))
+            again = True
+        except UserError as e:
+            error(e)
+    params = st.session_state.get("tm_params", FIRST_VIEW)
+    params = {**params, "one_thread": params["one_thread"] and device.type == "cpu"}
+    if "tm_params" not in st.session_state:
+        st.caption(t("why.timing.first_view"))
+    key = (tuple(params["ns"]), params["d"], params["batch"], params["repeats"], params["recurrent"],
+           params["one_thread"], str(device))
+    store = measured()
+    res, when = (None, None) if again else store.get(key, (None, None))
+    if res is None and st.session_state.get("tm_stopped") != key:
+        slot = st.empty()
+        with slot.container():
+            bar = st.progress(0.0, text=t("why.timing.measuring"))
+            # a click reruns this section, which stops the measuring at the bar's next step
+            stop = st.button(t("why.timing.stop"), key="tm_stop", icon=":material/stop_circle:")
+        if stop:
+            st.session_state["tm_stopped"] = key
+        else:
+            try:
+                res = time_layers(list(key[0]), params["d"], params["batch"], device, params["repeats"],
+                                  recurrent=params["recurrent"], budget_s=BUDGET_S,
+                                  threads=1 if params["one_thread"] else None,
+                                  progress=lambda done, n: bar.progress(done, text=t("why.timing.measuring_n", n=n)))
+                store.pop(key, None)  # re-measured: now the newest
+                store[key] = (res, datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"))
+                while len(store) > MEASURED_KEPT:
+                    store.pop(next(iter(store)))
+            except Exception as e:  # out of memory on a small device, a driver error…
+                error(Message("why.errors.measure_failed"), f"{type(e).__name__}: {str(e)[:300]}")
+        slot.empty()
+    if st.session_state.get("tm_stopped") == key:
+        st.info(t("why.timing.stopped"))
+    if res and res["n"]:
+        summary = timing_summary(res)
+        legend = {"self_attention": name("self_attention"),
+                  "recurrent": f"{name('recurrent')} ({res['recurrent_kind'].upper()})",
+                  "convolutional": f"{name('convolutional')} (k = 3)"}
+        ms = {legend[layer]: summary["ms"][layer] for layer in TIMED}
+        title = t("why.timing.title", batch=res["batch"], d=res["d"], device=device_description())
+        fig = shared_figure("measured-layer-times", (key, res["total_s"], title, *ms, t("why.timing.y")),
+                            lambda: timing_figure(res, ms, title))
+        show_figure(fig, name="measured-layer-times", csv=series_csv("n", res["n"], ms), key="tm_fig")
+        rows_t = [{"n": row["n"], **{lab: f"{ms[lab][i]:.3f}" for lab in ms},
+                   t("why.timing.per_position"): f"{row['recurrent_us_per_position']:.1f}",
+                   t("why.timing.ratio"): f"{row['ratio']:.2f}×"}
+                  for i, row in enumerate(summary["rows"])]
+        st.dataframe(rows_t, hide_index=True)
+        st.download_button(t("common.download_csv"), rows_csv(rows_t), file_name="measured-times.csv",
+                           mime="text/csv", key="tm_csv")
+        if summary["growth"]:
+            g = summary["growth"]
+            text("why.growth", first=res["n"][0], last=res["n"][-1], length=g["length"], recurrent=g["recurrent"],
+                 attention=g["self_attention"])
+        if res.get("threads"):
+            st.caption(t("why.timing.measured_in_threads", seconds=res["total_s"], device=res["device"],
+                         threads=res["threads"]))
+        else:
+            st.caption(t("why.timing.measured_in", seconds=res["total_s"], device=res["device"]))
+        if when:  # not measured in this run: say when it was
+            st.caption(t("why.timing.kept", when=when))
+    if res and res["skipped"]:
+        st.warning(t("why.timing.skipped", sizes=", ".join(map(str, res["skipped"])), budget=BUDGET_S))
+    if res and res["n"]:
+        text("why.closing")
+
+
+timing_section()
