@@ -98,17 +98,37 @@ def server_threads() -> int:
 
 
 _SERVER_THREADS_SET = False
+_WARM_UP_STARTED = False
+_THREADS_LOCK = threading.Lock()
 
 
 def apply_server_threads() -> int:
-    """torch.set_num_threads(server_threads()) once per process (app/main.py calls it on every rerun)."""
+    """torch.set_num_threads(server_threads()) once per process, as soon as torch is loaded (app/main.py
+    calls it on every rerun). Importing torch takes a second or more, so this never imports it: a page that
+    shows no tensor draws first, and `warm_up_torch` loads torch in the background afterwards."""
     global _SERVER_THREADS_SET
     n = server_threads()
-    if not _SERVER_THREADS_SET:
-        import torch
-        torch.set_num_threads(n)
-        _SERVER_THREADS_SET = True
+    if not _SERVER_THREADS_SET and "torch" in sys.modules:
+        with _THREADS_LOCK:
+            if not _SERVER_THREADS_SET:
+                sys.modules["torch"].set_num_threads(n)
+                _SERVER_THREADS_SET = True
     return n
+
+
+def warm_up_torch() -> None:
+    """Once per process, after a page has drawn: import torch in a background thread and give it the
+    server's thread budget, so the next page that computes does not wait for the import."""
+    global _WARM_UP_STARTED
+    if _SERVER_THREADS_SET or _WARM_UP_STARTED:
+        return
+    _WARM_UP_STARTED = True
+
+    def load():
+        import torch  # noqa: F401
+        apply_server_threads()
+
+    threading.Thread(target=load, name="atlas-torch-warm-up", daemon=True).start()
 
 
 def teacher_mode() -> bool:

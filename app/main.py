@@ -12,12 +12,12 @@ import streamlit as st  # noqa: E402
 
 from app import i18n, state  # noqa: E402
 from app.i18n import t  # noqa: E402
-from app.jobs import apply_server_threads  # noqa: E402
+from app.jobs import apply_server_threads, warm_up_torch  # noqa: E402
 from app.pages_list import PAGES, SECTIONS  # noqa: E402
 from app.resources import device_description  # noqa: E402
 
 st.set_page_config(page_title="Attention Atlas", page_icon="🧭", layout="wide")
-apply_server_threads()  # once per process: the server's torch keeps to its share of the cores, the trainers get theirs
+apply_server_threads()  # once torch is loaded: the server's torch keeps to its share of the cores, the trainers get theirs
 
 if i18n.STATE_KEY not in st.session_state:  # first visit: the link's language, else the browser's if we speak it
     asked = st.query_params.get(state.LANG_PARAM)
@@ -53,4 +53,8 @@ with st.sidebar:
     st.caption(t("common.link_hint"))
     st.caption(f"**{t('common.device')}:** {device_description()}")
 
-nav.run()
+try:
+    nav.run()
+finally:  # the page has drawn (or stopped): torch's thread budget if the page loaded it, else load it now, in the background
+    apply_server_threads()
+    warm_up_torch()

@@ -9,9 +9,8 @@ import streamlit as st
 from app.jobs import runs_dir  # one rule for where runs live: $ATLAS_RUNS_DIR or runs/
 
 from app.i18n import t
-from model.config import PRESETS, TransformerConfig
-from model.device import DeviceParts, best_device, device_parts, parse_description
-from model.transformer import parameter_formula
+from model.config import PRESETS, TransformerConfig, parameter_formula
+from model.device import DeviceParts, best_device, cpu_only_machine, device_parts, parse_description
 
 
 def settle_heap() -> None:
@@ -27,6 +26,11 @@ def settle_heap() -> None:
 
 @st.cache_resource(show_spinner=False)
 def _device_parts(device: str | None) -> DeviceParts:
+    if device is None and cpu_only_machine():  # known without torch: the CPU, with the server's thread budget
+        import platform
+
+        from app.jobs import server_threads
+        return DeviceParts("cpu", threads=server_threads(), machine=platform.machine())
     import torch
     return device_parts(torch.device(device) if device else best_device())
 

@@ -157,3 +157,41 @@ PRESETS: dict[str, TransformerConfig] = {
 
 # Parameter counts printed in Table 3 of the paper, for comparison in the app.
 PAPER_PARAMS = {"paper_base": 65_000_000, "paper_big": 213_000_000}
+
+
+def parameter_formula(cfg: TransformerConfig) -> int:
+    """The parameter count of `Transformer(cfg)` written out term by term (no model is built and torch is
+    not needed, so it is instant; tests/test_table3.py checks it against `count_parameters` for every row of Table 3).
+
+    Per attention: W^Q, W^K (d_model x h d_k), W^V (d_model x h d_v), W^O (h d_v x d_model), with biases.
+    Per feed-forward: W1 (d_model x d_ff), W2 (d_ff x d_model), with biases. Per LayerNorm: 2 d_model."""
+    D, h, dk, dv, ff = cfg.d_model, cfg.n_heads, cfg.head_k, cfg.head_v, cfg.d_ff
+    ln = 2 * D
+    attention = 2 * (D * h * dk + h * dk) + D * h * dv + h * dv + h * dv * D + D
+    ffn = D * ff + ff + ff * D + D
+    total = 0
+    embeddings = 0  # token tables
+    if cfg.has_encoder:
+        embeddings += 1
+        total += cfg.n_encoder_layers * (attention + ffn + 2 * ln) + (ln if cfg.norm_first else 0)
+    if cfg.has_decoder:
+        cross = cfg.architecture == "encoder-decoder"
+        if not cfg.has_encoder or not cfg.tie_embeddings:
+            embeddings += 1  # decoder-only: its one table; encoder-decoder untied: a separate target table
+        total += cfg.n_decoder_layers * ((2 if cross else 1) * attention + ffn + (3 if cross else 2) * ln)
+        total += ln if cfg.norm_first else 0
+    tables = (1 if cfg.has_encoder else 0) + (1 if cfg.has_decoder else 0)
+    total += embeddings * cfg.vocab_size * D
+    if cfg.positional == "learned":
+        total += tables * cfg.max_len * D
+    if cfg.segment_vocab:
+        total += tables * cfg.segment_vocab * D
+    if cfg.embed_norm:
+        total += tables * ln
+    if not (cfg.tie_embeddings or cfg.tie_output):
+        total += D * cfg.vocab_size  # the output layer (no bias)
+    if cfg.mlm_transform:
+        total += D * D + D + ln
+    if cfg.output_bias:
+        total += cfg.vocab_size
+    return total

@@ -1,15 +1,34 @@
-"""Which device to compute on: CUDA, then Apple MPS, then the CPU."""
+"""Which device to compute on: CUDA, then Apple MPS, then the CPU.
+
+torch is imported inside the functions that need it: `cpu_only_machine` and the description helpers let
+a page describe a machine without a GPU before torch has loaded."""
 from __future__ import annotations
 
+import glob
 import os
 import platform
 import re
+import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
+
+
+def cpu_only_machine() -> bool:
+    """True when no accelerator can be present, known without importing torch: ATLAS_DEVICE=cpu, or a
+    Linux machine with no NVIDIA (/dev/nvidia*), AMD ROCm (/dev/kfd) or WSL GPU (/dev/dxg) device node.
+    False means "ask torch" (a GPU may be there; macOS may have MPS; other systems cannot be told)."""
+    if os.environ.get("ATLAS_DEVICE", "").strip().lower() == "cpu":
+        return True
+    if not sys.platform.startswith("linux"):
+        return False
+    return not (glob.glob("/dev/nvidia[0-9]*") or os.path.exists("/dev/kfd") or os.path.exists("/dev/dxg"))
 
 
 def available(device: torch.device) -> bool:
+    import torch
     if device.type == "cuda":
         return torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count()
     if device.type == "mps":
@@ -20,6 +39,7 @@ def available(device: torch.device) -> bool:
 
 def best_device() -> torch.device:
     """ATLAS_DEVICE (cpu, cuda, cuda:1, mps) when set and present; else CUDA, then MPS, then CPU."""
+    import torch
     wanted = os.environ.get("ATLAS_DEVICE", "").strip().lower()
     if wanted:
         try:
@@ -47,6 +67,7 @@ class DeviceParts:
 
 def device_parts(device: torch.device | None = None) -> DeviceParts:
     """The parts of a device's description: kind, GPU name and memory, CPU threads, machine."""
+    import torch
     device = device or best_device()
     if device.type == "cuda":
         idx = device.index if device.index is not None else torch.cuda.current_device()

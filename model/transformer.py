@@ -11,7 +11,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .attention import HeadDetails
-from .config import TransformerConfig
+from .config import TransformerConfig, parameter_formula  # noqa: F401 (the count lives beside the config: no torch)
 from .layers import DecoderLayer, Embedding, EncoderLayer, activation
 from .masks import as_key_mask
 
@@ -175,44 +175,6 @@ class Transformer(nn.Module):
         eps = self.config.label_smoothing if label_smoothing is None else label_smoothing
         return F.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1),
                                ignore_index=self.config.pad_id, label_smoothing=eps)
-
-
-def parameter_formula(cfg: TransformerConfig) -> int:
-    """The parameter count of `Transformer(cfg)` written out term by term (no model is built, so it is
-    instant; tests/test_table3.py checks it against `count_parameters` for every row of Table 3).
-
-    Per attention: W^Q, W^K (d_model x h d_k), W^V (d_model x h d_v), W^O (h d_v x d_model), with biases.
-    Per feed-forward: W1 (d_model x d_ff), W2 (d_ff x d_model), with biases. Per LayerNorm: 2 d_model."""
-    D, h, dk, dv, ff = cfg.d_model, cfg.n_heads, cfg.head_k, cfg.head_v, cfg.d_ff
-    ln = 2 * D
-    attention = 2 * (D * h * dk + h * dk) + D * h * dv + h * dv + h * dv * D + D
-    ffn = D * ff + ff + ff * D + D
-    total = 0
-    embeddings = 0  # token tables
-    if cfg.has_encoder:
-        embeddings += 1
-        total += cfg.n_encoder_layers * (attention + ffn + 2 * ln) + (ln if cfg.norm_first else 0)
-    if cfg.has_decoder:
-        cross = cfg.architecture == "encoder-decoder"
-        if not cfg.has_encoder or not cfg.tie_embeddings:
-            embeddings += 1  # decoder-only: its one table; encoder-decoder untied: a separate target table
-        total += cfg.n_decoder_layers * ((2 if cross else 1) * attention + ffn + (3 if cross else 2) * ln)
-        total += ln if cfg.norm_first else 0
-    tables = (1 if cfg.has_encoder else 0) + (1 if cfg.has_decoder else 0)
-    total += embeddings * cfg.vocab_size * D
-    if cfg.positional == "learned":
-        total += tables * cfg.max_len * D
-    if cfg.segment_vocab:
-        total += tables * cfg.segment_vocab * D
-    if cfg.embed_norm:
-        total += tables * ln
-    if not (cfg.tie_embeddings or cfg.tie_output):
-        total += D * cfg.vocab_size  # the output layer (no bias)
-    if cfg.mlm_transform:
-        total += D * D + D + ln
-    if cfg.output_bias:
-        total += cfg.vocab_size
-    return total
 
 
 def count_parameters(config: TransformerConfig) -> int:

@@ -21,12 +21,15 @@ import importlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from ..atomic import atomic_path, atomic_write_json
-from ..checkpoint import CONFIG_FILE, META_FILE, WEIGHTS_FILE, CheckpointError, _brief, _read_json
+
+if TYPE_CHECKING:
+    import torch
+
+# torch and the checkpoint code load when a model is built, saved or read (model.checkpoint imports torch),
+# so the task list above can be read by a page before torch has loaded.
 
 # task name -> "module:class" (imported only when used, so the app starts without them)
 FAMILY_TASKS: dict[str, str] = {  # (also the order of the training page's task list)
@@ -75,6 +78,8 @@ class FamilyTask:
 
     def optimizer(self, model: torch.nn.Module, args):
         """(optimizer, LambdaLR scheduler). Default: the paper's Adam and warm-up schedule."""
+        import torch
+
         from ..schedule import ADAM_BETAS, ADAM_EPS, noam_lambda
         opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=ADAM_BETAS, eps=ADAM_EPS)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, noam_lambda(self.d_model(model.config), args.warmup,
@@ -132,6 +137,7 @@ class LoadedFamily:
 def save_family_dir(directory: str | os.PathLike, task: FamilyTask, model: torch.nn.Module,
                     meta: dict | None = None) -> Path:
     """config.json (with the family), model.safetensors, extras, then meta.json: each file atomically."""
+    from ..checkpoint import CONFIG_FILE, META_FILE, WEIGHTS_FILE, CheckpointError
     from safetensors.torch import save_model
 
     d = Path(directory)
@@ -149,6 +155,7 @@ def save_family_dir(directory: str | os.PathLike, task: FamilyTask, model: torch
 
 def family_of(directory: str | os.PathLike) -> str | None:
     """The family task a model directory holds, or None (a Transformer directory, or no config)."""
+    from ..checkpoint import CONFIG_FILE, CheckpointError, _read_json
     try:
         cfg = _read_json(Path(directory) / CONFIG_FILE)
     except CheckpointError:
@@ -160,6 +167,8 @@ def load_family_dir(directory: str | os.PathLike, expect: str | None = None, dev
     """Read a family model directory. CheckpointError (with the file named) for anything wrong: no such
     folder, another family than `expect`, a config that does not fit, damaged weights."""
     from safetensors.torch import load_model
+
+    from ..checkpoint import CONFIG_FILE, META_FILE, WEIGHTS_FILE, CheckpointError, _brief, _read_json
 
     d = Path(directory)
     if not d.is_dir():
