@@ -21,7 +21,7 @@ MAX_N, MAX_SIZES = 4096, 6
 BUDGET_S = 3.0  # the measuring budget the warning below speaks of
 TM_D_CHOICES, RECURRENT_KINDS = [32, 64, 128, 256], ["gru", "lstm"]
 # Sections 1 and 2 follow n, d, k, r: the curves are cached per input, their figures built once per input and
-# language. Section 3 is a fragment: its form and its stop button rerun it alone.
+# language, so a measurement (section 3) reruns them cheaply.
 curves_over_n = st.cache_data(mcx.curves_over_n, show_spinner=False, max_entries=32)
 
 
@@ -114,9 +114,10 @@ def timing_figure(res: dict, ms: dict, title: str):
     return fig
 
 
-@st.fragment
 def timing_section() -> None:
-    """Section 3 reruns alone when its form is submitted or the measuring is stopped."""
+    """Section 3. Not a fragment on purpose: a click inside a fragment asks for a rerun that waits until the
+    running script ends, so its Stop button could not stop a measurement. A click outside one stops the run at
+    its next step (the progress bar's next update); sections 1 and 2 then rerun from their caches."""
     st.header(t("why.timing.header"))
     device = best_device()
     st.info(t("why.timing.device", device=device_description()))
@@ -156,7 +157,7 @@ def timing_section() -> None:
         slot = st.empty()
         with slot.container():
             bar = st.progress(0.0, text=t("why.timing.measuring"))
-            # a click reruns this section, which stops the measuring at the bar's next step
+            # a click reruns the page, which stops the measuring at the bar's next step
             stop = st.button(t("why.timing.stop"), key="tm_stop", icon=":material/stop_circle:")
         if stop:
             st.session_state["tm_stopped"] = key
