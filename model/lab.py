@@ -293,31 +293,51 @@ def time_scoring(n: int, d: int, hidden: int, device: torch.device | str = "cpu"
                  seed: int = 0) -> dict[str, float]:
     """Median seconds to compute the (n, n) score matrix both ways on `device` (float32), and how
     many times slower the additive way is (`ratio`)."""
+    for step in time_scoring_steps(n, d, hidden, device, repeats, seed):
+        pass
+    return step.result
+
+
+@dataclass
+class TimingStep:
+    """Where time_scoring_steps stands: `done` of `total` timed runs; `result` once all are done."""
+    done: int
+    total: int
+    result: dict[str, float] | None = None
+
+
+def time_scoring_steps(n: int, d: int, hidden: int, device: torch.device | str = "cpu", repeats: int = 5,
+                       seed: int = 0):
+    """time_scoring one timed run at a time, so that a page can show its progress and stop it between
+    runs: yields a TimingStep after each of the 2 * repeats timed runs (each scoring's untimed warm-up
+    runs just before its first timed run); the last one carries the result. The same runs and the same
+    medians as time_scoring, which is this generator run to its end."""
     device = torch.device(device)
     g = torch.Generator().manual_seed(seed)
     q = torch.randn(n, d, generator=g).to(device)
     k = torch.randn(n, d, generator=g).to(device)
     p = {name: t.float().to(device) for name, t in additive_params(d, d, hidden, seed).items()}
     chunk = max(1, (1 << 23) // max(1, n * hidden))  # at most ~8M floats in the intermediate
-
-    def sync():  # CUDA and MPS run asynchronously: wait, or we time only the kernel launch
-        _sync(device)
-
-    def run(fn) -> float:
-        fn()  # warm-up
-        sync()
+    kinds = {"dot": lambda: attention_scores(q, k),
+             "additive": lambda: additive_scores(q, k, p["w_q"], p["w_k"], p["v"], chunk=chunk)}
+    total, done, medians = 2 * repeats, 0, {}
+    for kind, fn in kinds.items():
         times = []
+        with torch.no_grad():
+            fn()  # warm-up
+            _sync(device)  # CUDA and MPS run asynchronously: wait, or we time only the kernel launch
         for _ in range(repeats):
-            t0 = time.perf_counter()
-            fn()
-            sync()
-            times.append(time.perf_counter() - t0)
-        return float(np.median(times))
-
-    with torch.no_grad():
-        t_dot = run(lambda: attention_scores(q, k))
-        t_add = run(lambda: additive_scores(q, k, p["w_q"], p["w_k"], p["v"], chunk=chunk))
-    return {"dot": t_dot, "additive": t_add, "ratio": t_add / max(t_dot, 1e-12)}
+            with torch.no_grad():
+                t0 = time.perf_counter()
+                fn()
+                _sync(device)
+                times.append(time.perf_counter() - t0)
+            done += 1
+            if done < total:
+                yield TimingStep(done, total)
+        medians[kind] = float(np.median(times))
+    yield TimingStep(total, total, {"dot": medians["dot"], "additive": medians["additive"],
+                                    "ratio": medians["additive"] / max(medians["dot"], 1e-12)})
 
 
 # ---------------------------------------------------------------- multi-head attention, step by step

@@ -1,17 +1,18 @@
 """Scaled dot-product attention, step by step (section 3.2.1 of the paper)."""
 import streamlit as st
+from streamlit.errors import StreamlitInvalidLayoutContextError
 
 from app import attention_lab as lab
 from app.charts.curves import bar_chart, histogram_overlay, line_chart
 from app.charts.export import columns_csv
 from app.charts.heatmaps import stage_figure
 from app.format import vector
-from app.i18n import UserError, t
+from app.i18n import UserError, lang, t
+from app.resources import device_description, shared_figure, shared_view
 from app.state import OneBased, keep
 from app.ui import error, show_figure, show_matrix, text
 from model import lab as mlab
 from model import worked_example as wx
-from app.resources import device_description
 from model.device import best_device
 
 st.title(t("attention.title"))
@@ -62,11 +63,21 @@ o1, o2 = st.columns([1, 3])
 o1.button(t("attention.reset"), on_click=_reset_example, key="att_reset")
 causal = o2.toggle(t("attention.causal"), **keep("att_causal", False, url="causal"))
 
+
+# Speed (issue 13): every section below the inputs is a fragment with its own controls, so moving one of
+# them reruns that section only; the inputs above rerun the page. Figures and long CSV exports are built
+# once per inputs and language (app.resources.shared_figure / shared_view, bounded) and then only drawn.
 try:
     work = wx.worked_from_text(q_text, k_text, v_text, causal)
 except UserError as e:
     error(e)
     work = None
+
+
+def fig_once(name: str, key: tuple, build):
+    """A figure of this page built once per (name, key, language): key holds every input it shows."""
+    return shared_figure(f"attention-{name}", (lang(), *key), build)
+
 
 if work is not None:
     n, m, stages = work.n, work.m, work.stages
@@ -81,8 +92,14 @@ if work is not None:
     if causal and n > m:
         st.info(t("attention.causal_empty_rows"))
     st.caption(t("attention.sizes", n=n, m=m, d_k=work.d_k, d_v=work.d_v) + " " + t("common.rows_cols"))
+    # everything the worked figures depend on: the matrices, the mask and the labels
+    view = (q_text, k_text, v_text, causal, tuple(q_labels), tuple(k_labels))
 
-    # ------------------------------------------------------------ 2. stage by stage
+
+@st.fragment(key="att-stages")
+def stages_section(work, view, q_labels, k_labels, causal):
+    """2. Stage by stage: the stage picker and "show all stages" change only this section."""
+    n, m, stages = work.n, work.m, work.stages
     st.header(t("attention.stages_header"))
     stage_list = mlab.visible_stages(causal)
     names = {s: lab.stage_name(s) for s in stage_list}
@@ -98,7 +115,8 @@ if work is not None:
 
     def draw_stage(stage: str) -> None:
         values = stages.stage(stage)
-        fig = stage_figure(stage, values, q_labels, k_labels, title=names[stage], **stage_titles)
+        fig = fig_once("stage", (*view, stage), lambda: stage_figure(stage, values, q_labels, k_labels,
+                                                                     title=names[stage], **stage_titles))
         cols = k_labels if stage != "output" else [f"{j + 1}" for j in range(work.d_v)]
         show_matrix(fig, values, name=f"attention-{stage}", row_labels=q_labels, col_labels=cols,
                     key=f"att-fig-{stage}")
@@ -125,7 +143,11 @@ if work is not None:
             draw_stage(selected[0])
     st.caption(t("attention.row_sums", sums=vector(stages.row_sums, 8)))
 
-    # ------------------------------------------------------------ 3. one cell
+
+@st.fragment(key="att-cell")
+def cell_section(work, q_labels, k_labels):
+    """3. Where one number comes from: the row and column pickers change only this section."""
+    n, m = work.n, work.m
     st.header(t("attention.cell.header"))
     for key, size in (("att_row", n), ("att_col", m)):  # the options change as rows and tokens change
         if key in st.session_state:  # a stale label the browser still shows ("4: q4") -> its number
@@ -141,73 +163,91 @@ if work is not None:
         st.markdown(line)
     text("attention.cell_note")
 
-# ---------------------------------------------------------------- 4. exercise: the printed example
-st.header(t("attention.printed.header"))
-text("attention.printed_intro", article=wx.EXAMPLE_SOURCE)
-report = wx.example_report()
-half_unit = f"{wx.half_unit():.{wx.PRINTED_DECIMALS + 1}f}"  # the rounding error of the print
-text("attention.check_yourself", decimals=wx.PRINTED_DECIMALS, half_unit=half_unit)
-reveal = st.toggle(t("attention.printed.reveal"), **keep("att_reveal", False))
-ex_labels = wx.EXAMPLE_TOKENS
-for tab, (name, stage) in zip(st.tabs([lab.DISPLAY[key] for key in wx.PRINTED_STAGE]), wx.PRINTED_STAGE.items()):
-    printed = report.printed[name]
-    shown, slug = lab.DISPLAY[name], name.replace("'", "-prime")
-    ex_cols = ex_labels if name != "O" else [str(j + 1) for j in range(printed.shape[1])]
-    with tab:
-        cells = lab.cell_options(shown, printed, ex_labels, ex_cols)
-        picked = st.multiselect(t("attention.printed.pick", name=shown), list(cells), format_func=cells.get,
-                                **keep(f"att_guess_{slug}", [], valid=cells))
-        left, right = st.columns(2)
-        with left:
-            fig = stage_figure(stage, printed, ex_labels, ex_labels, highlight=report.differs[name] if reveal else None,
-                               title=t("attention.printed.as_printed", name=shown), **stage_titles)
-            show_matrix(fig, printed, name=f"printed-{slug}", row_labels=ex_labels, col_labels=ex_cols,
-                        key=f"att-printed-{slug}")
-        with right:
-            if reveal:
-                fig = stage_figure(stage, report.rounded[name], ex_labels, ex_labels,
-                                   title=t("attention.printed.computed", name=shown), **stage_titles)
-                show_matrix(fig, report.computed[name], name=f"computed-{slug}", row_labels=ex_labels,
-                            col_labels=ex_cols, key=f"att-computed-{slug}")
-            else:
-                st.info(t("attention.printed.hidden"))
-        if reveal:
-            guess = wx.score_guess(report.differs[name], picked)
-            st.markdown(t("attention.printed.score", found=guess.found, wrong=guess.wrong,
-                          false_alarms=guess.false_alarms, name=shown))
-            st.caption(t("attention.printed.cells_differ", name=shown, n_diff=report.n_diff(name),
-                         total=printed.size))
 
-if reveal:
-    st.subheader(t("attention.chain.header"))
-    text("attention.chain_intro", half_unit=half_unit)
-    rows = wx.chain_rows(report)
-    st.dataframe(lab.chain_table(rows), hide_index=True)
-    for sentence in lab.chain_sentences(rows):
-        st.markdown("- " + sentence)
-    st.markdown(f"**{lab.chain_verdict(report)}**")
+if work is not None:
+    stages_section(work, view, q_labels, k_labels, causal)
+    cell_section(work, q_labels, k_labels)
+
+
+@st.fragment(key="att-printed")
+def printed_section():
+    """4. The exercise on the blog post's printed example, and its chain check: depends on nothing above."""
+    st.header(t("attention.printed.header"))
+    text("attention.printed_intro", article=wx.EXAMPLE_SOURCE)
+    report = shared_view("att-report", (), wx.example_report)
+    half_unit = f"{wx.half_unit():.{wx.PRINTED_DECIMALS + 1}f}"  # the rounding error of the print
+    text("attention.check_yourself", decimals=wx.PRINTED_DECIMALS, half_unit=half_unit)
+    reveal = st.toggle(t("attention.printed.reveal"), **keep("att_reveal", False))
+    ex_labels = wx.EXAMPLE_TOKENS
+    for tab, (name, stage) in zip(st.tabs([lab.DISPLAY[key] for key in wx.PRINTED_STAGE]),
+                                  wx.PRINTED_STAGE.items()):
+        printed = report.printed[name]
+        shown, slug = lab.DISPLAY[name], name.replace("'", "-prime")
+        ex_cols = ex_labels if name != "O" else [str(j + 1) for j in range(printed.shape[1])]
+        with tab:
+            cells = lab.cell_options(shown, printed, ex_labels, ex_cols)
+            picked = st.multiselect(t("attention.printed.pick", name=shown), list(cells), format_func=cells.get,
+                                    **keep(f"att_guess_{slug}", [], valid=cells))
+            left, right = st.columns(2)
+            with left:
+                fig = fig_once("printed", (slug, reveal), lambda: stage_figure(
+                    stage, printed, ex_labels, ex_labels, highlight=report.differs[name] if reveal else None,
+                    title=t("attention.printed.as_printed", name=shown), **stage_titles))
+                show_matrix(fig, printed, name=f"printed-{slug}", row_labels=ex_labels, col_labels=ex_cols,
+                            key=f"att-printed-{slug}")
+            with right:
+                if reveal:
+                    fig = fig_once("computed", (slug,), lambda: stage_figure(
+                        stage, report.rounded[name], ex_labels, ex_labels,
+                        title=t("attention.printed.computed", name=shown), **stage_titles))
+                    show_matrix(fig, report.computed[name], name=f"computed-{slug}", row_labels=ex_labels,
+                                col_labels=ex_cols, key=f"att-computed-{slug}")
+                else:
+                    st.info(t("attention.printed.hidden"))
+            if reveal:
+                guess = wx.score_guess(report.differs[name], picked)
+                st.markdown(t("attention.printed.score", found=guess.found, wrong=guess.wrong,
+                              false_alarms=guess.false_alarms, name=shown))
+                st.caption(t("attention.printed.cells_differ", name=shown, n_diff=report.n_diff(name),
+                             total=printed.size))
+
+    if reveal:
+        st.subheader(t("attention.chain.header"))
+        text("attention.chain_intro", half_unit=half_unit)
+        rows = wx.chain_rows(report)
+        st.dataframe(lab.chain_table(rows), hide_index=True)
+        for sentence in lab.chain_sentences(rows):
+            st.markdown("- " + sentence)
+        st.markdown(f"**{lab.chain_verdict(report)}**")
+
+
+printed_section()
 
 # ---------------------------------------------------------------- 5. dot-product vs additive
-st.header(t("attention.additive.header"))
-text("attention.additive_intro")
-if work is None:
-    st.info(t("attention.additive.needs_inputs"))
-else:
+TIMING_RUN = "att_timing_run"  # the timing under way: (n, h, model.lab.time_scoring_steps(...), last step)
+
+
+@st.fragment(key="att-additive")
+def additive_section(work, view, q_labels, k_labels, causal):
+    """5. Dot-product versus additive scoring: h, the seed and the timing change only this section."""
+    n, m, stages = work.n, work.m, work.stages
     a1, a2 = st.columns(2)
     hidden = a1.slider(t("attention.additive.hidden"), 1, 128,
                        **keep("att_hidden", 16, url="hidden", valid=range(1, 129)))
     add_seed = int(a2.number_input(t("attention.additive.seed"), 0, 10_000,
                                    **keep("att_add_seed", 0, url="add_seed", valid=range(10_001))))
-    w_add = mlab.additive_weights(work.q, work.k, hidden, add_seed, causal)
+    w_add = shared_view("att-additive", (*view, hidden, add_seed),
+                        lambda: mlab.additive_weights(work.q, work.k, hidden, add_seed, causal))
     left, right = st.columns(2)
     with left:
-        fig = stage_figure("weights", stages.weights, q_labels, k_labels, title=t("attention.additive.dot_title"),
-                           **axis_titles)
+        fig = fig_once("dot-weights", view, lambda: stage_figure(
+            "weights", stages.weights, q_labels, k_labels, title=t("attention.additive.dot_title"), **axis_titles))
         show_matrix(fig, stages.weights, name="dot-product-weights", row_labels=q_labels, col_labels=k_labels,
                     key="att-dot-weights")
     with right:
-        fig = stage_figure("weights", w_add, q_labels, k_labels,
-                           title=t("attention.additive.add_title", hidden=hidden), **axis_titles)
+        fig = fig_once("add-weights", (*view, hidden, add_seed), lambda: stage_figure(
+            "weights", w_add, q_labels, k_labels, title=t("attention.additive.add_title", hidden=hidden),
+            **axis_titles))
         show_matrix(fig, w_add, name="additive-weights", row_labels=q_labels, col_labels=k_labels,
                     key="att-add-weights")
     st.caption(t("common.rows_cols") + " " + t("attention.additive.maps_differ"))
@@ -219,16 +259,50 @@ else:
                   for kind, formula in (("dot", "2·n·m·dₖ + n·m"),
                                         ("additive", "2·n·dₖ·h + 2·m·dₖ·h + 4·n·m·h"))], hide_index=True)
     st.caption(t("attention.additive.flops_note", n=n, m=m, d_k=work.d_k, hidden=hidden))
+    timing_part(hidden)
 
+
+def rerun_section() -> None:
+    """Rerun the fragment this runs in; when the whole page runs (an input above changed during the
+    timing), the page."""
+    try:
+        st.rerun(scope="fragment")
+    except StreamlitInvalidLayoutContextError:  # not a fragment rerun: Streamlit allows only scope="app"
+        st.rerun()
+
+
+def timing_part(hidden: int) -> None:
+    """Time both scorings on this device. A large n takes seconds, so the runs go one per rerun of this
+    fragment: a progress bar between them, and a cancel button that takes effect after the run under way."""
     device = best_device()
+    ss = st.session_state
     t1, t2 = st.columns([1, 2])
     big_n = t1.select_slider(t("attention.additive.time_n"), TIME_NS, **keep("att_time_n", 256, valid=TIME_NS))
-    if t1.button(t("attention.additive.time_button"), key="att_time_btn"):
-        with st.spinner(t("attention.additive.timing")):
-            st.session_state["att_timing"] = (big_n, hidden,
-                                              mlab.time_scoring(big_n, 64, hidden, device, repeats=REPEATS))
-    timing = st.session_state.get("att_timing")
+    running = ss.get(TIMING_RUN)
+    if running is None:
+        if t1.button(t("attention.additive.time_button"), key="att_time_btn"):
+            running = ss[TIMING_RUN] = [big_n, hidden, mlab.time_scoring_steps(big_n, 64, hidden, device,
+                                                                              repeats=REPEATS), None]
+            ss.pop("att_timing_cancelled", None)
+    elif t1.button(t("attention.additive.cancel"), key="att_time_cancel"):
+        ss.pop(TIMING_RUN)[2].close()  # the timed runs not yet made are never made
+        ss["att_timing_cancelled"] = True
+        running = None
+    if running is not None:
+        tn, th, steps, last = running
+        done = last.done if last else 0
+        t2.progress(done / (2 * REPEATS), text=t("attention.additive.timing", done=done, total=2 * REPEATS, n=tn))
+        step = next(steps)  # one timed run (the first of each scoring after its warm-up)
+        if step.result is None:
+            running[3] = step
+        else:
+            ss.pop(TIMING_RUN)
+            ss["att_timing"] = (tn, th, step.result)
+        rerun_section()  # draws the progress, takes a cancel, then the next run (or the result)
+    timing = ss.get("att_timing")
     with t2:
+        if ss.get("att_timing_cancelled"):
+            st.caption(t("attention.additive.cancelled"))
         if timing is None:
             st.caption(t("attention.additive.time_hint", device=device_description(device)))
         else:
@@ -238,47 +312,66 @@ else:
                       delta=f"×{times['ratio']:.1f}", delta_color="off")
             st.caption(t("attention.additive.time_note", repeats=REPEATS, n=tn, device=device_description(device)))
 
+
+st.header(t("attention.additive.header"))
+text("attention.additive_intro")
+if work is None:
+    st.info(t("attention.additive.needs_inputs"))
+else:
+    additive_section(work, view, q_labels, k_labels, causal)
+
+
 # ---------------------------------------------------------------- 6. why sqrt(d_k)
-st.header(t("attention.scaling.header"))
-text("attention.sqrt_intro")
-s1, s2 = st.columns([3, 1])
-dk_demo = s1.slider("dₖ", 1, 512, **keep("att_dk", 64, url="dk", valid=range(1, 513)))
-demo_seed = int(s2.number_input(t("attention.scaling.seed"), 0, 10_000,
-                                **keep("att_dk_seed", 0, url="dk_seed", valid=range(10_001))))
-samples = st.cache_data(show_spinner=False, max_entries=32)(mlab.dot_product_samples)(dk_demo, 4000, demo_seed)
-m1, m2, m3 = st.columns(3)
-m1.metric(t("attention.scaling.var_raw"), f"{samples.var_raw:.2f}",
-          help=t("attention.scaling.var_raw_help", d_k=dk_demo))
-m2.metric(t("attention.scaling.var_scaled"), f"{samples.var_scaled:.3f}",
-          help=t("attention.scaling.var_scaled_help"))
-m3.metric(t("attention.scaling.samples"), f"{samples.n_samples:,}")
-fig = histogram_overlay({"q·k": samples.raw, "q·k / √dₖ": samples.scaled},
-                        title=t("attention.scaling.hist_title", count=samples.n_samples, d_k=dk_demo),
-                        x_title=t("attention.scaling.score"), y_title=t("attention.scaling.density"))
-show_figure(fig, name=f"dot-products-dk{dk_demo}",
-            csv=columns_csv({"q.k": samples.raw, "q.k/sqrt(d_k)": samples.scaled}), key="att-hist")
+@st.fragment(key="att-scaling")
+def scaling_section():
+    """6. Why √dₖ: dₖ and the seed change only this section."""
+    st.header(t("attention.scaling.header"))
+    text("attention.sqrt_intro")
+    s1, s2 = st.columns([3, 1])
+    dk_demo = s1.slider("dₖ", 1, 512, **keep("att_dk", 64, url="dk", valid=range(1, 513)))
+    demo_seed = int(s2.number_input(t("attention.scaling.seed"), 0, 10_000,
+                                    **keep("att_dk_seed", 0, url="dk_seed", valid=range(10_001))))
+    samples = shared_view("att-samples", (dk_demo, demo_seed), lambda: mlab.dot_product_samples(dk_demo, 4000, demo_seed))
+    m1, m2, m3 = st.columns(3)
+    m1.metric(t("attention.scaling.var_raw"), f"{samples.var_raw:.2f}",
+              help=t("attention.scaling.var_raw_help", d_k=dk_demo))
+    m2.metric(t("attention.scaling.var_scaled"), f"{samples.var_scaled:.3f}",
+              help=t("attention.scaling.var_scaled_help"))
+    m3.metric(t("attention.scaling.samples"), f"{samples.n_samples:,}")
+    fig = fig_once("hist", (dk_demo, demo_seed), lambda: histogram_overlay(
+        {"q·k": samples.raw, "q·k / √dₖ": samples.scaled},
+        title=t("attention.scaling.hist_title", count=samples.n_samples, d_k=dk_demo),
+        x_title=t("attention.scaling.score"), y_title=t("attention.scaling.density")))
+    # the 4,000 samples as CSV are written when the learner asks for them (a deferred download)
+    show_figure(fig, name=f"dot-products-dk{dk_demo}", key="att-hist",
+                csv=lambda: columns_csv({"q.k": samples.raw, "q.k/sqrt(d_k)": samples.scaled}))
 
-st.subheader(t("attention.scaling.saturation"))
-sat = mlab.saturation_example()
-b1, b2 = st.columns(2)
-for col, scores, weights, extra, key in ((b1, sat.small, sat.p_small, {}, "small"),
-                                         (b2, sat.big, sat.p_big, {"colors": "#d62728", "decimals": 6}, "big")):
-    listed = ", ".join(f"{x:g}" for x in scores)
-    with col:
-        fig = bar_chart([f"s={x:g}" for x in scores], weights, title=f"softmax([{listed}])",
-                        y_title=t("common.weight"), y_range=[0, 1.05], **extra)
-        show_figure(fig, name=f"softmax-{listed.replace(', ', '-')}",
-                    csv=columns_csv({"score": scores, "softmax": weights}), key=f"att-sm-{key}")
-text("attention.saturation", factor=sat.factor, top_small=sat.top_small, top_big=sat.top_big)
+    st.subheader(t("attention.scaling.saturation"))
+    sat = mlab.saturation_example()
+    b1, b2 = st.columns(2)
+    for col, scores, weights, extra, key in ((b1, sat.small, sat.p_small, {}, "small"),
+                                             (b2, sat.big, sat.p_big, {"colors": "#d62728", "decimals": 6}, "big")):
+        listed = ", ".join(f"{x:g}" for x in scores)
+        with col:
+            fig = fig_once("softmax", (key,), lambda: bar_chart(
+                [f"s={x:g}" for x in scores], weights, title=f"softmax([{listed}])", y_title=t("common.weight"),
+                y_range=[0, 1.05], **extra))
+            show_figure(fig, name=f"softmax-{listed.replace(', ', '-')}",
+                        csv=columns_csv({"score": scores, "softmax": weights}), key=f"att-sm-{key}")
+    text("attention.saturation", factor=sat.factor, top_small=sat.top_small, top_big=sat.top_big)
 
-grad = mlab.gradient_report(dk_demo)
-fig = line_chart(grad.curve["scale"], {t("attention.scaling.grad_max"): grad.curve["max_abs"],
-                                       t("attention.scaling.grad_norm"): grad.curve["frobenius"]},
-                 title=t("attention.scaling.grad_title"), x_title=t("attention.scaling.grad_x"),
-                 y_title=t("attention.scaling.grad_y"), log_x=True, log_y=True, vline=grad.sqrt_dk,
-                 vline_label=f"c = √{dk_demo}")
-show_figure(fig, name="softmax-gradient-vs-scale",
-            csv=columns_csv({"scale": grad.curve["scale"], "max_abs_jacobian": grad.curve["max_abs"],
-                             "frobenius_jacobian": grad.curve["frobenius"], "max_weight": grad.curve["max_weight"]}),
-            key="att-grad")
-text("attention.gradient_note", sqrt_dk=grad.sqrt_dk, at_sqrt_dk=grad.at_sqrt_dk, at_one=grad.at_one)
+    grad = shared_view("att-grad", (dk_demo,), lambda: mlab.gradient_report(dk_demo))
+    fig = fig_once("grad", (dk_demo,), lambda: line_chart(
+        grad.curve["scale"], {t("attention.scaling.grad_max"): grad.curve["max_abs"],
+                              t("attention.scaling.grad_norm"): grad.curve["frobenius"]},
+        title=t("attention.scaling.grad_title"), x_title=t("attention.scaling.grad_x"),
+        y_title=t("attention.scaling.grad_y"), log_x=True, log_y=True, vline=grad.sqrt_dk,
+        vline_label=f"c = √{dk_demo}"))
+    show_figure(fig, name="softmax-gradient-vs-scale", key="att-grad", csv=shared_view(
+        "att-grad-csv", (dk_demo,), lambda: columns_csv(
+            {"scale": grad.curve["scale"], "max_abs_jacobian": grad.curve["max_abs"],
+             "frobenius_jacobian": grad.curve["frobenius"], "max_weight": grad.curve["max_weight"]})))
+    text("attention.gradient_note", sqrt_dk=grad.sqrt_dk, at_sqrt_dk=grad.at_sqrt_dk, at_one=grad.at_one)
+
+
+scaling_section()

@@ -7,8 +7,9 @@ from app.charts.export import rows_csv
 from app.charts.heatmaps import attention_heatmap, head_grid, matrix_heatmap
 from app.charts.style import lift_title
 from app.inputs import piece_label
-from app.i18n import Message, UserError, options, say, t
-from app.resources import available_models, demo_model, load_model, parameter_count, shared_tokenizer
+from app.i18n import Message, UserError, lang, options, say, t
+from app.resources import (available_models, demo_model, load_model, model_stamp, parameter_count, shared_figure,
+                           shared_tokenizer, shared_view)
 from app.state import OneBased, keep
 from app.ui import error, show_matrix, text
 from model.checkpoint import CheckpointError
@@ -27,17 +28,24 @@ ARCHITECTURES = {"encoder-only": "BERT, RoBERTa", "decoder-only": "GPT, LLaMA", 
 
 
 def _pick_model(choice: str, trained: dict):
-    """(model, tokenizer, description, seeded?) for the choice; falls back to the seeded model."""
+    """(model, tokenizer, description, seeded?, key) for the choice; falls back to the seeded model. The key
+    names the weights (the run folder and its version) for the results and figures cached below."""
     if choice in trained:
         try:
             loaded = load_model(trained[choice])
             if loaded.config.architecture == "encoder-decoder" and loaded.tokenizer is not None:
-                return loaded.model, loaded.tokenizer, choice, False
+                return loaded.model, loaded.tokenizer, choice, False, (str(trained[choice]),
+                                                                       model_stamp(trained[choice]))
             st.warning(t("masks.not_encoder_decoder", name=choice))
         except CheckpointError as e:  # a broken checkpoint must not break the page
             error(UserError("masks.errors.cannot_load", detail=str(e)[:300], name=choice))
     tok = shared_tokenizer()
-    return demo_model(tok.vocab_size), tok, t("masks.seeded_desc"), True
+    return demo_model(tok.vocab_size), tok, t("masks.seeded_desc"), True, (SEEDED, tok.vocab_size)
+
+
+def fig_once(name: str, key: tuple, build):
+    """A figure of this page built once per (name, model, key, language): key holds every input it shows."""
+    return shared_figure(f"masks-{name}", (lang(), model_key, *key), build)
 
 
 def _one_based(label: str, n: int, key: str, where, url: str) -> int:
@@ -70,23 +78,33 @@ def _sentences(batch_text: str) -> list[str]:
     return lines[:MAX_SENTENCES]
 
 
-def _show_pair(view, labels, name, key):
+def _show_pair(view, labels, name, key, fig_key):
     """Masked scores (−∞ where the mask forbids) and the softmax of them, side by side."""
     small = len(labels) <= 14
     c1, c2 = st.columns(2)
     with c1:
-        fig = lift_title(matrix_heatmap(view.masked, labels, labels, title=t("masks.scores_title"),
-                                        x_title=f"{t('common.key')} →", y_title=f"{t('common.query')} ↓", zmid=0,
-                                        show_text=small))
+        fig = fig_once("scores", fig_key, lambda: lift_title(matrix_heatmap(
+            view.masked, labels, labels, title=t("masks.scores_title"), x_title=f"{t('common.key')} →",
+            y_title=f"{t('common.query')} ↓", zmid=0, show_text=small)))
         show_matrix(fig, view.masked, name=f"{name}-masked-scores", row_labels=labels, col_labels=labels,
                     key=f"{key}-s")
     with c2:
-        fig = lift_title(attention_heatmap(view.weights, labels, labels, title=t("masks.weights_title"),
-                                           query_title=t("common.query"), key_title=t("common.key"), show_text=small))
+        fig = fig_once("weights", fig_key, lambda: lift_title(attention_heatmap(
+            view.weights, labels, labels, title=t("masks.weights_title"), query_title=t("common.query"),
+            key_title=t("common.key"), show_text=small)))
         show_matrix(fig, view.weights, name=f"{name}-weights", row_labels=labels, col_labels=labels, key=f"{key}-w")
     stats = "masks.pair_stats_zero" if view.max_on_masked == 0 else "masks.pair_stats"
     st.caption(t("common.rows_cols") + " " + t(stats, n=view.n_masked, largest=view.max_on_masked,
                                                deviation=view.max_row_error))
+
+
+def _padding_figure(mb, rows, cols):
+    fig = lift_title(matrix_heatmap(mb.keep_matrix, cols, rows, colorscale=[[0, "#d9d9d9"], [1, "#9ecae1"]],
+                                    reversescale=False, zmin=0, zmax=1, decimals=0, title=t("masks.padding_title"),
+                                    x_title=t("masks.position_key"), y_title=t("masks.sentence"),
+                                    height=120 + 40 * len(rows)))
+    fig.update_traces(showscale=False)
+    return fig
 
 
 st.title(t("masks.title"))
@@ -98,109 +116,136 @@ model_ids = [SEEDED] + list(trained)
 model_names = {m: t("masks.seeded_option") if m == SEEDED else m for m in model_ids}
 choice = st.selectbox(t("masks.model"), model_ids, format_func=model_names.get,
                       **keep("mask_model", "en-ko" if "en-ko" in trained else SEEDED, url="model", valid=model_ids))
-model, tok, model_desc, seeded = _pick_model(choice, trained)
+model, tok, model_desc, seeded, model_key = _pick_model(choice, trained)
 cfg = model.config
 st.caption(t("masks.model_caption", desc=model_desc, d_model=cfg.d_model, heads=cfg.n_heads,
              enc=cfg.n_encoder_layers, dec=cfg.n_decoder_layers, vocab=cfg.vocab_size))
 
-# ----------------------------------------------------------------------------- 1. masks
-st.header(t("masks.masks_header"))
-batch_text = st.text_area(t("masks.batch_label", n=MAX_SENTENCES), height=110,
-                          **keep("mask_batch", "\n".join(EXAMPLES["batch"]), url="batch"))
-try:
-    lines = _sentences(batch_text)
-    toks = [_tokenize(tok, ln, Message("masks.what.sentence", {"n": i + 1})) for i, ln in enumerate(lines)]
-    mb = mask_demo_batch(model, [ids for ids, _ in toks], tok.pad_id)
-    B, L = len(mb.ids), len(mb.ids[0])
-    labels = [labs + ["<pad>"] * (L - len(labs)) for _, labs in toks]
-    st.markdown(t("masks.token_ids", pad=tok.pad_id, length=L))
-    st.dataframe([{"#": b + 1, **{str(j): f"{labels[b][j]} ({mb.ids[b][j]})" for j in range(L)}}
-                  for b in range(B)], hide_index=True)
-    rows, cols = [f"#{b + 1}" for b in range(B)], [str(j) for j in range(L)]
-    fig = lift_title(matrix_heatmap(mb.keep_matrix, cols, rows, colorscale=[[0, "#d9d9d9"], [1, "#9ecae1"]],
-                                    reversescale=False, zmin=0, zmax=1, decimals=0, title=t("masks.padding_title"),
-                                    x_title=t("masks.position_key"), y_title=t("masks.sentence"),
-                                    height=120 + 40 * B))
-    fig.update_traces(showscale=False)
-    show_matrix(fig, mb.keep_matrix, name="padding-mask", row_labels=rows, col_labels=cols, key="pad-mask")
+# Speed (issue 13): each section below is a fragment with its own inputs, so an input of one section reruns
+# that section only (the model picker above reruns the page). Model results, figures and tables are built
+# once per model version, inputs and language (app.resources.shared_view / shared_figure, bounded).
 
-    c1, c2 = st.columns(2)
-    st.session_state["mask_which"] = valid_index(st.session_state.get("mask_which"), B)  # labels hold the text
-    sentence_names = {b: f"#{b + 1}: {lines[b][:40]}" for b in range(B)}
-    which = c1.selectbox(t("masks.sentence_to_inspect"), list(sentence_names), format_func=sentence_names.get,
-                         **keep("mask_which", 0, url="which", valid=sentence_names, codec=OneBased))
-    head = _one_based(t("common.head"), cfg.n_heads, "mask_head", c2, "head")
-    views = mb.views(which, head - 1)
-    n = mb.lengths[which]
-    for tab, kind in zip(st.tabs([t(f"masks.tab.{k}") for k in MASK_KINDS]), MASK_KINDS):
-        with tab:
-            text(f"masks.tab_{kind}", n=n)
-            st.caption(t("masks.scores_caption", scores=t(f"masks.scores_of.{SCORES_OF[kind]}")))
-            if kind == "padding" and n == L:
-                st.info(t("masks.no_padding"))
-            view = views[kind]
-            _show_pair(view, labels[which][:view.size], kind.replace("_", "-"), PAIR_KEYS[kind])
-except UserError as e:
-    error(e)
+# ----------------------------------------------------------------------------- 1. masks
+@st.fragment(key="mask-batch")
+def masks_section(model, tok, cfg):
+    st.header(t("masks.masks_header"))
+    batch_text = st.text_area(t("masks.batch_label", n=MAX_SENTENCES), height=110,
+                              **keep("mask_batch", "\n".join(EXAMPLES["batch"]), url="batch"))
+    try:
+        lines = _sentences(batch_text)
+        toks = [_tokenize(tok, ln, Message("masks.what.sentence", {"n": i + 1})) for i, ln in enumerate(lines)]
+        batch_ids = tuple(tuple(ids) for ids, _ in toks)
+        mb = shared_view("masks-batch", (model_key, batch_ids, tok.pad_id),
+                         lambda: mask_demo_batch(model, [list(ids) for ids in batch_ids], tok.pad_id))
+        B, L = len(mb.ids), len(mb.ids[0])
+        labels = [labs + ["<pad>"] * (L - len(labs)) for _, labs in toks]
+        st.markdown(t("masks.token_ids", pad=tok.pad_id, length=L))
+        st.dataframe([{"#": b + 1, **{str(j): f"{labels[b][j]} ({mb.ids[b][j]})" for j in range(L)}}
+                      for b in range(B)], hide_index=True)
+        rows, cols = [f"#{b + 1}" for b in range(B)], [str(j) for j in range(L)]
+        fig = fig_once("padding", (batch_ids,), lambda: _padding_figure(mb, rows, cols))
+        show_matrix(fig, mb.keep_matrix, name="padding-mask", row_labels=rows, col_labels=cols, key="pad-mask")
+
+        c1, c2 = st.columns(2)
+        st.session_state["mask_which"] = valid_index(st.session_state.get("mask_which"), B)  # labels hold the text
+        sentence_names = {b: f"#{b + 1}: {lines[b][:40]}" for b in range(B)}
+        which = c1.selectbox(t("masks.sentence_to_inspect"), list(sentence_names), format_func=sentence_names.get,
+                             **keep("mask_which", 0, url="which", valid=sentence_names, codec=OneBased))
+        head = _one_based(t("common.head"), cfg.n_heads, "mask_head", c2, "head")
+        views = shared_view("masks-views", (model_key, batch_ids, tok.pad_id, which, head),
+                            lambda: mb.views(which, head - 1))
+        n = mb.lengths[which]
+        for tab, kind in zip(st.tabs([t(f"masks.tab.{k}") for k in MASK_KINDS]), MASK_KINDS):
+            with tab:
+                text(f"masks.tab_{kind}", n=n)
+                st.caption(t("masks.scores_caption", scores=t(f"masks.scores_of.{SCORES_OF[kind]}")))
+                if kind == "padding" and n == L:
+                    st.info(t("masks.no_padding"))
+                view = views[kind]
+                pair_labels = labels[which][:view.size]
+                _show_pair(view, pair_labels, kind.replace("_", "-"), PAIR_KEYS[kind],
+                           (batch_ids, which, head, kind, tuple(pair_labels)))
+    except UserError as e:
+        error(e)
+
+
+masks_section(model, tok, cfg)
 
 # ----------------------------------------------------------------------------- 2. three attentions
-st.header(t("masks.kinds_header"))
-text("masks.kinds_intro")
-c1, c2 = st.columns(2)
-src_text = c1.text_input(t("masks.what.source"), **keep("kind_src", EXAMPLES["source"], url="src"))
-tgt_text = c2.text_input(t("masks.what.target"), **keep("kind_tgt", EXAMPLES["target"], url="tgt"))
-kind_names = options("masks.kind", KINDS)
-kind = st.radio(t("masks.attention"), KINDS, format_func=kind_names.get, horizontal=True,
-                **keep("kind", KINDS[0], url="kind", valid=KINDS))
-try:
-    src_ids, src_labels = _tokenize(tok, src_text, Message("masks.what.source"))
-    tgt_ids, tgt_labels = _tokenize(tok, tgt_text, Message("masks.what.target"))
-    dec_ids, dec_labels = [tok.bos_id] + tgt_ids, ["<s>"] + tgt_labels  # shifted right
-    maps = attention_maps(model, src_ids, dec_ids)
-    w = maps[kind]  # (layers, H, Lq, Lk)
-    q_labels = src_labels if kind == "encoder_self" else dec_labels
-    k_labels = dec_labels if kind == "decoder_self" else src_labels
-    q_title, k_title = t(f"masks.axis.{kind}.query"), t(f"masks.axis.{kind}.key")
-    rule = t("common.rows_cols_cross") if kind == "cross" else t("common.rows_cols")
+@st.fragment(key="mask-kinds")
+def kinds_section(model, tok, seeded):
+    st.header(t("masks.kinds_header"))
+    text("masks.kinds_intro")
     c1, c2 = st.columns(2)
-    layer = _one_based(t("common.layer"), w.shape[0], "kind_layer", c1, "layer")
-    head = _one_based(t("common.head"), w.shape[1], "kind_head", c2, "kind_head")
-    left, right = st.columns([3, 2])
-    with left:
-        one = w[layer - 1, head - 1]  # (Lq, Lk)
-        fig = lift_title(attention_heatmap(one, q_labels, k_labels, query_title=q_title, key_title=k_title,
-                                           title=f"{kind_names[kind]} · {t('common.layer')} {layer} · {t('common.head')} {head}"))
-        show_matrix(fig, one, name=f"{kind}-l{layer}-h{head}", row_labels=q_labels, col_labels=k_labels, key="kind_one")
-        st.caption(rule + " " + t("masks.shape", q=w.shape[2], k=w.shape[3]))
-    with right:
-        fig = head_grid(w, layer_title=t("common.layer"), head_title=t("common.head"), height=110 + 110 * w.shape[0])
-        show_matrix(fig, all_heads_matrix(w), name=f"{kind}-all-heads",
-                    row_labels=[f"L{l + 1}H{h + 1}:{q}" for l in range(w.shape[0]) for h in range(w.shape[1])
-                                for q in q_labels], col_labels=k_labels, key="kind_grid")
-        st.caption(t("masks.grid_caption"))
-    m1, m2, m3 = st.columns(3)
-    m1.metric(t("masks.metric.encoder_self"), "×".join(map(str, maps["encoder_self"].shape[2:])))
-    m2.metric(t("masks.metric.decoder_self"), f"{max_future_weight(maps['decoder_self']):g}")
-    m3.metric(t("masks.metric.cross"), "×".join(map(str, maps["cross"].shape[2:])))
-    if seeded:
-        st.caption(t("masks.untrained_note"))
-except UserError as e:
-    error(e)
+    src_text = c1.text_input(t("masks.what.source"), **keep("kind_src", EXAMPLES["source"], url="src"))
+    tgt_text = c2.text_input(t("masks.what.target"), **keep("kind_tgt", EXAMPLES["target"], url="tgt"))
+    kind_names = options("masks.kind", KINDS)
+    kind = st.radio(t("masks.attention"), KINDS, format_func=kind_names.get, horizontal=True,
+                    **keep("kind", KINDS[0], url="kind", valid=KINDS))
+    try:
+        src_ids, src_labels = _tokenize(tok, src_text, Message("masks.what.source"))
+        tgt_ids, tgt_labels = _tokenize(tok, tgt_text, Message("masks.what.target"))
+        dec_ids, dec_labels = [tok.bos_id] + tgt_ids, ["<s>"] + tgt_labels  # shifted right
+        ran = (tuple(src_ids), tuple(dec_ids))
+        maps = shared_view("masks-maps", (model_key, *ran), lambda: attention_maps(model, src_ids, dec_ids))
+        w = maps[kind]  # (layers, H, Lq, Lk)
+        q_labels = src_labels if kind == "encoder_self" else dec_labels
+        k_labels = dec_labels if kind == "decoder_self" else src_labels
+        q_title, k_title = t(f"masks.axis.{kind}.query"), t(f"masks.axis.{kind}.key")
+        rule = t("common.rows_cols_cross") if kind == "cross" else t("common.rows_cols")
+        c1, c2 = st.columns(2)
+        layer = _one_based(t("common.layer"), w.shape[0], "kind_layer", c1, "layer")
+        head = _one_based(t("common.head"), w.shape[1], "kind_head", c2, "kind_head")
+        shown = (*ran, kind, tuple(q_labels), tuple(k_labels))
+        left, right = st.columns([3, 2])
+        with left:
+            one = w[layer - 1, head - 1]  # (Lq, Lk)
+            fig = fig_once("one", (*shown, layer, head), lambda: lift_title(attention_heatmap(
+                one, q_labels, k_labels, query_title=q_title, key_title=k_title,
+                title=f"{kind_names[kind]} · {t('common.layer')} {layer} · {t('common.head')} {head}")))
+            show_matrix(fig, one, name=f"{kind}-l{layer}-h{head}", row_labels=q_labels, col_labels=k_labels,
+                        key="kind_one")
+            st.caption(rule + " " + t("masks.shape", q=w.shape[2], k=w.shape[3]))
+        with right:
+            fig = fig_once("grid", shown, lambda: head_grid(w, layer_title=t("common.layer"),
+                                                            head_title=t("common.head"),
+                                                            height=110 + 110 * w.shape[0]))
+            show_matrix(fig, all_heads_matrix(w), name=f"{kind}-all-heads",
+                        row_labels=[f"L{l + 1}H{h + 1}:{q}" for l in range(w.shape[0]) for h in range(w.shape[1])
+                                    for q in q_labels], col_labels=k_labels, key="kind_grid")
+            st.caption(t("masks.grid_caption"))
+        future = shared_view("masks-future", (model_key, *ran), lambda: max_future_weight(maps["decoder_self"]))
+        m1, m2, m3 = st.columns(3)
+        m1.metric(t("masks.metric.encoder_self"), "×".join(map(str, maps["encoder_self"].shape[2:])))
+        m2.metric(t("masks.metric.decoder_self"), f"{future:g}")
+        m3.metric(t("masks.metric.cross"), "×".join(map(str, maps["cross"].shape[2:])))
+        if seeded:
+            st.caption(t("masks.untrained_note"))
+    except UserError as e:
+        error(e)
+
+
+kinds_section(model, tok, seeded)
 
 # ----------------------------------------------------------------------------- 3. architectures
-st.header(t("masks.arch_header"))
-preset = st.selectbox(t("masks.preset"), list(PRESETS),
-                      format_func=lambda p: f"{p} (d_model={PRESETS[p].d_model}, N={PRESETS[p].n_encoder_layers}, "
-                                            f"V={PRESETS[p].vocab_size:,})",
-                      **keep("arch_preset", next(iter(PRESETS)), url="preset", valid=list(PRESETS)))
-base = PRESETS[preset]
-col = {c: t(f"masks.column.{c}") for c in ("architecture", "parameters", "examples", "attentions", "masks", "use")}
-arch_rows = [{col["architecture"]: arch,
-              col["parameters"]: f"{parameter_count(base.replace(architecture=arch).to_dict()):,}",
-              col["examples"]: known,
-              **{col[c]: t(f"masks.arch.{arch}.{c}") for c in ("attentions", "masks", "use")}}
-             for arch, known in ARCHITECTURES.items()]
-st.dataframe(arch_rows, hide_index=True)
-st.download_button(t("common.download_csv"), rows_csv(arch_rows), file_name="architectures.csv", mime="text/csv",
-                   key="arch_csv")
-text("masks.arch_note")
+@st.fragment(key="mask-arch")
+def architectures_section():
+    st.header(t("masks.arch_header"))
+    preset = st.selectbox(t("masks.preset"), list(PRESETS),
+                          format_func=lambda p: f"{p} (d_model={PRESETS[p].d_model}, N={PRESETS[p].n_encoder_layers}, "
+                                                f"V={PRESETS[p].vocab_size:,})",
+                          **keep("arch_preset", next(iter(PRESETS)), url="preset", valid=list(PRESETS)))
+    base = PRESETS[preset]
+    col = {c: t(f"masks.column.{c}") for c in ("architecture", "parameters", "examples", "attentions", "masks", "use")}
+    arch_rows = [{col["architecture"]: arch,
+                  col["parameters"]: f"{parameter_count(base.replace(architecture=arch).to_dict()):,}",
+                  col["examples"]: known,
+                  **{col[c]: t(f"masks.arch.{arch}.{c}") for c in ("attentions", "masks", "use")}}
+                 for arch, known in ARCHITECTURES.items()]
+    st.dataframe(arch_rows, hide_index=True)
+    st.download_button(t("common.download_csv"), rows_csv(arch_rows), file_name="architectures.csv", mime="text/csv",
+                       key="arch_csv")
+    text("masks.arch_note")
+
+
+architectures_section()

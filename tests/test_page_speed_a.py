@@ -1,0 +1,208 @@
+"""Issue 13 on the attention and masks pages: a control inside a section reruns that section only (a
+Streamlit fragment), never the rest of the page, and what a section shows is the same whether the whole
+page ran or only the section, with a cold or a warm figure cache. The "Time both" demonstration runs one
+timed run per rerun of its section, with a progress bar, and can be cancelled. (Speed itself is a
+benchmark, not a test: docs/benchmarks.md.)"""
+from __future__ import annotations
+
+import contextlib
+import json
+
+import pytest
+
+from tests.apptest_read import figures
+from tests.apptest_util import assert_clean, run_page
+
+
+@contextlib.contextmanager
+def fragment_reruns(at, key: str):
+    """Inside the block, at.run() reruns only the fragment `key` (`@st.fragment(key=...)`), as Streamlit does
+    when a browser reports a change of a widget inside it. AppTest itself always reruns the whole script, so
+    the rerun request it builds gets the fragment's id (restored afterwards)."""
+    from streamlit.testing.v1 import local_script_runner as lsr
+
+    ids = at._fragment_storage.resolve_target(key)  # AppTest keeps the fragments of its last runs here
+    saved = lsr.RerunData
+
+    def rerun_data(*args, **kwargs):
+        return saved(*args, **kwargs, fragment_id_queue=list(ids))
+
+    lsr.RerunData = rerun_data
+    try:
+        yield
+    finally:
+        lsr.RerunData = saved
+
+
+@contextlib.contextmanager
+def keep_calls():
+    """Record the key of every input a run draws (app.state.keep is called once per input): which sections
+    ran. Pages import keep on each full run, so the recorder must be in place before the page runs."""
+    import app.state
+
+    seen: list[str] = []
+    saved = app.state.keep
+
+    def recording(key, *args, **kwargs):
+        seen.append(key)
+        return saved(key, *args, **kwargs)
+
+    app.state.keep = recording
+    try:
+        yield seen
+    finally:
+        app.state.keep = saved
+
+
+def shown(at) -> dict:
+    """Every figure (as parsed JSON: key order aside), text, metric and table the run drew."""
+    out = {"figures": sorted(json.dumps(f, sort_keys=True) for f in figures(at))}
+    for kind in ("markdown", "caption", "info", "warning", "error", "metric", "header", "subheader"):
+        out[kind] = sorted(f"{getattr(e, 'label', '')}|{e.value}" for e in getattr(at, kind))
+    out["tables"] = sorted(e.value.to_csv() for e in at.dataframe)
+    return out
+
+
+def drop_cached_views():
+    from app.resources import _shared_view
+    _shared_view.clear()
+
+
+# ---------------------------------------------------------------- each control reruns its section only
+
+# (page, fragment key, what the learner does, the inputs of that section: app.state.keep keys)
+SECTIONS = [
+    ("attention.py", "att-stages", lambda at: at.toggle(key="att_all").set_value(True), {"att_all", "att_stage"}),
+    ("attention.py", "att-stages", lambda at: at.button_group(key="att_stage").set_value("weights"),
+     {"att_all", "att_stage"}),
+    ("attention.py", "att-cell", lambda at: at.selectbox(key="att_row").set_value(2), {"att_row", "att_col"}),
+    ("attention.py", "att-printed", lambda at: at.toggle(key="att_reveal").set_value(True),
+     {"att_reveal", "att_guess_S", "att_guess_S-prime", "att_guess_A", "att_guess_O"}),
+    ("attention.py", "att-additive", lambda at: at.slider(key="att_hidden").set_value(40),
+     {"att_hidden", "att_add_seed", "att_time_n"}),
+    ("attention.py", "att-scaling", lambda at: at.slider(key="att_dk").set_value(200), {"att_dk", "att_dk_seed"}),
+    ("masks.py", "mask-batch", lambda at: at.selectbox(key="mask_which").set_value(1),
+     {"mask_batch", "mask_which", "mask_head"}),
+    ("masks.py", "mask-batch", lambda at: at.slider(key="mask_head").set_value(3),
+     {"mask_batch", "mask_which", "mask_head"}),
+    ("masks.py", "mask-kinds", lambda at: at.radio(key="kind").set_value("cross"),
+     {"kind_src", "kind_tgt", "kind", "kind_layer", "kind_head"}),
+    ("masks.py", "mask-kinds", lambda at: at.text_input(key="kind_src").set_value("you read a book."),
+     {"kind_src", "kind_tgt", "kind", "kind_layer", "kind_head"}),
+    ("masks.py", "mask-arch", lambda at: at.selectbox(key="arch_preset").set_value(
+        at.selectbox(key="arch_preset").options[1]), {"arch_preset"}),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page, fragment, act, inputs", SECTIONS,
+                         ids=[f"{p[:-3]}-{f}-{i}" for i, (p, f, _, _) in enumerate(SECTIONS)])
+def test_a_control_reruns_its_section_only_and_shows_the_same(page, fragment, act, inputs):
+    with keep_calls() as drawn:
+        at = run_page(page, "en")
+        assert_clean(at)
+        assert not set(drawn) <= inputs  # a full run draws the other sections' inputs too
+        act(at)
+        drawn.clear()
+        with fragment_reruns(at, fragment):
+            at.run()
+        assert_clean(at)
+    # only this section's inputs were drawn: nothing above it (the matrices, the model) nor beside it ran
+    assert drawn and set(drawn) <= inputs, drawn
+    section = shown(at)
+    at.run()  # the whole page with the same inputs
+    assert_clean(at)
+    page_now = shown(at)
+    for kind, items in section.items():  # everything the section drew is what the whole page draws
+        assert set(items) <= set(page_now[kind]), kind
+    drop_cached_views()  # built again from nothing: the very same figures and numbers
+    at.run()
+    assert shown(at) == page_now
+
+
+# ---------------------------------------------------------------- the "Time both" demonstration
+
+def test_timing_steps_are_time_scoring_one_run_at_a_time(monkeypatch):
+    """The page's timing goes one timed run per rerun; together the runs are time_scoring's, and a closed
+    generator (Cancel) makes no further run."""
+    from model import lab as mlab
+
+    steps = list(mlab.time_scoring_steps(16, 8, 4, repeats=3))
+    assert [s.done for s in steps] == [1, 2, 3, 4, 5, 6] and {s.total for s in steps} == {6}
+    assert all(s.result is None for s in steps[:-1])
+    result = steps[-1].result
+    assert result["dot"] > 0 and result["additive"] > 0
+    assert result["ratio"] == pytest.approx(result["additive"] / result["dot"])
+
+    runs = []
+    real = mlab.attention_scores
+    monkeypatch.setattr(mlab, "attention_scores", lambda *a: runs.append(1) or real(*a))
+    gen = mlab.time_scoring_steps(16, 8, 4, repeats=3)
+    next(gen)
+    assert len(runs) == 2  # the warm-up and one timed run
+    gen.close()
+    with pytest.raises(StopIteration):
+        next(gen)
+    assert len(runs) == 2
+
+
+@pytest.mark.slow
+def test_time_both_shows_its_progress_and_the_result():
+    """Clicking "Time both" draws a progress bar, advances one timed run per rerun of its section, then
+    shows both times."""
+    from streamlit.delta_generator import DeltaGenerator
+
+    progress = []
+    saved = DeltaGenerator.progress
+
+    def recording(self, value, text=None):
+        progress.append((round(value, 3), text))
+        return saved(self, value, text=text)
+
+    at = run_page("attention.py", "en")
+    at.select_slider(key="att_time_n").set_value(64)
+    DeltaGenerator.progress = recording
+    try:
+        at.button(key="att_time_btn").click()
+        with fragment_reruns(at, "att-additive"):
+            at.run()
+    finally:
+        DeltaGenerator.progress = saved
+    assert_clean(at)
+    assert [p for p, _ in progress] == [i / 10 for i in range(10)]
+    assert progress[3][1].startswith("Timing… 3 of 10 runs done (n = 64)")
+    labels = [m.label for m in at.metric]
+    assert "dot-product" in labels and "additive (h = 16)" in labels
+    assert "att_timing_run" not in at.session_state
+
+
+@pytest.mark.slow
+def test_cancel_stops_the_timing(monkeypatch):
+    """A timing under way (after its third run) shows its progress and a Cancel button; Cancel closes it: no
+    further run, no result, a note."""
+    import streamlit as st
+    from model import lab as mlab
+
+    made = []
+
+    def fake_steps():
+        for i in range(1, 10):
+            made.append(i)
+            yield mlab.TimingStep(i, 10)
+
+    gen = fake_steps()
+    last = [next(gen) for _ in range(3)][-1]
+    at = run_page("attention.py", "en")
+    at.session_state["att_timing_run"] = [64, 16, gen, last]
+    monkeypatch.setattr(st, "rerun", lambda *a, **k: None)  # stop after one more run, as a browser sees it
+    at.run()
+    monkeypatch.undo()
+    assert made == [1, 2, 3, 4]
+    assert [p.value for p in at.get("progress")] == [30]  # (percent)
+    at.button(key="att_time_cancel").click()
+    at.run()
+    assert_clean(at)
+    assert made == [1, 2, 3, 4]  # nothing ran after the cancel
+    assert not at.get("progress") and "att_timing_run" not in at.session_state
+    assert "Timing cancelled." in [c.value for c in at.caption]
+    assert "dot-product" not in [m.label for m in at.metric]
