@@ -1,7 +1,8 @@
 """Time to 95% test exact match of en-ko training recipes, side by side (issue 13).
 
     python bench/train_recipe.py [--budget 240] [--check-every 12] [--target 0.95] [--threads 1]
-                                 [--recipes before,after] [--steps-only]
+                                 [--recipes before,after] [--keep-going] [--extra NAME=OPTIONS]
+    python bench/train_recipe.py --first-step [--repeats 3]   # trainer start -> its first metrics line
 
 Each recipe is a list of `python -m model.train` options; the bench builds the trainer's own model,
 optimiser, schedule and batches (model.train._Seq2Seq), trains, and every --check-every seconds of
@@ -30,6 +31,7 @@ from model.decode import greedy_decode_batch  # noqa: E402
 from model.metrics import exact_match  # noqa: E402
 from model.train import _Seq2Seq, build_parser  # noqa: E402
 from model.train_data import encode_pairs, load_task  # noqa: E402
+from model.schedule import ADAM_BETAS, ADAM_EPS, noam_lambda  # noqa: E402
 
 # What the training page starts for task en-ko, size "small" (app/jobs_options), as trainer options.
 PAGE_SMALL = ["--preset", "teaching", "--max-len", "64"]
@@ -57,6 +59,10 @@ class Contender:
         torch.manual_seed(self.args.seed)
         self.model = self.job.build(cfg).to(device)
         self.opt, self.sched = self.job.optimizer(self.model, self.args)
+        if name == "before":  # the trainer before issue 13: Adam's per-parameter loop, not the fused kernel
+            self.opt = torch.optim.Adam(self.model.parameters(), lr=1.0, betas=ADAM_BETAS, eps=ADAM_EPS)
+            self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, noam_lambda(cfg.d_model, self.args.warmup,
+                                                                                   self.args.lr_factor))
         self.rng = torch.get_rng_state()
         self.device, self.pad = device, data.tokenizer.pad_id
         self.step = 0
@@ -98,8 +104,54 @@ class Contender:
         return self.step >= self.args.steps
 
 
+def first_step(repeats: int, threads: int) -> None:
+    """Start the trainer as the training page does (app.jobs: --config, train_arguments, --threads) for the
+    after-recipe and time process start -> status "running" -> the first "train" line of metrics.jsonl,
+    with the cache of encoded splits cold (an empty $ATLAS_CACHE_DIR) and warm."""
+    import json
+    import subprocess
+    import tempfile
+    from app.jobs_options import model_config
+    from model.train_data import build_tokenizer
+    root = Path(__file__).resolve().parent.parent
+    o = TrainOptions(task="en-ko", size="small", **task_recipe("en-ko", "small"))
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="atlas-first-step-") as tmp:
+        cfg = Path(tmp) / "config.json"
+        cfg.write_text(json.dumps(model_config(o, build_tokenizer("en-ko").vocab_size).to_dict()))
+        cold_cache = Path(tmp) / "cache"
+        for i in range(repeats + 1):
+            cache = "cold" if i == 0 else "warm"
+            out = Path(tmp) / f"run{i}"
+            env = {**os.environ, "ATLAS_CACHE_DIR": str(cold_cache), "OMP_NUM_THREADS": str(threads)}
+            t0 = time.perf_counter()
+            proc = subprocess.Popen([sys.executable, "-m", "model.train", "--config", str(cfg), *train_arguments(o),
+                                     "--threads", str(threads), "--out", str(out)], cwd=root, env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            running = first = None
+            try:
+                while first is None and time.perf_counter() - t0 < 120:
+                    if running is None and (out / "status.json").is_file() and \
+                            '"running"' in (out / "status.json").read_text(errors="replace"):
+                        running = time.perf_counter() - t0
+                    m = out / "metrics.jsonl"
+                    if m.is_file() and '"train"' in m.read_text(errors="replace"):
+                        first = time.perf_counter() - t0
+                    time.sleep(0.01)
+            finally:
+                proc.terminate()
+                proc.wait(30)
+            rows.append({"cache": cache, "to running (s)": round(running or -1, 2),
+                         "to first metrics line (s)": round(first or -1, 2), "load": round(os.getloadavg()[0], 2)})
+            print(rows[-1], flush=True)
+    print(table(rows))
+    print("wrote", write("train_first_step", {"machine": machine(), "threads": threads, "rows": rows}))
+
+
 def main():
     p = argparse.ArgumentParser()
+    p.add_argument("--first-step", action="store_true", help="time trainer start -> first metrics line instead")
+    p.add_argument("--repeats", type=int, default=3, help="with --first-step: warm-cache starts")
     p.add_argument("--recipes", default="before,after")
     p.add_argument("--budget", type=float, default=240.0, help="seconds of training per recipe at most")
     p.add_argument("--check-every", type=float, default=12.0, help="seconds of training between test scores")
@@ -110,6 +162,8 @@ def main():
     p.add_argument("--extra", action="append", default=[], metavar="NAME=OPTIONS",
                    help="another recipe: a name and trainer options, e.g. 'x=--batch-tokens 2048 --warmup 200'")
     args = p.parse_args()
+    if args.first_step:
+        return first_step(args.repeats, args.threads)
     torch.set_num_threads(args.threads)
     device = torch.device("cpu")
     t0 = time.perf_counter()

@@ -1,9 +1,10 @@
 """Training throughput of model.Transformer against torch.nn.Transformer, same process, same sizes.
 
-    python bench/train_throughput.py [--device cpu|cuda] [--bf16] [--repeats 5] [--steps 5]
+    python bench/train_throughput.py [--device cpu|cuda] [--bf16] [--repeats 5] [--steps 5] [--plain-adam]
 
 Both models: encoder-decoder, shared embeddings scaled by sqrt(d_model), sinusoidal positions,
-tied output projection, dropout 0.1, label smoothing 0.1, Adam(0.9, 0.98, 1e-9). Tokens/s counts
+tied output projection, dropout 0.1, label smoothing 0.1, the trainer's Adam(0.9, 0.98, 1e-9) (fused
+kernel; --plain-adam: Adam's per-parameter loop). Tokens/s counts
 source + target tokens. FLOPs of one training step are counted by torch's FlopCounterMode on the
 real step (not a formula), and compared with a measured matmul peak on the same device."""
 from __future__ import annotations
@@ -23,6 +24,7 @@ from torch.utils.flop_counter import FlopCounterMode
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import machine, matmul_peak, sync, table, write  # noqa: E402
 from model import Transformer, TransformerConfig, positional_encoding  # noqa: E402
+from model.train import adam  # noqa: E402
 
 SIZES = {
     "tiny": dict(d_model=128, n_heads=4, layers=2, d_ff=512, vocab=1000, batch=32, length=32),
@@ -78,8 +80,11 @@ def baseline_paper_dropout(s):
     return m, m
 
 
-def make_step(module, fwd, device, bf16):
-    opt = torch.optim.Adam(module.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+def make_step(module, fwd, device, bf16, fused_adam=True):
+    # The trainer's Adam (model.train.adam: torch's fused kernel on the CPU and CUDA) for every contender;
+    # --plain-adam measures with Adam's per-parameter loop instead (the trainer before issue 13).
+    opt = adam(module.parameters(), lr=1e-4) if fused_adam else \
+        torch.optim.Adam(module.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
 
     def step(src, tgt_in, tgt_out):
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
@@ -92,7 +97,7 @@ def make_step(module, fwd, device, bf16):
     return step
 
 
-def run(size: str, device, bf16: bool, repeats: int, steps: int, peak: float) -> list[dict]:
+def run(size: str, device, bf16: bool, repeats: int, steps: int, peak: float, fused_adam: bool = True) -> list[dict]:
     s = SIZES[size]
     torch.manual_seed(0)
     B, L, V = s["batch"], s["length"], s["vocab"]
@@ -106,7 +111,7 @@ def run(size: str, device, bf16: bool, repeats: int, steps: int, peak: float) ->
                         ("torch.nn.Transformer, paper's dropout placement", baseline_paper_dropout)):
         module, fwd = build(s)
         module.to(device).train()
-        step = make_step(module, fwd, device, bf16)
+        step = make_step(module, fwd, device, bf16, fused_adam)
         for _ in range(3):  # warm-up
             step(src, tgt_in, tgt_out)
         with FlopCounterMode(display=False) as fc:
@@ -140,17 +145,18 @@ def main():
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--sizes", default="tiny,small")
+    p.add_argument("--plain-adam", action="store_true", help="Adam's per-parameter loop instead of the fused kernel")
     args = p.parse_args()
     device = torch.device(args.device)
     dtype = torch.bfloat16 if args.bf16 else torch.float32
     peak = matmul_peak(device, dtype, n=2048 if device.type == "cuda" else 1024)
     rows = []
     for size in args.sizes.split(","):
-        rows += run(size, device, args.bf16, args.repeats, args.steps, peak)
+        rows += run(size, device, args.bf16, args.repeats, args.steps, peak, not args.plain_adam)
         peak = max(peak, matmul_peak(device, dtype, n=2048 if device.type == "cuda" else 1024))
     print(f"matmul peak ({dtype}): {peak / 1e9:.1f} GFLOP/s")
     print(table(rows))
-    name = f"train_throughput_{device.type}{'_bf16' if args.bf16 else ''}"
+    name = f"train_throughput_{device.type}{'_bf16' if args.bf16 else ''}{'_plain_adam' if args.plain_adam else ''}"
     print("wrote", write(name, {"machine": machine(), "peak_flops": peak, "dtype": str(dtype), "rows": rows}))
 
 
