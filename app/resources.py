@@ -281,9 +281,25 @@ def shared_view(name: str, key: tuple, build):
 
 def shared_figure(name: str, key: tuple, build):
     """shared_view for a plotly figure, made ready to draw before it is shared (app.ui.plot then leaves it
-    as it is: no session changes the shared object)."""
-    from app.charts.style import toolbar_room
-    return shared_view(name, key, lambda: toolbar_room(build()))
+    as it is: no session changes the shared object) and frozen (see freeze_figure)."""
+    from app.charts.style import freeze_figure, toolbar_room
+    return shared_view(name, key, lambda: freeze_figure(toolbar_room(build())))
+
+
+def table_data(rows: list[dict]):
+    """Table rows as a pyarrow Table: st.dataframe sends a Table as it is, where a list of rows goes through
+    pandas and back to Arrow on every draw (~8 ms a table here). Rows Arrow cannot type (a column mixing
+    text and numbers) stay rows."""
+    import pyarrow as pa
+    try:
+        return pa.Table.from_pylist(rows) if rows else rows
+    except (pa.ArrowException, TypeError, ValueError):
+        return rows
+
+
+def shared_table(name: str, key: tuple, build):
+    """shared_view for table rows (`build()` returns a list of dicts), converted once for every session."""
+    return shared_view(name, key, lambda: table_data(build()))
 
 
 settle_heap()

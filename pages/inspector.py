@@ -10,7 +10,7 @@ from app.charts.headview import head_view
 from app.charts.heatmaps import attention_heatmap, head_grid
 from app.i18n import UserError, lang, options, t
 from app.resources import (available_models, card, fill_mask, forward_pass, lm_positions, load_model, model_stamp,
-                           next_token, pretrained_dir, shared_figure, shared_view, translation,
+                           next_token, pretrained_dir, shared_figure, shared_table, shared_view, translation,
                            vocabulary)
 from app.state import OneBased, between, keep
 from model.hub.fetch import FetchError, fetch
@@ -65,7 +65,8 @@ arch = cfg.architecture
 facts = card(path)
 st.caption(" · ".join(ins.summary(facts)))
 with st.expander(t("inspector.card.expander")):
-    st.dataframe(ins.card_rows(facts), hide_index=True)
+    st.dataframe(shared_table("card_rows", (str(path), model_stamp(path), lang()), lambda: ins.card_rows(facts)),
+                 hide_index=True)
     if ins.score_note(facts):
         st.caption(ins.score_note(facts))
 card_file = Path(path) / "CARD.md"
@@ -334,7 +335,7 @@ with tab_steps:
 with tab_stats:
     text("inspector.stats")
     stats = shared_view("stats", (*view, kind), lambda: summarize_heads(att, kind))
-    st.dataframe(shared_view("stats_rows", (*view, kind), lambda: ins.stats_rows(stats)), hide_index=True)
+    st.dataframe(shared_table("stats_rows", (*view, kind), lambda: ins.stats_rows(stats)), hide_index=True)
     st.markdown(t("inspector.averages_title"))
-    st.dataframe(shared_view("averages_rows", (*view, kind), lambda: ins.averages_rows(layer_averages(stats))),
+    st.dataframe(shared_table("averages_rows", (*view, kind), lambda: ins.averages_rows(layer_averages(stats))),
                  hide_index=True)

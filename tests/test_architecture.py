@@ -98,3 +98,24 @@ def test_every_input_is_kept(path):
         if not kept and not any(m in key_text for m in MOMENTARY):
             bad.append(f"line {node.lineno}: {node.func.attr}({key_text or 'no key'})")
     assert bad == [], "inputs without keep(): " + "; ".join(bad)
+
+
+@pytest.mark.parametrize("path", PAGES + [ROOT / "app" / "main.py"], ids=rel)
+def test_no_page_relies_on_magic(path):
+    """.streamlit/config.toml switches Streamlit's magic off (it re-parsed every page before its first run):
+    a bare expression statement (`x`, `a if b else c`, a string that is not the docstring) would no longer
+    be drawn, so a page has none."""
+    assert "magicEnabled = false" in (ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8")
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bare = []
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(node, field, None)
+            if not isinstance(body, list):
+                continue
+            for i, child in enumerate(body):
+                if isinstance(child, ast.Expr) and not isinstance(child.value, (ast.Call, ast.Await, ast.Yield)):
+                    if i == 0 and isinstance(child.value, ast.Constant) and isinstance(child.value.value, str):
+                        continue  # a docstring
+                    bare.append(child.lineno)
+    assert not bare, f"{rel(path)}: bare expressions on lines {bare} (draw them with st.write)"

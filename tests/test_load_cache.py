@@ -96,3 +96,28 @@ def test_loading_a_model_freezes_the_long_lived_heap():
     res._load.clear()
     res.load_model(res.SHIPPED["lm"])
     assert gc.get_freeze_count() > 50_000
+
+
+def test_a_frozen_figure_draws_exactly_as_the_figure():
+    """A shared figure is frozen (its to_dict made once): Streamlit gets the same dict, and so the same JSON,
+    as from the plain figure, and every later draw gets that dict without copying it again."""
+    import numpy as np
+    import plotly.io as pio
+
+    from app.charts.heatmaps import head_grid
+    from app.charts.style import FrozenFigure, freeze_figure, toolbar_room
+    w = np.random.default_rng(0).random((2, 3, 5, 4))
+    plain = toolbar_room(head_grid(w, layer_title="Layer", head_title="Head"))
+    frozen = freeze_figure(toolbar_room(head_grid(w, layer_title="Layer", head_title="Head")))
+    assert isinstance(frozen, FrozenFigure) and type(plain) is not FrozenFigure
+    assert pio.to_json(frozen.to_dict(), validate=False) == pio.to_json(plain.to_dict(), validate=False)
+    assert frozen.to_dict() is frozen.to_dict()
+
+
+def test_a_shared_table_holds_the_rows_values(fresh_caches):
+    rows = [{"layer": 1, "head": 2, "entropy": 0.25, "name": "가"}, {"layer": 1, "head": 3, "entropy": 1.5, "name": "b"}]
+    table = res.shared_table("t", ("k",), lambda: rows)
+    assert table.to_pylist() == rows
+    assert res.shared_table("t", ("k",), lambda: []) is table  # built once per key
+    mixed = [{"a": 1}, {"a": "text"}]  # Arrow cannot type this column: the rows stay rows
+    assert res.table_data(mixed) == mixed

@@ -85,3 +85,25 @@ def toolbar_room(fig: go.Figure) -> go.Figure:
                       title=dict(yref="container", y=1.0, yanchor="top", pad=dict(t=pad + MODEBAR_ROOM - 6)),
                       meta="toolbar-room")
     return fig
+
+
+class FrozenFigure(go.Figure):
+    """A figure that is only drawn from now on (one shared by every session, see app.resources.shared_figure).
+    st.plotly_chart calls `to_dict()` on every draw, a deep copy that also packs each array as base64 (~5 ms
+    for a heatmap grid here); a frozen figure makes that copy once and hands it out again. Streamlit only
+    reads it (it serialises it to JSON)."""
+
+    def to_dict(self):
+        cached = self.__dict__.get("_atlas_dict")
+        if cached is None:
+            cached = super().to_dict()
+            self.__dict__["_atlas_dict"] = cached
+        return cached
+
+
+def freeze_figure(fig: go.Figure) -> go.Figure:
+    """Mark a finished figure as frozen (FrozenFigure); changing it afterwards would not show, so call this
+    only on figures nobody changes again."""
+    if type(fig) is go.Figure:
+        fig.__class__ = FrozenFigure
+    return fig
