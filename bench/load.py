@@ -1,6 +1,7 @@
 """Many learners on one server: N websocket sessions typing sentences into the attention inspector.
 
-    python bench/load.py --clients 1 4 8 16 --seconds 60 [--url http://127.0.0.1:8501 | --root OTHER_CHECKOUT] [--name N]
+    python bench/load.py --clients 1 4 8 16 --seconds 60 [--url http://127.0.0.1:8501 | --root OTHER_CHECKOUT]
+                         [--servers K] [--name N]
 
 Starts `streamlit run app/main.py` headless on a free loopback port (unless --url names a running one) and
 drives N concurrent sessions over Streamlit's own websocket protocol (BackMsg / ForwardMsg protobufs on
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import os
 import random
 import statistics
@@ -70,10 +72,14 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
+_SERVED = itertools.count()
+
+
 @contextlib.contextmanager
 def server(root: Path = ROOT, env_extra: dict | None = None, timeout: float = 120):
     """`streamlit run app/main.py` of the tree `root` on a free loopback port; yields (url, pid)."""
-    with served(root, env_extra, timeout, log_path=Path(f"/tmp/atlas-load-{os.getpid()}.log")) as (url, proc):
+    log = Path(f"/tmp/atlas-load-{os.getpid()}-{next(_SERVED)}.log")
+    with served(root, env_extra, timeout, log_path=log) as (url, proc):
         yield url, proc.pid
 
 
@@ -154,25 +160,33 @@ async def learner(url: str, seed: int, stop_at: float, pool: list[str], fresh: f
         out["errors"].append(f"{type(e).__name__}: {e}")
 
 
-async def one_level(url: str, pid: int | None, n: int, seconds: float, fresh: float, timeout: float,
+def total(values: list) -> float | None:
+    return None if not values or any(v is None for v in values) else sum(values)
+
+
+async def one_level(urls: list[str], pids: list[int | None], n: int, seconds: float, fresh: float, timeout: float,
                     seed: int) -> dict:
+    """n sessions for `seconds`; with several servers (a proxy with sticky sessions), session i stays on
+    server i mod len(urls). CPU time and memory are summed over the servers."""
     pool = sentences()
     out = {"latency": [], "errors": [], "open": []}
     rss = []
+    pids = [p for p in pids if p]
 
     async def sample():
         while True:
-            if pid:
-                rss.append(rss_kib(pid))
+            if pids:
+                rss.append(total([rss_kib(p) for p in pids]))
             await asyncio.sleep(1)
 
     sampler = asyncio.create_task(sample())
-    cpu0 = cpu_seconds(pid) if pid else None
+    cpu0 = total([cpu_seconds(p) for p in pids])
     stop_at = time.monotonic() + seconds
     t0 = time.monotonic()
-    await asyncio.gather(*(learner(url, seed * 1000 + i, stop_at, pool, fresh, timeout, out) for i in range(n)))
+    await asyncio.gather(*(learner(urls[i % len(urls)], seed * 1000 + i, stop_at, pool, fresh, timeout, out)
+                           for i in range(n)))
     wall = time.monotonic() - t0
-    cpu1 = cpu_seconds(pid) if pid else None
+    cpu1 = total([cpu_seconds(p) for p in pids])
     sampler.cancel()
     lat = out["latency"]
     rss = [r for r in rss if r]
@@ -202,21 +216,29 @@ def main():
     p.add_argument("--url", help="a running server (default: start one)")
     p.add_argument("--root", type=Path, default=ROOT,
                    help="serve this checkout's app/main.py (e.g. an export of an older commit, to compare)")
+    p.add_argument("--servers", type=int, default=1,
+                   help="server processes on this machine, each session sticky to one (docs/classroom.md)")
     p.add_argument("--name", default="load")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
 
     rows = []
-    ctx = contextlib.nullcontext((args.url, None)) if args.url else server(args.root.resolve())
-    with ctx as (url, pid):
-        asyncio.run(one_level(url, pid, 1, 5, args.fresh, 120, args.seed))  # warm-up: model loaded, caches primed
+    with contextlib.ExitStack() as stack:
+        if args.url:
+            urls, pids = [args.url], [None]
+        else:
+            started = [stack.enter_context(server(args.root.resolve())) for _ in range(args.servers)]
+            urls, pids = [u for u, _ in started], [p for _, p in started]
+        for i in range(len(urls)):  # warm-up: model loaded, caches primed, on every server
+            asyncio.run(one_level(urls[i:i + 1], pids[i:i + 1], 1, 5, args.fresh, 120, args.seed))
         for n in args.clients:
             before = load_average()
-            row = asyncio.run(one_level(url, pid, n, args.seconds, args.fresh, args.timeout, args.seed))
+            row = asyncio.run(one_level(urls, pids, n, args.seconds, args.fresh, args.timeout, args.seed))
             row["load_avg_before"] = before
             rows.append(row)
             print(table([{k: v for k, v in row.items() if k not in ("error_samples", "load_avg_before")}]), flush=True)
     payload = {"machine": machine(), "cpus": os.cpu_count(), "seconds": args.seconds, "fresh": args.fresh,
+               "servers": 1 if args.url else args.servers,
                "root": str(args.root), "rows": rows}
     path = write(args.name, payload)
     print(table([{k: v for k, v in r.items() if k not in ("error_samples", "load_avg_before")} for r in rows]))
