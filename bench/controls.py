@@ -1,0 +1,701 @@
+"""Every control of every page in a real browser (issue 13), against a bare Streamlit page in the same run.
+
+    python bench/controls.py [--pages attention,masks,...] [--langs en,ko] [--repeats 3] [--list]
+
+Starts `streamlit run app/main.py` headless (an empty ATLAS_RUNS_DIR: no training run keeps a page polling) and,
+on its own port, `streamlit run bench/bare_page.py` (one slider, one Plotly chart), and drives headless Chromium
+with playwright. Measured, each as p50 / p95 over the repeats:
+
+- first page drawn: a fresh server per repeat (ours, then the bare page), a fresh browser context, from the
+  navigation's start to the page idle (below); ours / bare;
+- opening each page from the sidebar, and the language switch on each page (to the other language and back);
+- every control inside stMain (sliders and select sliders, select boxes, multiselects, radios, segmented
+  controls, checkboxes, toggles, number inputs, text inputs and areas, buttons and form submit buttons), each
+  changed to another valid value `--repeats` times, in each language: browser time = the action (its
+  pointerdown / keydown, in the page's clock) -> the app idle again; server time = the first websocket frame
+  after the action -> the rerun's `script_finished`;
+- the bare page's slider round trip (ArrowRight on its thumb, same measurement), a few times before every page,
+  so the ratio compares like with like under the same load.
+
+Idle: an init script wraps the page's WebSocket and reads the top-level fields of every ForwardMsg it receives
+(which message: new_session / delta / script_finished and its status) with the browser's clock; playwright's
+`page.on("websocket")` decodes the same frames in Python with Streamlit's protobufs (the message kinds and any
+exception element are counted per action). The app is idle when a `script_finished` (not "early for rerun")
+has arrived after the action, no element is stale (`[data-stale="true"]`) and no status widget is shown; then
+the page must stay quiet (no new frame) for --quiet-ms, or the wait goes on to the next run's end.
+
+Not touched: download and link buttons, the file uploader, the training page's Start and the study page's
+start / stop (no training is started). Writes bench/results/controls-<date>.json (with the load average before
+and after) and prints a table per control and the slowest 15."""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from playwright.sync_api import Error as PWError  # noqa: E402
+from playwright.sync_api import TimeoutError as PWTimeout  # noqa: E402
+from playwright.sync_api import sync_playwright  # noqa: E402
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
+
+from app.i18n import catalogue  # noqa: E402
+from app.pages_list import PAGES  # noqa: E402
+from bench.common import machine, table, write  # noqa: E402
+from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+
+BY_URL = {p.url: p for p in PAGES}
+LANG_LABEL = {"en": "English", "ko": "한국어"}
+SKIP_KEYS = {"train_start", "study_start", "study_stop", "train_upload", "insp_hub_fetch"}
+SKIP_TESTIDS = {"stDownloadButton", "stLinkButton", "stFileUploader"}
+TARGET_BROWSER_MS, TARGET_SERVER_MS, TARGET_RATIO = 400, 200, 1.6
+TARGET_FIRST_RATIO, TARGET_NAV_MS, TARGET_LANG_MS = 1.3, 500, 500
+
+# Other valid values for text fields, by widget key (cycled; a value equal to the current one is skipped).
+TEXT_VALUES = {
+    "att_tokens_q": ["we eat rice", "the cat sat down", "I love you"],
+    "att_tokens_k": ["we eat rice", "the cat sat down", "I love you"],
+    "mh_sentence": ["the old dog sleeps near the warm fire", "we eat rice", "my sister reads a book"],
+    "mh_seed": ["7", "8", "9", "10"],
+    "pe_dims": ["0, 2, 5", "1, 3", "0, 4, 8"],
+    "perm_sentence": ["we like long walks", "the cat sat on the mat", "my sister reads a book"],
+    "rot_k": ["9", "4", "12", "2"],
+    "mask_batch": ["the cat sat\nI love you very much", "we eat rice\nmy sister reads a book today", "hello\nthe old dog sleeps"],
+    "kind_src": ["my sister reads a book", "the cat sat", "we like long walks"],
+    "sch_pairs": ["256, 2000", "512, 4000", "128, 1000"],
+    "drop_sentence": ["the boy eats an apple", "we like long walks", "my sister reads a book"],
+    "cx_n": ["400", "200", "800"],
+    "insp_text": ["My mother loves the new movie.", "I go to school.", "We see the sky.", "The cat drank milk yesterday."],
+    "fam_mlm_text": ["The cat sees the [MASK] today.", "I [MASK] to school.", "We see the [MASK]."],
+    "fam_mlm_pair": ["", "나는 학교에 간다."],
+    "insp_hub_name": ["Helsinki-NLP/opus-mt-en-fr", "gpt2", "Helsinki-NLP/opus-mt-en-de"],
+}
+SENTENCES = ["we eat rice", "the cat sat on the mat", "my sister reads a book", "I go to school."]
+
+INIT_JS = r"""(() => {
+  window.__ws = []; window.__act = null; window.__arm = false;
+  const fields = {4: 'new_session', 5: 'delta', 6: 'script_finished', 9: 'session_status_changed', 11: 'ref_hash',
+                  12: 'page_info_changed', 13: 'page_config_changed', 23: 'navigation', 21: 'auto_rerun'};
+  function parse(buf) {
+    const b = new Uint8Array(buf); let i = 0; const out = {kind: null, fin: null};
+    const varint = () => { let x = 0, s = 0, c; do { c = b[i++]; x += (c & 0x7f) * Math.pow(2, s); s += 7; } while (c & 0x80 && i < b.length); return x; };
+    while (i < b.length) {
+      const tag = varint(), f = Math.floor(tag / 8), w = tag & 7;
+      if (w === 0) { const v = varint(); if (f === 6) { out.kind = 'script_finished'; out.fin = v; } else if (fields[f]) out.kind = fields[f]; }
+      else if (w === 2) { const l = varint(); if (fields[f]) out.kind = fields[f]; i += l; }
+      else if (w === 1) i += 8; else if (w === 5) i += 4; else break;
+    }
+    return out;
+  }
+  const Orig = window.WebSocket;
+  function Wrapped(...a) {
+    const ws = new Orig(...a);
+    ws.addEventListener('message', e => {
+      const t = performance.now();
+      if (e.data instanceof ArrayBuffer) { const p = parse(e.data); window.__ws.push({t, kind: p.kind, fin: p.fin, len: e.data.byteLength}); }
+      else window.__ws.push({t, kind: 'other', fin: null, len: 0});
+    });
+    return ws;
+  }
+  Wrapped.prototype = Orig.prototype;
+  for (const k of ['CONNECTING', 'OPEN', 'CLOSING', 'CLOSED']) Wrapped[k] = Orig[k];
+  window.WebSocket = Wrapped;
+  window.__mut = 0;  // the last change anywhere in the document (what the learner sees being drawn)
+  new MutationObserver(() => { window.__mut = performance.now(); }).observe(document,
+      {subtree: true, childList: true, attributes: true, characterData: true});
+  for (const ev of ['pointerdown', 'keydown']) window.addEventListener(ev, () => {
+    if (window.__arm) { window.__act = performance.now(); window.__arm = false; } }, true);
+})();"""
+
+# The page is idle: a script_finished (not "early for rerun") arrived at or after index n0, nothing is stale, no
+# status widget. Returns [time of the idle check, index of that script_finished] (browser clock).
+IDLE_JS = """(n0) => {
+  const w = window.__ws; let fin = -1;
+  for (let i = n0; i < w.length; i++) if (w[i].kind === 'script_finished' && w[i].fin !== 2) fin = i;
+  if (fin < 0) return false;
+  if (document.querySelector('[data-stale="true"]')) return false;
+  if (document.querySelector('[data-testid="stStatusWidget"]')) return false;
+  if (document.querySelector('[data-testid="stMain"] [data-testid="stSkeleton"]')) return false;  // a lazy widget loading
+  if (!document.querySelector('[data-testid="stMain"] h1')) return false;
+  return [performance.now(), fin];
+}"""
+
+BUSY = {"new_session", "delta", "ref_hash", "script_finished", "auto_rerun"}  # a later run (status changes are not)
+
+WIDGETS = ["stSlider", "stSelectbox", "stMultiSelect", "stRadio", "stButtonGroup", "stCheckbox", "stToggle",
+           "stNumberInput", "stTextInput", "stTextArea", "stButton", "stFormSubmitButton",
+           "stDownloadButton", "stLinkButton", "stFileUploader"]
+
+# Every control in stMain, in page order: its test id, its key (from the `st-key-<key>` class of a container),
+# its label, and its index among the controls with the same test id.
+LIST_JS = """(ids) => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const sel = ids.map(i => `[data-testid="${i}"]`).join(',');
+  const all = Array.from(main.querySelectorAll(sel)).filter(e => !e.parentElement.closest(sel));
+  const seen = {};
+  return all.map(e => {
+    const tid = e.getAttribute('data-testid');
+    seen[tid] = (seen[tid] || 0) + 1;
+    let key = null, n = e;
+    while (n && n !== main && !key) {
+      const c = Array.from(n.classList || []).find(c => c.startsWith('st-key-'));
+      if (c) key = c.slice(7); n = n.parentElement;
+    }
+    const lab = e.querySelector('[data-testid="stWidgetLabel"]');
+    let label = (lab ? lab.innerText : e.innerText || '').trim().split('\\n')[0].slice(0, 60);
+    return {tid, key, label, nth: seen[tid] - 1};
+  });
+}"""
+
+REVEAL_JS = """e => {
+  const d = e.closest('details'); if (d && !d.open) { d.querySelector('summary').click(); return true; }
+  const p = e.closest('[role="tabpanel"]');
+  if (p && (p.hidden || !p.offsetParent)) {
+    const id = p.getAttribute('aria-labelledby'); const tab = id && document.getElementById(id);
+    if (tab) { tab.click(); return true; }
+  }
+  return false;
+}"""
+
+
+def pct(xs, q):
+    """The median for q = .5; otherwise the nearest rank (with 3 repeats the p95 is the slowest)."""
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    if q == .5:
+        return statistics.median(xs)
+    return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))]
+
+
+def r1(x):
+    return None if x is None else round(x, 1)
+
+
+def load_average():
+    try:
+        return [float(x) for x in open("/proc/loadavg").read().split()[:3]]
+    except OSError:
+        return []
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve(script: Path, env_extra: dict, log: Path, timeout: float = 180):
+    """`streamlit run <script>` headless on a free loopback port; yields (url, seconds to healthy)."""
+    port = free_port()
+    t0 = time.perf_counter()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
+             "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
+             "--server.fileWatcherType", "none", "--server.runOnSave", "false"],
+            cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1", **env_extra}, stdout=out, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.time() + timeout
+            while True:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{script} exited with {proc.returncode} (log: {log})")
+                if time.time() > deadline:
+                    raise TimeoutError(f"{script} did not become healthy (log: {log})")
+                try:
+                    if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
+                        break
+                except OSError:
+                    time.sleep(0.2)
+            yield url, time.perf_counter() - t0
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+class Tab:
+    """One browser page with the websocket hook; every wait is measured in the page's own clock."""
+
+    def __init__(self, browser, locale="en-US"):
+        self.ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, locale=locale)
+        self.ctx.add_init_script(INIT_JS)
+        self.page = self.ctx.new_page()
+        self.page.set_default_timeout(60_000)
+        self.py_frames: list[tuple[str | None, bool]] = []  # (message kind, has an exception element), decoded in Python
+        self.page.on("websocket", self._on_ws)
+
+    def _on_ws(self, ws):
+        if "_stcore/stream" in ws.url:
+            ws.on("framereceived", self._on_frame)
+
+    def _on_frame(self, payload):
+        if isinstance(payload, str):
+            return
+        fm = ForwardMsg()
+        try:
+            fm.ParseFromString(payload)
+        except Exception:
+            self.py_frames.append(("undecodable", False))
+            return
+        kind = fm.WhichOneof("type")
+        exc = (kind == "delta" and fm.delta.WhichOneof("type") == "new_element"
+               and fm.delta.new_element.WhichOneof("type") == "exception")
+        self.py_frames.append((kind, exc))
+
+    def close(self):
+        self.ctx.close()
+
+    def n(self) -> int:
+        return self.page.evaluate("window.__ws.length")
+
+    def arm(self):
+        self.page.evaluate("window.__arm = true; window.__act = null")
+
+    def goto(self, url: str, quiet_ms: int, timeout_s: float) -> tuple[float, float, bool]:
+        """Open `url` in this tab; ms from the navigation's start to the page idle, to the page drawn, drawn capped."""
+        self.page.goto(url)
+        browser, _, drawn, capped = self.wait_idle(0, None, quiet_ms, timeout_s, from_nav=True, draw_cap_s=20)
+        return browser, drawn, capped
+
+    def wait_idle(self, n0: int, t_act: float | None, quiet_ms: int, timeout_s: float, from_nav=False,
+                  draw_cap_s: float = 5.0):
+        """Wait until the app is idle after frame n0: a finished run, nothing stale, no status widget (the
+        browser time), then until the document stops changing for quiet_ms (Plotly drawing the charts: the
+        drawn time, waited for at most draw_cap_s after idle) with no new run meanwhile (a new run: wait for its
+        end instead). Returns (browser ms, server ms, drawn ms, drawn was capped), all from the action."""
+        deadline = time.time() + timeout_s
+        while True:
+            left = max(1.0, deadline - time.time())
+            handle = self.page.wait_for_function(IDLE_JS, arg=n0, timeout=left * 1000)
+            t_idle, fin = handle.json_value()
+            another_run = capped = False
+            cap = time.time() + draw_cap_s
+            while True:
+                self.page.wait_for_timeout(quiet_ms)
+                frames, now, mut = self.page.evaluate(
+                    "(n0) => [window.__ws.slice(n0), performance.now(), window.__mut]", n0)
+                if any(f["kind"] in BUSY for f in frames[fin - n0 + 1:]):
+                    another_run = True
+                    break
+                if now - mut >= quiet_ms:
+                    break
+                if time.time() > min(cap, deadline):
+                    capped = True
+                    mut = now
+                    break
+            if not another_run:
+                break
+            if time.time() > deadline:
+                raise PWTimeout("the page kept running")
+        t_drawn = max(t_idle, mut)
+        if from_nav:
+            return t_idle, None, t_drawn, capped
+        if t_act is None:
+            t_act = self.page.evaluate("window.__act")
+        first = next((f["t"] for f in frames if f["t"] >= (t_act or 0)), None)
+        server = frames[fin - n0]["t"] - first if first is not None else None
+        return t_idle - t_act, server, t_drawn - t_act, capped
+
+    def exceptions(self) -> int:
+        return self.page.locator("[data-testid='stMain'] [data-testid='stException']").count()
+
+
+DRAW_CAP_S = 3.0
+
+
+def measure(tab: Tab, do, quiet_ms: int, timeout_s: float):
+    """Run `do()` (which arms the tab just before its decisive key or pointer event) and time it."""
+    n0 = tab.n()
+    tab.page.evaluate("window.__act = null")
+    do()
+    t_act = tab.page.evaluate("window.__act")
+    if t_act is None:  # the action raised no key or pointer event we saw
+        raise RuntimeError("no input event seen")
+    return tab.wait_idle(n0, t_act, quiet_ms, timeout_s, draw_cap_s=DRAW_CAP_S)
+
+
+def locate(tab: Tab, c: dict):
+    main = tab.page.locator("[data-testid='stMain']")
+    if c["key"]:
+        loc = main.locator(f".st-key-{c['key']}").first
+        inner = loc.locator(f"[data-testid='{c['tid']}']")
+        return inner.first if inner.count() else loc
+    same = main.locator(f"[data-testid='{c['tid']}']")
+    for i in range(same.count()):
+        el = same.nth(i)
+        lab = el.locator("[data-testid='stWidgetLabel']")
+        text = (lab.first.inner_text() if lab.count() else el.inner_text()).strip().split("\n")[0][:60]
+        if text == c["label"]:
+            return el
+    return None
+
+
+def reveal(tab: Tab, el) -> None:
+    """Open the expander or tab a control sits in (no rerun: both are drawn in the browser)."""
+    for _ in range(3):
+        if el.is_visible():
+            return
+        if not el.evaluate(REVEAL_JS):
+            break
+        tab.page.wait_for_timeout(150)
+    el.scroll_into_view_if_needed(timeout=5000)
+
+
+def next_text(key: str | None, current: str, i: int) -> str:
+    options = TEXT_VALUES.get(key or "")
+    if options:
+        cands = [v for v in options if v != current]
+        return cands[i % len(cands)]
+    if re.fullmatch(r"-?\d+", current.strip()):
+        return str(int(current) + 1)
+    if re.fullmatch(r"-?\d+\.\d*", current.strip()):
+        return f"{float(current) * 1.1:.3g}"
+    if re.fullmatch(r"[\d\s,.\-]+", current) and current.strip():
+        parts = current.split(",")
+        last = parts[-1].strip()
+        if re.fullmatch(r"-?\d+", last):
+            parts[-1] = " " + str(int(last) + 1)
+            return ",".join(parts)
+    cands = [s for s in SENTENCES if s != current]
+    return cands[i % len(cands)]
+
+
+def act(tab: Tab, el, c: dict, i: int):
+    """Change one control to another valid value; returns the do() for measure()."""
+    page = tab.page
+    tid = c["tid"]
+    if tid == "stSlider":
+        thumb = el.locator("input[type='range']").first
+        now, hi = thumb.get_attribute("value"), thumb.get_attribute("max")
+        key = "ArrowLeft" if now is not None and hi is not None and float(now) >= float(hi) else "ArrowRight"
+
+        def do():
+            thumb.focus()
+            tab.arm()
+            thumb.press(key)
+        return do
+    if tid in ("stSelectbox", "stMultiSelect"):
+        def do():
+            el.locator("input[role='combobox'], [role='combobox']").first.click()
+            opts = page.locator("[role='listbox'] [role='option']")
+            opts.first.wait_for(timeout=5000)
+            n = opts.count()
+            sel = [j for j in range(n) if opts.nth(j).get_attribute("aria-selected") == "true"]
+            if tid == "stSelectbox":
+                j = (sel[0] + 1) % n if sel else (1 if n > 1 else 0)
+            else:
+                free = [j for j in range(n) if j not in sel]
+                j = free[i % len(free)] if free else 0
+            tab.arm()
+            opts.nth(j).click()
+        return do
+    if tid == "stRadio":
+        opts = el.locator("label:has(input)")
+        n = opts.count()
+        checked = [j for j in range(n) if opts.nth(j).locator("input").is_checked()]
+        j = (checked[0] + 1) % n if checked else 0
+
+        def do():
+            tab.arm()
+            opts.nth(j).click()
+        return do
+    if tid == "stButtonGroup":
+        btns = el.locator("button")
+        n = btns.count()
+        on = [j for j in range(n) if "Active" in (btns.nth(j).get_attribute("data-testid") or "")
+              or btns.nth(j).get_attribute("aria-checked") == "true"]
+        j = (on[0] + 1) % n if on else 0
+
+        def do():
+            tab.arm()
+            btns.nth(j).click()
+        return do
+    if tid in ("stCheckbox", "stToggle"):
+        def do():
+            tab.arm()
+            el.locator("label").first.click()
+        return do
+    if tid == "stNumberInput":
+        up = el.locator("[data-testid='stNumberInputStepUp']")
+        down = el.locator("[data-testid='stNumberInputStepDown']")
+        b = up if up.count() and up.is_enabled() else down
+
+        def do():
+            tab.arm()
+            b.click()
+        return do
+    if tid in ("stTextInput", "stTextArea"):
+        field = el.locator("textarea, input").first
+        value = next_text(c["key"], field.input_value(), i)
+        area = field.evaluate("e => e.tagName") == "TEXTAREA"
+
+        def do():
+            field.fill(value)
+            tab.arm()
+            field.press("Control+Enter" if area else "Enter")
+        return do
+    if tid in ("stButton", "stFormSubmitButton"):
+        def do():
+            tab.arm()
+            el.locator("button").first.click()
+        return do
+    raise ValueError(tid)
+
+
+def open_page(tab: Tab, info, lang: str, quiet_ms: int, timeout_s: float):
+    link = tab.page.locator("[data-testid='stSidebarNav']").get_by_role("link", name=info.title_in(lang), exact=True)
+
+    def do():
+        tab.arm()
+        link.click()
+    return measure(tab, do, quiet_ms, timeout_s)
+
+
+def switch_lang(tab: Tab, to: str, quiet_ms: int, timeout_s: float):
+    radio = tab.page.locator("[data-testid='stSidebar'] [data-testid='stRadio'] label").filter(has_text=LANG_LABEL[to])
+
+    def do():
+        tab.arm()
+        radio.click()
+    return measure(tab, do, quiet_ms, timeout_s)
+
+
+def bare_round_trips(bare: Tab, k: int, quiet_ms: int, timeout_s: float, out: list):
+    pass  # both tabs stay visible: headless Chromium gives each context its own window
+    thumb = bare.page.locator("[data-testid='stSlider'] input[type='range']").first
+    for _ in range(k):
+        now, hi = float(thumb.get_attribute("value")), float(thumb.get_attribute("max"))
+        key = "ArrowLeft" if now >= hi else "ArrowRight"
+
+        def do():
+            thumb.focus()
+            bare.arm()
+            thumb.press(key)
+        try:
+            out.append(measure(bare, do, quiet_ms, timeout_s))
+        except (PWError, RuntimeError) as e:
+            print("bare slider:", type(e).__name__, str(e)[:120], flush=True)
+
+
+def first_draws(browser, runs_dir: str, repeats: int, quiet_ms: int, logs: Path) -> dict:
+    """A fresh server per repeat, then its first page in a fresh context: ours and the bare page, alternately."""
+    res = {"ours_ms": [], "bare_ms": [], "ours_drawn_ms": [], "bare_drawn_ms": [], "ours_healthy_s": [],
+           "bare_healthy_s": []}
+    for r in range(repeats):
+        for name, script in (("ours", ROOT / "app" / "main.py"), ("bare", ROOT / "bench" / "bare_page.py")):
+            with serve(script, {"ATLAS_RUNS_DIR": runs_dir}, logs / f"first-{name}-{r}.log") as (url, healthy):
+                tab = Tab(browser)
+                try:
+                    idle, drawn, _ = tab.goto(url, quiet_ms, 180)
+                    res[f"{name}_ms"].append(r1(idle))
+                    res[f"{name}_drawn_ms"].append(r1(drawn))
+                    res[f"{name}_healthy_s"].append(round(healthy, 2))
+                finally:
+                    tab.close()
+            print(f"first page {name} #{r}: {res[f'{name}_ms'][-1]:.0f} ms, drawn {res[f'{name}_drawn_ms'][-1]:.0f} ms (healthy after {healthy:.1f} s)", flush=True)
+    return res
+
+
+def summarize(xs: list[tuple]) -> dict:
+    """xs: (browser ms, server ms, drawn ms, drawn capped) per action."""
+    b = [x[0] for x in xs]
+    s = [x[1] for x in xs if x[1] is not None]
+    d = [x[2] for x in xs]
+    return {"n": len(b), "browser_p50": r1(pct(b, .5)), "browser_p95": r1(pct(b, .95)),
+            "server_p50": r1(pct(s, .5)), "server_p95": r1(pct(s, .95)),
+            "drawn_p50": r1(pct(d, .5)), "drawn_p95": r1(pct(d, .95)), "drawn_capped": sum(bool(x[3]) for x in xs),
+            "browser_ms": [r1(x) for x in b], "server_ms": [r1(x) for x in s], "drawn_ms": [r1(x) for x in d]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pages", default=",".join(p.url for p in PAGES))
+    ap.add_argument("--langs", default="en,ko")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--quiet-ms", type=int, default=250, help="the page must stay quiet this long to count as idle")
+    ap.add_argument("--timeout", type=float, default=60, help="seconds one action may take before it counts as failed")
+    ap.add_argument("--draw-cap", type=float, default=3.0,
+                    help="seconds after idle to wait for the document to stop changing (the drawn time)")
+    ap.add_argument("--bare-per-page", type=int, default=3, help="bare slider round trips before each page")
+    ap.add_argument("--no-first", action="store_true", help="skip the first-page measurement (fresh servers)")
+    ap.add_argument("--list", action="store_true", help="only list each page's controls")
+    ap.add_argument("--name", default=f"controls-{date.today().isoformat()}")
+    args = ap.parse_args()
+    global DRAW_CAP_S
+    DRAW_CAP_S = args.draw_cap
+    pages = [BY_URL[u] for u in args.pages.split(",")]
+    langs = args.langs.split(",")
+    load_before = load_average()
+    t_start = time.time()
+    logs = Path(tempfile.mkdtemp(prefix="atlas-controls-"))
+    runs_dir = tempfile.mkdtemp(prefix="atlas-controls-runs-")
+    env = {"ATLAS_RUNS_DIR": runs_dir}
+    results, navs, langsw, bare, skipped, errors, exc_seen = [], {}, {}, [], [], [], []
+    first = None
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        if not args.no_first and not args.list:
+            first = first_draws(browser, runs_dir, args.repeats, args.quiet_ms, logs)
+        with serve(ROOT / "app" / "main.py", env, logs / "ours.log") as (url, _), \
+                serve(ROOT / "bench" / "bare_page.py", env, logs / "bare.log") as (bare_url, _):
+            bare_tab = Tab(browser)
+            bare_tab.goto(bare_url, args.quiet_ms, 120)
+            for lang in langs:
+                tab = Tab(browser, locale="ko-KR" if lang == "ko" else "en-US")
+                tab.goto(f"{url}/?lang={lang}", args.quiet_ms, 180)
+                other = "ko" if lang == "en" else "en"
+                for info in pages:
+                    if not args.list:
+                        bare_round_trips(bare_tab, args.bare_per_page, args.quiet_ms, args.timeout, bare)
+                    pass
+                    try:
+                        navs.setdefault((info.url, lang), []).append(open_page(tab, info, lang, args.quiet_ms, 180))
+                    except (PWError, RuntimeError) as e:
+                        errors.append({"page": info.url, "lang": lang, "control": "(open page)", "error": str(e)[:200]})
+                        print(f"{info.url} {lang}: page did not open: {str(e)[:200]}", flush=True)
+                        continue
+                    controls = tab.page.evaluate(LIST_JS, WIDGETS)
+                    for _ in range(10):  # the same controls in two reads 0.5 s apart
+                        tab.page.wait_for_timeout(500)
+                        again = tab.page.evaluate(LIST_JS, WIDGETS)
+                        if again == controls:
+                            break
+                        controls = again
+                    if args.list:
+                        for c in controls:
+                            print(f"{info.url:10} {lang} {c['tid']:18} {str(c['key']):24} {c['label']}")
+                        continue
+                    for r in range(args.repeats):  # the language switch: to the other language and back
+                        try:
+                            langsw.setdefault((info.url, other), []).append(switch_lang(tab, other, args.quiet_ms, 120))
+                            langsw.setdefault((info.url, lang), []).append(switch_lang(tab, lang, args.quiet_ms, 120))
+                        except (PWError, RuntimeError) as e:
+                            errors.append({"page": info.url, "lang": lang, "control": "(language)", "error": str(e)[:200]})
+                    for c in controls:
+                        name = c["key"] or f"{c['tid']}:{c['label']}"
+                        if c["tid"] in SKIP_TESTIDS or (c["key"] in SKIP_KEYS):
+                            skipped.append({"page": info.url, "lang": lang, "control": name, "label": c["label"],
+                                            "kind": c["tid"], "why": "download/link/upload" if c["tid"] in SKIP_TESTIDS
+                                            else "downloads over the network" if c["key"] == "insp_hub_fetch"
+                                            else "starts or stops a training run"})
+                            continue
+                        times = []
+                        for i in range(args.repeats):
+                            try:
+                                el = locate(tab, c)
+                                if el is None or el.count() == 0:
+                                    raise RuntimeError("control not on the page (any more)")
+                                reveal(tab, el)
+                                nf = len(tab.py_frames)
+                                times.append(measure(tab, act(tab, el, c, i), args.quiet_ms, args.timeout))
+                                if any(exc for _, exc in tab.py_frames[nf:]) or tab.exceptions():
+                                    exc_seen.append({"page": info.url, "lang": lang, "control": name})
+                                tab.page.keyboard.press("Escape")  # close a select's menu if one stayed open
+                            except (PWError, RuntimeError, ValueError) as e:
+                                errors.append({"page": info.url, "lang": lang, "control": name,
+                                               "error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"})
+                                with contextlib.suppress(PWError):
+                                    tab.page.keyboard.press("Escape")
+                                    tab.wait_idle(0, 0, args.quiet_ms, args.timeout)
+                                break
+                        if times:
+                            row = {"page": info.url, "lang": lang, "control": name, "label": c["label"],
+                                   "kind": c["tid"], **summarize(times)}
+                            results.append(row)
+                            print(f"{info.url:10} {lang} {name[:40]:40} browser p50 {row['browser_p50']} "
+                                  f"p95 {row['browser_p95']}  server p50 {row['server_p50']} p95 {row['server_p95']}",
+                                  flush=True)
+                tab.close()
+            bare_tab.close()
+        browser.close()
+    if args.list:
+        return
+    bare_sum = summarize(bare)
+    bare_p50, bare_p95 = bare_sum["browser_p50"], bare_sum["browser_p95"]
+    for row in results:
+        row["ratio_p50"] = round(row["browser_p50"] / bare_p50, 2) if bare_p50 else None
+        row["ratio_p95"] = round(row["browser_p95"] / bare_p95, 2) if bare_p95 else None
+        row["meets"] = {"browser_p95<400": row["browser_p95"] < TARGET_BROWSER_MS,
+                        "server_p95<200": row["server_p95"] is not None and row["server_p95"] < TARGET_SERVER_MS,
+                        "ratio_p95<1.6": row["ratio_p95"] is not None and row["ratio_p95"] < TARGET_RATIO}
+    nav_rows = [{"page": u, "lang": lg, **summarize(v)} for (u, lg), v in navs.items()]
+    lang_rows = [{"page": u, "to": lg, **summarize(v)} for (u, lg), v in langsw.items()]
+    per_page = []
+    for info in pages:
+        rs = [r for r in results if r["page"] == info.url]
+        if rs:
+            allb = [x for r in rs for x in r["browser_ms"]]
+            alls = [x for r in rs for x in r["server_ms"]]
+            per_page.append({"page": info.url, "controls": len({r["control"] for r in rs}), "actions": len(allb),
+                             "browser_p50": r1(pct(allb, .5)), "browser_p95": r1(pct(allb, .95)),
+                             "server_p50": r1(pct(alls, .5)), "server_p95": r1(pct(alls, .95)),
+                             "controls_p95_over_400": sum(r["browser_p95"] >= TARGET_BROWSER_MS for r in rs),
+                             "controls_server_p95_over_200": sum((r["server_p95"] or 0) >= TARGET_SERVER_MS for r in rs)})
+    first_sum = None
+    if first:
+        o50, b50 = pct(first["ours_ms"], .5), pct(first["bare_ms"], .5)
+        o95, b95 = pct(first["ours_ms"], .95), pct(first["bare_ms"], .95)
+        od, bd = pct(first["ours_drawn_ms"], .5), pct(first["bare_drawn_ms"], .5)
+        first_sum = {**first, "ours_p50": r1(o50), "ours_p95": r1(o95), "bare_p50": r1(b50), "bare_p95": r1(b95),
+                     "ratio_p50": round(o50 / b50, 2), "ratio_p95": round(o95 / b95, 2),
+                     "ours_drawn_p50": r1(od), "bare_drawn_p50": r1(bd), "drawn_ratio_p50": round(od / bd, 2)}
+    payload = {"machine": machine(), "cpus": os.cpu_count(), "load_avg_before": load_before,
+               "load_avg_after": load_average(), "minutes": round((time.time() - t_start) / 60, 1),
+               "command": " ".join(["python bench/controls.py"] + sys.argv[1:]), "repeats": args.repeats,
+               "quiet_ms": args.quiet_ms, "draw_cap_s": args.draw_cap,
+               "targets": {"browser_p95_ms": TARGET_BROWSER_MS, "server_p95_ms": TARGET_SERVER_MS,
+                           "ratio_to_bare_slider_p95": TARGET_RATIO, "first_page_ratio": TARGET_FIRST_RATIO,
+                           "open_page_ms": TARGET_NAV_MS, "language_switch_ms": TARGET_LANG_MS},
+               "first_page": first_sum, "bare_slider": bare_sum, "open_page": nav_rows, "language_switch": lang_rows,
+               "per_page": per_page, "controls": results, "skipped": skipped, "errors": errors,
+               "exceptions_on_page": exc_seen}
+    path = write(args.name, payload)
+    cols = ("page", "control", "lang", "browser_p50", "browser_p95", "server_p50", "server_p95", "ratio_p95",
+            "drawn_p95")
+    if results:
+        print(table([{k: r[k] for k in cols} for r in results]))
+        print("\nslowest 15 (browser p95):")
+        print(table([{k: r[k] for k in cols} for r in sorted(results, key=lambda r: -r["browser_p95"])[:15]]))
+    if per_page:
+        print("\nper page:")
+        print(table(per_page))
+    if nav_rows:
+        print("\nopening a page from the sidebar:")
+        print(table([{k: r[k] for k in ("page", "lang", "browser_p50", "browser_p95", "server_p95", "drawn_p95")}
+                     for r in nav_rows]))
+    if lang_rows:
+        print("\nlanguage switch:")
+        print(table([{k: r[k] for k in ("page", "to", "browser_p50", "browser_p95", "server_p95", "drawn_p95")}
+                     for r in lang_rows]))
+    print(f"\nbare slider round trip: p50 {bare_p50} ms, p95 {bare_p95} ms, drawn p95 {bare_sum['drawn_p95']} ms "
+          f"(n={bare_sum['n']})")
+    if first_sum:
+        print(f"first page: ours p50 {first_sum['ours_p50']} ms / bare {first_sum['bare_p50']} ms = "
+              f"{first_sum['ratio_p50']}x (p95 {first_sum['ratio_p95']}x)")
+    print(f"skipped {len(skipped)}, errors {len(errors)}, exceptions {len(exc_seen)}; load {load_before} -> "
+          f"{payload['load_avg_after']}; {payload['minutes']} min")
+    for e in errors[:20]:
+        print("error:", e)
+    print("written:", path)
+
+
+if __name__ == "__main__":
+    main()
