@@ -340,6 +340,16 @@ def time_scoring_steps(n: int, d: int, hidden: int, device: torch.device | str =
                                     "ratio": medians["additive"] / max(medians["dot"], 1e-12)})
 
 
+def timing_slice(steps, seconds: float) -> TimingStep:
+    """Advance a time_scoring_steps generator by one timed run, then by more while they fit in about
+    `seconds` in all; the last step reached (its result is set once every run is done)."""
+    start = time.perf_counter()
+    step = next(steps)
+    while step.result is None and time.perf_counter() - start < seconds:
+        step = next(steps)
+    return step
+
+
 # ---------------------------------------------------------------- multi-head attention, step by step
 
 @dataclass

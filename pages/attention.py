@@ -1,6 +1,6 @@
 """Scaled dot-product attention, step by step (section 3.2.1 of the paper)."""
 import streamlit as st
-from streamlit.errors import StreamlitInvalidLayoutContextError
+from streamlit.errors import StreamlitAPIException
 
 from app import attention_lab as lab
 from app.charts.curves import bar_chart, histogram_overlay, line_chart
@@ -224,7 +224,8 @@ def printed_section():
 printed_section()
 
 # ---------------------------------------------------------------- 5. dot-product vs additive
-TIMING_RUN = "att_timing_run"  # the timing under way: (n, h, model.lab.time_scoring_steps(...), last step)
+TIMING_RUN = "att_timing_run"  # the timing under way: [n, h, model.lab.time_scoring_steps(...), last step]
+STEP_SECONDS = 0.2  # timed runs per rerun of the timing: as many as fit in this, at least one
 
 
 @st.fragment(key="att-additive")
@@ -263,17 +264,19 @@ def additive_section(work, view, q_labels, k_labels, causal):
 
 
 def rerun_section() -> None:
-    """Rerun the fragment this runs in; when the whole page runs (an input above changed during the
-    timing), the page."""
+    """Rerun the fragment this runs in. When it runs inside a larger run (the whole page, or section 5 after
+    h changed during the timing), Streamlit allows no fragment rerun: then the page reruns."""
     try:
         st.rerun(scope="fragment")
-    except StreamlitInvalidLayoutContextError:  # not a fragment rerun: Streamlit allows only scope="app"
+    except (StreamlitAPIException, RuntimeError):
         st.rerun()
 
 
+@st.fragment(key="att-timing")
 def timing_part(hidden: int) -> None:
-    """Time both scorings on this device. A large n takes seconds, so the runs go one per rerun of this
-    fragment: a progress bar between them, and a cancel button that takes effect after the run under way."""
+    """Time both scorings on this device. A large n takes seconds, so the timed runs go in slices of about
+    STEP_SECONDS, one slice per rerun of this fragment: a progress bar between them, and a Cancel button
+    that takes effect after the slice under way. A small n is timed in one slice."""
     device = best_device()
     ss = st.session_state
     t1, t2 = st.columns([1, 2])
@@ -292,13 +295,13 @@ def timing_part(hidden: int) -> None:
         tn, th, steps, last = running
         done = last.done if last else 0
         t2.progress(done / (2 * REPEATS), text=t("attention.additive.timing", done=done, total=2 * REPEATS, n=tn))
-        step = next(steps)  # one timed run (the first of each scoring after its warm-up)
+        step = mlab.timing_slice(steps, STEP_SECONDS)  # (each scoring's warm-up runs just before its first run)
         if step.result is None:
             running[3] = step
         else:
             ss.pop(TIMING_RUN)
             ss["att_timing"] = (tn, th, step.result)
-        rerun_section()  # draws the progress, takes a cancel, then the next run (or the result)
+        rerun_section()  # draws the progress, takes a cancel, then the next slice (or the result)
     timing = ss.get("att_timing")
     with t2:
         if ss.get("att_timing_cancelled"):

@@ -144,13 +144,20 @@ def test_timing_steps_are_time_scoring_one_run_at_a_time(monkeypatch):
     with pytest.raises(StopIteration):
         next(gen)
     assert len(runs) == 2
+    # a slice: at least one run, then more while they fit in the time given (here none, then all)
+    gen = mlab.time_scoring_steps(16, 8, 4, repeats=3)
+    assert mlab.timing_slice(gen, 0.0).done == 1
+    assert mlab.timing_slice(gen, 60.0).result is not None
 
 
 @pytest.mark.slow
-def test_time_both_shows_its_progress_and_the_result():
-    """Clicking "Time both" draws a progress bar, advances one timed run per rerun of its section, then
-    shows both times."""
+def test_time_both_shows_its_progress_and_the_result(monkeypatch):
+    """Clicking "Time both" draws a progress bar, advances a slice of the timed runs per rerun of its section
+    (here one run a slice, as at a large n), then shows both times."""
     from streamlit.delta_generator import DeltaGenerator
+    from model import lab as mlab
+
+    monkeypatch.setattr(mlab, "timing_slice", lambda steps, seconds: next(steps))
 
     progress = []
     saved = DeltaGenerator.progress
@@ -164,7 +171,7 @@ def test_time_both_shows_its_progress_and_the_result():
     DeltaGenerator.progress = recording
     try:
         at.button(key="att_time_btn").click()
-        with fragment_reruns(at, "att-additive"):
+        with fragment_reruns(at, "att-timing"):
             at.run()
     finally:
         DeltaGenerator.progress = saved
@@ -192,11 +199,15 @@ def test_cancel_stops_the_timing(monkeypatch):
 
     gen = fake_steps()
     last = [next(gen) for _ in range(3)][-1]
+    monkeypatch.setattr(mlab, "timing_slice", lambda steps, seconds: next(steps))  # a slice: one (slow) run
     at = run_page("attention.py", "en")
     at.session_state["att_timing_run"] = [64, 16, gen, last]
-    monkeypatch.setattr(st, "rerun", lambda *a, **k: None)  # stop after one more run, as a browser sees it
-    at.run()
-    monkeypatch.undo()
+    saved = st.rerun
+    st.rerun = lambda *a, **k: None  # the page as a browser sees it between two slices
+    try:
+        at.run()
+    finally:
+        st.rerun = saved
     assert made == [1, 2, 3, 4]
     assert [p.value for p in at.get("progress")] == [30]  # (percent)
     at.button(key="att_time_cancel").click()
