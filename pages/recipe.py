@@ -7,9 +7,9 @@ from app.charts.curves import bar_chart, line_chart
 from app.charts.export import rows_csv, series_csv
 from app.charts.heatmaps import matrix_heatmap
 from app.charts.style import colour, lift_title
-from app.i18n import UserError, t
+from app.i18n import UserError, lang, t
 from app.inputs import parse_pairs, piece_label
-from app.resources import demo_model, shared_tokenizer
+from app.resources import demo_model, shared_figure, shared_tokenizer, shared_view
 from app.state import between, keep
 from app.ui import error, show_figure, show_matrix, text
 from model.config import PRESETS
@@ -29,9 +29,18 @@ ADAM_SCALES = [0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]
 ADAM_LRS = [1e-4, 1e-3, 0.01, 0.05, 0.1, 0.5]
 
 
+# Each section below has its own inputs and is a fragment: moving one of them reruns that section only.
+# Its results are computed once per inputs (cache_data, bounded) and its figures built once per inputs and
+# language for every session (app.resources.shared_figure, bounded).
+schedules = st.cache_data(show_spinner=False, max_entries=64)(compare_schedules)
+adam_steps = st.cache_data(show_spinner=False, max_entries=64)(adam_trace)
+smoothing = st.cache_data(show_spinner=False, max_entries=64)(smoothing_demo)
+
+
 def _pairs_parse(text: str) -> bool:
     """A link's extra curves: empty, or pairs the page can draw (what a learner types is explained instead)."""
     return not text.strip() or bool(parse_pairs(text, (D_LIMITS, W_LIMITS), MAX_CURVES - 1))
+
 
 st.title(t("pages.recipe.title"))
 text("recipe.intro")
@@ -40,93 +49,116 @@ text("recipe.intro")
 st.header(t("recipe.schedule.header"))
 st.latex(r"lrate = d_{model}^{-0.5}\cdot\min(step^{-0.5},\; step\cdot warmup^{-1.5})")
 text("recipe.schedule")
-c1, c2, c3 = st.columns(3)
-d_model = c1.slider("d_model", 64, 2048, step=64, **keep("sch_d", 512, url="d_model", valid=range(64, 2049, 64)))
-warmup = c2.slider("warmup_steps", 100, 20_000, step=100,
-                   **keep("sch_w", 4000, url="warmup", valid=range(100, 20_001, 100)))
-lo, hi = c3.slider(t("recipe.schedule.range"), 1, 200_000,
-                   **keep("sch_range", (1, 100_000), url="range", valid=lambda v: 1 <= v[0] <= v[1] <= 200_000))
-extra_text = st.text_input(t("recipe.schedule.pairs", most=MAX_CURVES - 1),
-                           **keep("sch_pairs", "512, 8000; 256, 4000", url="pairs", check=_pairs_parse))
-log_x = st.checkbox(t("recipe.schedule.log"), **keep("sch_log", False, url="log"))
-pairs = [(d_model, warmup)]
-try:
-    if extra_text.strip():
-        pairs += parse_pairs(extra_text, (D_LIMITS, W_LIMITS), MAX_CURVES - 1)
-except UserError as e:
-    error(e)
-sched = compare_schedules(pairs, lo, hi, log=log_x)
-series = {f"d_model={c['d_model']}, warmup={c['warmup']}": c["lr"] for c in sched["curves"]}
-shown = [c for c in sched["curves"] if c["peak_shown"]]
-peaks = {t("recipe.schedule.peaks"): ([c["peak_step"] for c in shown], [c["peak_lr"] for c in shown],
-                                      [f"{c['peak_step']:,}: {c['peak_lr']:.2e}" for c in shown])}
-fig = line_chart(sched["steps"], series, markers=peaks, log_x=log_x, x_title=t("recipe.schedule.x"),
-                 y_title=t("recipe.schedule.y"), height=430, title=t("recipe.schedule.title"))
-show_figure(fig, name="warmup-schedule", csv=series_csv("step", sched["steps"], series), key="sch_fig")
-st.dataframe([{"d_model": c["d_model"], "warmup": c["warmup"], t("recipe.schedule.peak_step"): c["peak_step"],
-               t("recipe.schedule.peak_lr"): f"{c['peak_lr']:.4e}", "d^-0.5 · w^-0.5": f"{c['closed_form']:.4e}",
-               t("recipe.schedule.lr_end", step=sched["end"]): f"{c['lr_end']:.4e}"} for c in sched["curves"]],
-             hide_index=True)
-first = sched["curves"][0]
-text("recipe.schedule_result", d_model=d_model, warmup=warmup, peak_step=first["peak_step"], peak_lr=first["peak_lr"])
+
+
+@st.fragment(key="recipe-schedule")
+def schedule_section():
+    c1, c2, c3 = st.columns(3)
+    d_model = c1.slider("d_model", 64, 2048, step=64, **keep("sch_d", 512, url="d_model", valid=range(64, 2049, 64)))
+    warmup = c2.slider("warmup_steps", 100, 20_000, step=100,
+                       **keep("sch_w", 4000, url="warmup", valid=range(100, 20_001, 100)))
+    lo, hi = c3.slider(t("recipe.schedule.range"), 1, 200_000,
+                       **keep("sch_range", (1, 100_000), url="range", valid=lambda v: 1 <= v[0] <= v[1] <= 200_000))
+    extra_text = st.text_input(t("recipe.schedule.pairs", most=MAX_CURVES - 1),
+                               **keep("sch_pairs", "512, 8000; 256, 4000", url="pairs", check=_pairs_parse))
+    log_x = st.checkbox(t("recipe.schedule.log"), **keep("sch_log", False, url="log"))
+    pairs = [(d_model, warmup)]
+    try:
+        if extra_text.strip():
+            pairs += parse_pairs(extra_text, (D_LIMITS, W_LIMITS), MAX_CURVES - 1)
+    except UserError as e:
+        error(e)
+    sched = schedules(pairs, lo, hi, log=log_x)
+    series = {f"d_model={c['d_model']}, warmup={c['warmup']}": c["lr"] for c in sched["curves"]}
+    shown = [c for c in sched["curves"] if c["peak_shown"]]
+    peaks = {t("recipe.schedule.peaks"): ([c["peak_step"] for c in shown], [c["peak_lr"] for c in shown],
+                                          [f"{c['peak_step']:,}: {c['peak_lr']:.2e}" for c in shown])}
+    fig = shared_figure("sch_fig", (lang(), tuple(pairs), lo, hi, log_x), lambda: line_chart(
+        sched["steps"], series, markers=peaks, log_x=log_x, x_title=t("recipe.schedule.x"), y_title=t("recipe.schedule.y"),
+        height=430, title=t("recipe.schedule.title")))
+    show_figure(fig, name="warmup-schedule", csv=series_csv("step", sched["steps"], series), key="sch_fig")
+    st.dataframe([{"d_model": c["d_model"], "warmup": c["warmup"], t("recipe.schedule.peak_step"): c["peak_step"],
+                   t("recipe.schedule.peak_lr"): f"{c['peak_lr']:.4e}", "d^-0.5 · w^-0.5": f"{c['closed_form']:.4e}",
+                   t("recipe.schedule.lr_end", step=sched["end"]): f"{c['lr_end']:.4e}"} for c in sched["curves"]],
+                 hide_index=True)
+    first = sched["curves"][0]
+    text("recipe.schedule_result", d_model=d_model, warmup=warmup, peak_step=first["peak_step"], peak_lr=first["peak_lr"])
+
+
+schedule_section()
 
 # ----------------------------------------------------------------------------- 2. Adam
 st.header(t("recipe.adam.header"))
 text("recipe.adam", betas=ADAM_BETAS, eps=ADAM_EPS)
-c1, c2, c3, c4 = st.columns(4)
-theta0 = c1.number_input(t("recipe.adam.theta"), -100.0, 100.0,
-                         **keep("adam_theta", 1.0, url="theta", valid=between(-100.0, 100.0)))
-scale = c2.select_slider(t("recipe.adam.scale"), ADAM_SCALES, **keep("adam_c", 1.0, url="scale", valid=ADAM_SCALES))
-lr = c3.select_slider(t("recipe.adam.lr"), ADAM_LRS, **keep("adam_lr", 0.1, url="lr", valid=ADAM_LRS))
-n_steps = c4.slider(t("recipe.adam.steps"), 1, 30, **keep("adam_steps", 5, url="steps", valid=range(1, 31)))
-trace = adam_trace(theta0, scale, lr, n_steps)
-adam_rows = [{t("recipe.adam.step"): r["step"], "θ": f"{r['theta']:.6g}", t("recipe.adam.grad"): f"{r['grad']:.4g}",
-              "m": f"{r['m']:.4g}", "v": f"{r['v']:.4g}", "m̂": f"{r['m_hat']:.4g}", "v̂": f"{r['v_hat']:.4g}",
-              t("recipe.adam.update"): f"{r['update']:.4g}", t("recipe.adam.new_theta"): f"{r['new_theta']:.6g}"}
-             for r in trace["rows"]]
-st.dataframe(adam_rows, hide_index=True)
-st.download_button(t("common.download_csv"), rows_csv(adam_rows), file_name="adam-steps.csv", mime="text/csv",
-                   key="adam_csv")
-c1, c2 = st.columns(2)
-c1.metric(t("recipe.adam.first_update"), f"{abs(trace['first_update']):.6g}")
-c2.metric(t("recipe.adam.worst_gap"), f"{trace['worst_gap']:.1e}")
-text("recipe.adam_result")
+
+
+@st.fragment(key="recipe-adam")
+def adam_section():
+    c1, c2, c3, c4 = st.columns(4)
+    theta0 = c1.number_input(t("recipe.adam.theta"), -100.0, 100.0,
+                             **keep("adam_theta", 1.0, url="theta", valid=between(-100.0, 100.0)))
+    scale = c2.select_slider(t("recipe.adam.scale"), ADAM_SCALES, **keep("adam_c", 1.0, url="scale", valid=ADAM_SCALES))
+    lr = c3.select_slider(t("recipe.adam.lr"), ADAM_LRS, **keep("adam_lr", 0.1, url="lr", valid=ADAM_LRS))
+    n_steps = c4.slider(t("recipe.adam.steps"), 1, 30, **keep("adam_steps", 5, url="steps", valid=range(1, 31)))
+    trace = adam_steps(theta0, scale, lr, n_steps)
+    adam_rows = [{t("recipe.adam.step"): r["step"], "θ": f"{r['theta']:.6g}", t("recipe.adam.grad"): f"{r['grad']:.4g}",
+                  "m": f"{r['m']:.4g}", "v": f"{r['v']:.4g}", "m̂": f"{r['m_hat']:.4g}", "v̂": f"{r['v_hat']:.4g}",
+                  t("recipe.adam.update"): f"{r['update']:.4g}", t("recipe.adam.new_theta"): f"{r['new_theta']:.6g}"}
+                 for r in trace["rows"]]
+    st.dataframe(adam_rows, hide_index=True)
+    st.download_button(t("common.download_csv"), rows_csv(adam_rows), file_name="adam-steps.csv", mime="text/csv",
+                       key="adam_csv")
+    c1, c2 = st.columns(2)
+    c1.metric(t("recipe.adam.first_update"), f"{abs(trace['first_update']):.6g}")
+    c2.metric(t("recipe.adam.worst_gap"), f"{trace['worst_gap']:.1e}")
+    text("recipe.adam_result")
+
+
+adam_section()
 
 # ----------------------------------------------------------------------------- 3. label smoothing
 st.header(t("recipe.smoothing.header"))
 text("recipe.smoothing")
-c1, c2 = st.columns(2)
-eps = c1.slider("ε (label_smoothing)", 0.0, 0.5, step=0.01, **keep("ls_eps", 0.1, url="eps", valid=between(0.0, 0.5)))
-V = int(c2.number_input(t("recipe.smoothing.vocab"), 2, 50_000,
-                        **keep("ls_V", 10, url="vocab", valid=range(2, 50_001))))
-ls = smoothing_demo(V, eps)
-q = ls["target"]
-bars = min(V, BARS)
-left, right = st.columns(2)
-with left:
-    fig = bar_chart([t("recipe.smoothing.correct")] + [f"#{i}" for i in range(1, bars)], q[:bars],
-                    colors=[colour(1)] + [colour(0)] * (bars - 1), y_range="fit", decimals=4, text_outside=True,
-                    x_title=t("recipe.smoothing.token"), y_title=t("recipe.smoothing.target_y"),
-                    title=t("recipe.smoothing.target_title", eps=eps, vocab=V))
-    listed = V if V <= CSV_VOCAB else bars
-    show_figure(fig, name="label-smoothing-target", key="ls_target",
-                csv=series_csv("token", range(listed), {"target": q[:listed]}))
-    if V > bars:
-        st.caption(t("recipe.smoothing.others", n=V - bars, share=eps / V))
-with right:
-    curves = {t("recipe.smoothing.plain"): ls["plain"], t("recipe.smoothing.smoothed", eps=eps): ls["smoothed"]}
-    p_num, l_num = ls["best"]
-    marks = {t("recipe.smoothing.minimum"): ([p_num], [l_num], [f"p = {p_num:.4f}"])}
-    fig = line_chart(ls["confidence"], curves, markers=marks, x_title=t("recipe.smoothing.x"),
-                     y_title=t("recipe.smoothing.y"), title=t("recipe.smoothing.loss_title"))
-    fig.update_yaxes(range=[0, ls["loss_top"]])
-    show_figure(fig, name="label-smoothing-loss", csv=series_csv("confidence", ls["confidence"], curves), key="ls_loss")
-c1, c2, c3, c4 = st.columns(4)
-c1.metric(t("recipe.smoothing.best"), f"{p_num:.6f}")
-c2.metric(t("recipe.smoothing.formula"), f"{ls['formula']:.6f}")
-c3.metric(t("recipe.smoothing.best_loss"), f"{l_num:.4f}")
-c4.metric(t("recipe.smoothing.entropy"), f"{ls['entropy']:.4f}")
-text("recipe.smoothing_result")
+
+
+@st.fragment(key="recipe-smoothing")
+def smoothing_section():
+    c1, c2 = st.columns(2)
+    eps = c1.slider("ε (label_smoothing)", 0.0, 0.5, step=0.01, **keep("ls_eps", 0.1, url="eps", valid=between(0.0, 0.5)))
+    V = int(c2.number_input(t("recipe.smoothing.vocab"), 2, 50_000,
+                            **keep("ls_V", 10, url="vocab", valid=range(2, 50_001))))
+    ls = smoothing(V, eps)
+    q = ls["target"]
+    bars = min(V, BARS)
+    left, right = st.columns(2)
+    with left:
+        fig = shared_figure("ls_target", (lang(), V, eps), lambda: bar_chart(
+            [t("recipe.smoothing.correct")] + [f"#{i}" for i in range(1, bars)], q[:bars],
+            colors=[colour(1)] + [colour(0)] * (bars - 1), y_range="fit", decimals=4, text_outside=True,
+            x_title=t("recipe.smoothing.token"), y_title=t("recipe.smoothing.target_y"),
+            title=t("recipe.smoothing.target_title", eps=eps, vocab=V)))
+        listed = V if V <= CSV_VOCAB else bars
+        show_figure(fig, name="label-smoothing-target", key="ls_target",
+                    csv=series_csv("token", range(listed), {"target": q[:listed]}))
+        if V > bars:
+            st.caption(t("recipe.smoothing.others", n=V - bars, share=eps / V))
+    with right:
+        curves = {t("recipe.smoothing.plain"): ls["plain"], t("recipe.smoothing.smoothed", eps=eps): ls["smoothed"]}
+        p_num, l_num = ls["best"]
+        marks = {t("recipe.smoothing.minimum"): ([p_num], [l_num], [f"p = {p_num:.4f}"])}
+        fig = shared_figure("ls_loss", (lang(), V, eps), lambda: line_chart(
+            ls["confidence"], curves, markers=marks, x_title=t("recipe.smoothing.x"), y_title=t("recipe.smoothing.y"),
+            title=t("recipe.smoothing.loss_title")).update_yaxes(range=[0, ls["loss_top"]]))
+        show_figure(fig, name="label-smoothing-loss", csv=series_csv("confidence", ls["confidence"], curves), key="ls_loss")
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric(t("recipe.smoothing.best"), f"{p_num:.6f}")
+    c2.metric(t("recipe.smoothing.formula"), f"{ls['formula']:.6f}")
+    c3.metric(t("recipe.smoothing.best_loss"), f"{l_num:.4f}")
+    c4.metric(t("recipe.smoothing.entropy"), f"{ls['entropy']:.4f}")
+    text("recipe.smoothing_result")
+
+
+smoothing_section()
 
 # ----------------------------------------------------------------------------- 4. dropout
 st.header(t("recipe.dropout.header"))
@@ -145,50 +177,58 @@ def _next_seed():
     st.session_state["drop_seed"] = (int(st.session_state["drop_seed"]) + 1) % (SEED_MAX + 1)
 
 
-c1, c2, c3 = st.columns([3, 2, 1])
-sentence = c1.text_input(t("recipe.dropout.sentence"),
-                         **keep("drop_sentence", examples()["masks"]["source"], url="sentence"))
-p_drop = c2.slider("P_drop", 0.0, 0.9, step=0.05,
-                   **keep("drop_p", PAPER_RATES["base"], url="p_drop", valid=between(0.0, 0.9)))
-drop_seed = int(c3.number_input(t("recipe.dropout.seed"), 0, SEED_MAX,
-                                **keep("drop_seed", 0, url="seed", valid=range(SEED_MAX + 1))))
-c3.button(t("recipe.dropout.new_seed"), on_click=_next_seed, key="drop_new_seed")
-tok = shared_tokenizer()
-ids, pieces = tok.encode(sentence or ""), tok.pieces(sentence or "")
-if not ids:
-    error(UserError("recipe.dropout.empty"))
-else:
-    if len(ids) > DROP_TOKENS:
-        st.caption(t("recipe.dropout.cut", n=len(ids), used=DROP_TOKENS))
-        ids, pieces = ids[:DROP_TOKENS], pieces[:DROP_TOKENS]
-    labels = [piece_label(piece) for piece in pieces]
-    drop = residual_dropout(demo_model(tok.vocab_size), ids, p_drop, drop_seed)
-    width = drop.sublayer.shape[1]
-    dims = [str(j + 1) for j in range(width)]
-    shown = min(DROP_DIMS, width)
-    top = max(float(abs(drop.dropped).max()), 1e-9)  # one colour scale for both: the scaling shows
-    axes = dict(x_title=t("recipe.dropout.dimension"), y_title=t("recipe.smoothing.token"), zmin=-top, zmax=top,
-                zmid=0)
-    left, right = st.columns(2)
-    with left:
-        fig = lift_title(matrix_heatmap(drop.sublayer[:, :shown], dims[:shown], labels, **axes,
-                                        title=t("recipe.dropout.before_title", shown=shown, width=width)))
-        show_matrix(fig, drop.sublayer, name="sublayer-output", row_labels=labels, col_labels=dims, key="drop_before")
-    with right:
-        fig = lift_title(matrix_heatmap(drop.dropped[:, :shown], dims[:shown], labels, **axes,
-                                        highlight=~drop.kept[:, :shown],
-                                        title=t("recipe.dropout.after_title", p=p_drop, seed=drop_seed)))
-        show_matrix(fig, drop.dropped, name=f"dropout-p{p_drop:g}-seed{drop_seed}", row_labels=labels,
-                    col_labels=dims, key="drop_after")
-    m1, m2, m3, m4 = st.columns(4)
-    m1.metric(t("recipe.dropout.zero_share", p=p_drop), f"{drop.zero_share:.3f}")
-    m2.metric(t("recipe.dropout.scale"), f"{drop.scale:.4g}")
-    m3.metric(t("recipe.dropout.mean_before"), f"{drop.mean_before:.4f}")
-    m4.metric(t("recipe.dropout.mean_after"), f"{drop.mean_after:.4f}",
-              help=t("recipe.dropout.mean_after_help", n=MASKS_AVERAGED, mean=drop.mean_over_masks))
-    st.caption(t("recipe.dropout.checks", kept_gap=drop.kept_gap, n=drop.masks_averaged, mean=drop.mean_over_masks,
-                 average_gap=drop.average_gap, eval_gap=drop.eval_gap, cells=drop.kept.size))
-    text("recipe.dropout_result", p=p_drop, scale=drop.scale)
+@st.fragment(key="recipe-dropout")
+def dropout_section():
+    c1, c2, c3 = st.columns([3, 2, 1])
+    sentence = c1.text_input(t("recipe.dropout.sentence"),
+                             **keep("drop_sentence", examples()["masks"]["source"], url="sentence"))
+    p_drop = c2.slider("P_drop", 0.0, 0.9, step=0.05,
+                       **keep("drop_p", PAPER_RATES["base"], url="p_drop", valid=between(0.0, 0.9)))
+    drop_seed = int(c3.number_input(t("recipe.dropout.seed"), 0, SEED_MAX,
+                                    **keep("drop_seed", 0, url="seed", valid=range(SEED_MAX + 1))))
+    c3.button(t("recipe.dropout.new_seed"), on_click=_next_seed, key="drop_new_seed")
+    tok = shared_tokenizer()
+    ids, pieces = tok.encode(sentence or ""), tok.pieces(sentence or "")
+    if not ids:
+        error(UserError("recipe.dropout.empty"))
+    else:
+        if len(ids) > DROP_TOKENS:
+            st.caption(t("recipe.dropout.cut", n=len(ids), used=DROP_TOKENS))
+            ids, pieces = ids[:DROP_TOKENS], pieces[:DROP_TOKENS]
+        labels = [piece_label(piece) for piece in pieces]
+        drop = shared_view("residual_dropout", (tok.vocab_size, tuple(ids), p_drop, drop_seed),
+                           lambda: residual_dropout(demo_model(tok.vocab_size), ids, p_drop, drop_seed))
+        width = drop.sublayer.shape[1]
+        dims = [str(j + 1) for j in range(width)]
+        shown = min(DROP_DIMS, width)
+        top = max(float(abs(drop.dropped).max()), 1e-9)  # one colour scale for both: the scaling shows
+        axes = dict(x_title=t("recipe.dropout.dimension"), y_title=t("recipe.smoothing.token"), zmin=-top, zmax=top,
+                    zmid=0)
+        view = (lang(), tok.vocab_size, tuple(ids), p_drop, drop_seed)
+        left, right = st.columns(2)
+        with left:
+            fig = shared_figure("drop_before", view, lambda: lift_title(matrix_heatmap(
+                drop.sublayer[:, :shown], dims[:shown], labels, **axes,
+                title=t("recipe.dropout.before_title", shown=shown, width=width))))
+            show_matrix(fig, drop.sublayer, name="sublayer-output", row_labels=labels, col_labels=dims, key="drop_before")
+        with right:
+            fig = shared_figure("drop_after", view, lambda: lift_title(matrix_heatmap(
+                drop.dropped[:, :shown], dims[:shown], labels, **axes, highlight=~drop.kept[:, :shown],
+                title=t("recipe.dropout.after_title", p=p_drop, seed=drop_seed))))
+            show_matrix(fig, drop.dropped, name=f"dropout-p{p_drop:g}-seed{drop_seed}", row_labels=labels,
+                        col_labels=dims, key="drop_after")
+        m1, m2, m3, m4 = st.columns(4)
+        m1.metric(t("recipe.dropout.zero_share", p=p_drop), f"{drop.zero_share:.3f}")
+        m2.metric(t("recipe.dropout.scale"), f"{drop.scale:.4g}")
+        m3.metric(t("recipe.dropout.mean_before"), f"{drop.mean_before:.4f}")
+        m4.metric(t("recipe.dropout.mean_after"), f"{drop.mean_after:.4f}",
+                  help=t("recipe.dropout.mean_after_help", n=MASKS_AVERAGED, mean=drop.mean_over_masks))
+        st.caption(t("recipe.dropout.checks", kept_gap=drop.kept_gap, n=drop.masks_averaged, mean=drop.mean_over_masks,
+                     average_gap=drop.average_gap, eval_gap=drop.eval_gap, cells=drop.kept.size))
+        text("recipe.dropout_result", p=p_drop, scale=drop.scale)
+
+
+dropout_section()
 
 # checkpoint averaging (section 6.1): always shown, whatever the dropout demo holds
 text("recipe.averaging")
