@@ -109,11 +109,15 @@ def _sync(device: torch.device) -> None:
         torch.mps.synchronize()
 
 
-def _median_time(fn, device: torch.device, repeats: int) -> float:
+def _median_time(fn, device: torch.device, repeats: int, tick=None) -> float:
+    """Median seconds of `repeats` runs of fn after one warm-up run; tick(), when given, is called after
+    each run (outside the timed part)."""
     fn()  # warm-up: kernels, allocator, lazy init
     _sync(device)
     times = []
     for _ in range(repeats):
+        if tick:
+            tick()
         t0 = time.perf_counter()
         fn()
         _sync(device)
@@ -174,7 +178,15 @@ def _time_layers(ns, d, batch, device, repeats, n_heads, kernel, recurrent, budg
            "d": d, "batch": batch, "repeats": repeats, "recurrent_kind": recurrent}
     start = time.perf_counter()
     last = None  # (n, seconds) of the previous size, to predict the next one
-    steps, done = len(ns) * len(TIMED), 0
+    per_layer = repeats + 1  # the warm-up and each timed run
+    steps, done = len(ns) * len(TIMED) * per_layer, 0
+
+    def tick(n):
+        nonlocal done
+        done += 1
+        if progress:
+            progress(done / steps, n)
+
     for n in ns:
         elapsed = time.perf_counter() - start
         # attention grows like n^2: skip a size that would overrun the budget (the smallest always runs)
@@ -182,7 +194,7 @@ def _time_layers(ns, d, batch, device, repeats, n_heads, kernel, recurrent, budg
         # and never a size whose (B, H, n, n) score matrix alone would take more than MAX_SCORE_BYTES
         if batch * n_heads * n * n * 4 > MAX_SCORE_BYTES or (last and elapsed + predicted > budget_s):
             out["skipped"].append(n)
-            done += len(TIMED)
+            done += len(TIMED) * per_layer
             if progress:
                 progress(done / steps, n)
             continue
@@ -196,10 +208,8 @@ def _time_layers(ns, d, batch, device, repeats, n_heads, kernel, recurrent, budg
         }
         out["n"].append(n)
         for name, fn in runs.items():
-            out[name].append(_median_time(fn, device, repeats))
-            done += 1
-            if progress:
-                progress(done / steps, n)
+            out[name].append(_median_time(fn, device, repeats, tick=lambda: tick(n)))
+            tick(n)
         last = (n, time.perf_counter() - t_n)
     out["total_s"] = time.perf_counter() - start
     return out
