@@ -37,6 +37,13 @@ def load_table(path: Path) -> dict | None:
     return {**doc, "rows": rows} if rows else None
 
 
+def table_stamp(doc: dict) -> str:
+    """A short fingerprint of a study document's rows: what a figure drawn from it depends on."""
+    import hashlib
+    import json
+    return hashlib.sha1(json.dumps(doc.get("rows"), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 def mean(row: dict, metric: str):
     v = (row.get(metric) or {}).get("mean")
     return v if isinstance(v, (int, float)) and math.isfinite(v) else None

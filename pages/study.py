@@ -9,7 +9,8 @@ from app import format as fmt
 from app import study
 from app.charts.export import rows_csv
 from app.charts.study import factor_figure
-from app.i18n import UserError, options, t
+from app.i18n import UserError, lang, options, t
+from app.resources import shared_figure
 from app.state import keep
 from app.ui import error, show_figure, text
 from model.table3 import MINI_BASE, PAPER_TABLE3, STUDY_ROWS, paper_row
@@ -35,6 +36,42 @@ def mini_text(row: dict) -> str:
              "label_smoothing": "ε_ls", "positional": "positions"}
     parts = [f"{names.get(k, k)}={v}" for k, v in ch.items() if names.get(k, k) is not None]
     return ", ".join(parts) or t("study.table.base")
+
+
+@st.fragment(key="study-factor")
+def factor_section(doc: dict, rows: dict) -> None:
+    """Section 2: one factor of Table 3 at a time (its own inputs: a change reruns this section only)."""
+    st.header(t("study.factor.header"))
+    group_labels = options("study.group", GROUPS)
+    group = st.segmented_control(t("study.factor.label"), GROUPS, format_func=group_labels.__getitem__,
+                                 **keep("study_group", "A", url="factor", valid=GROUPS)) or "A"
+    metric_labels = options("study.metric", ("perplexity", "exact_match"))
+    metric = st.radio(t("study.metric.label"), ("perplexity", "exact_match"), horizontal=True,
+                      format_func=metric_labels.__getitem__,
+                      **keep("study_metric", "perplexity", url="metric", valid=("perplexity", "exact_match")))
+    keys = ["base"] + [p.key for p in PAPER_TABLE3 if p.group == group]
+    names = [t("study.table.base") if k == "base" else paper_row(k).label for k in keys]
+    paper_values = [paper_row(k).perplexity if metric == "perplexity" else paper_row(k).bleu for k in keys]
+    scale = 100.0 if metric == "exact_match" else 1.0
+    means, lows, highs, seeds, per_seed = [], [], [], [], []
+    for k in keys:
+        r = rows.get(k, {})
+        m = study.centre(r, metric)
+        stats = r.get(metric) or {}
+        means.append(None if m is None else m * scale)
+        lows.append((stats.get("min") if stats.get("min") is not None else m or 0) * scale)
+        highs.append((stats.get("max") if stats.get("max") is not None else m or 0) * scale)
+        seeds.append(int(r.get("seeds_done", 0)))
+        per_seed.append([v * scale for v in stats.get("values") or [] if isinstance(v, (int, float))])
+    fig = shared_figure("study_factor", (lang(), study.table_stamp(doc), group, metric), lambda: factor_figure(
+        names, paper_values, means, lows, highs, seeds, title=t("study.factor.title", group=group_labels[group]),
+        paper_title=t(f"study.factor.paper_{metric}"), ours_title=t(f"study.factor.ours_{metric}"),
+        y_title=t(f"study.metric.{metric}"), seeds_label=t("study.factor.seeds"), per_seed=per_seed,
+        seed_title=t("study.factor.seed")))
+    csv_rows = [{"row": k, "paper": pv, "ours_mean": m, "ours_min": lo, "ours_max": hi, "seeds": s}
+                for k, pv, m, lo, hi, s in zip(keys, paper_values, means, lows, highs, seeds)]
+    show_figure(fig, name=f"table3-{group}-{metric}", csv=rows_csv(csv_rows), key="study_factor")
+    st.caption(t("study.factor.note"))
 
 
 st.title(t("pages.study.title"))
@@ -89,38 +126,8 @@ if doc is not None:
         st.markdown(t("study.plateau", stuck=stuck["stuck"], runs=stuck["runs"], limit=study.PLATEAU,
                       steps=opts.get("steps", "?"), rows=stuck["rows"]))
 
-    # ------------------------------------------------------------------------- 2. by factor
-    st.header(t("study.factor.header"))
-    group_labels = options("study.group", GROUPS)
-    group = st.segmented_control(t("study.factor.label"), GROUPS, format_func=group_labels.__getitem__,
-                                 **keep("study_group", "A", url="factor", valid=GROUPS)) or "A"
-    metric_labels = options("study.metric", ("perplexity", "exact_match"))
-    metric = st.radio(t("study.metric.label"), ("perplexity", "exact_match"), horizontal=True,
-                      format_func=metric_labels.__getitem__,
-                      **keep("study_metric", "perplexity", url="metric", valid=("perplexity", "exact_match")))
-    keys = ["base"] + [p.key for p in PAPER_TABLE3 if p.group == group]
-    names = [t("study.table.base") if k == "base" else paper_row(k).label for k in keys]
-    paper_values = [paper_row(k).perplexity if metric == "perplexity" else paper_row(k).bleu for k in keys]
-    scale = 100.0 if metric == "exact_match" else 1.0
-    means, lows, highs, seeds, per_seed = [], [], [], [], []
-    for k in keys:
-        r = rows.get(k, {})
-        m = study.centre(r, metric)
-        stats = r.get(metric) or {}
-        means.append(None if m is None else m * scale)
-        lows.append((stats.get("min") if stats.get("min") is not None else m or 0) * scale)
-        highs.append((stats.get("max") if stats.get("max") is not None else m or 0) * scale)
-        seeds.append(int(r.get("seeds_done", 0)))
-        per_seed.append([v * scale for v in stats.get("values") or [] if isinstance(v, (int, float))])
-    fig = factor_figure(names, paper_values, means, lows, highs, seeds,
-                        title=t("study.factor.title", group=group_labels[group]),
-                        paper_title=t(f"study.factor.paper_{metric}"), ours_title=t(f"study.factor.ours_{metric}"),
-                        y_title=t(f"study.metric.{metric}"), seeds_label=t("study.factor.seeds"),
-                        per_seed=per_seed, seed_title=t("study.factor.seed"))
-    csv_rows = [{"row": k, "paper": pv, "ours_mean": m, "ours_min": lo, "ours_max": hi, "seeds": s}
-                for k, pv, m, lo, hi, s in zip(keys, paper_values, means, lows, highs, seeds)]
-    show_figure(fig, name=f"table3-{group}-{metric}", csv=rows_csv(csv_rows), key="study_factor")
-    st.caption(t("study.factor.note"))
+# ------------------------------------------------------------------------- 2. by factor
+    factor_section(doc, rows)
 
     # ------------------------------------------------------------------------- 3. the reading
     st.header(t("study.reading.header"))
