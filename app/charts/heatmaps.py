@@ -37,7 +37,7 @@ def _matrix_parts(values, x_labels=None, y_labels=None, *, title="", x_title="",
     ys = labels(y_labels if y_labels is not None else [str(i) for i in range(n_rows)])
     trace = dict(
         z=np.where(np.isfinite(z), z, np.nan), x=xs, y=ys,
-        text=cell_text(z, decimals) if show_text else None, texttemplate="%{text}" if show_text else None,
+        text=_strings(cell_text(z, decimals)) if show_text else None, texttemplate="%{text}" if show_text else None,
         colorscale=colorscale, reversescale=reversescale, zmin=zmin, zmax=zmax, zmid=zmid,
         hovertemplate=f"{y_title} %{{y}} · {x_title} %{{x}}<br>%{{z:.4g}}<extra></extra>",
         xgap=1, ygap=1,
@@ -53,6 +53,12 @@ def _matrix_parts(values, x_labels=None, y_labels=None, *, title="", x_title="",
     if shapes:
         layout["shapes"] = shapes
     return trace, layout
+
+
+def _strings(rows: list[list[str]]) -> np.ndarray:
+    """A grid of cell texts as an object array: plotly deep-copies and checks nested lists cell by cell (4x
+    slower); the figure's JSON is the same."""
+    return np.array(rows, dtype=object)
 
 
 def matrix_heatmap(values, x_labels=None, y_labels=None, *, title="", x_title="", y_title="",
@@ -146,9 +152,9 @@ def head_tiles(weights, query_labels, key_labels, *, head_title="head", query_ti
                    title=dict(text=f"{query_title} ↓"), showgrid=False, zeroline=False),
         annotations=annotations, plot_bgcolor="rgba(0,0,0,0)", margin=margins(top=40),
         height=height or min(1000, 110 + n_block_rows * (lq * 34 + 40)))
-    return go.Figure(go.Heatmap(z=canvas, text=text if show_text else None,
+    return go.Figure(go.Heatmap(z=canvas, text=_strings(text) if show_text else None,
                                 texttemplate="%{text}" if show_text else None,
-                                hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", hoverongaps=False,
+                                hovertext=_strings(hover), hovertemplate="%{hovertext}<extra></extra>", hoverongaps=False,
                                 colorscale=ATTN_SCALE, zmin=0, zmax=1, xgap=1, ygap=1,
                                 colorbar=dict(title=dict(text=""), thickness=14)), layout=layout)
 
