@@ -13,7 +13,15 @@ ADAM = {"adam_theta", "adam_c", "adam_lr", "adam_steps"}
 SMOOTHING = {"ls_eps", "ls_V"}
 DROPOUT = {"drop_sentence", "drop_p", "drop_seed"}
 
+def detr_member(at):
+    at.button_group(key="fam_member").set_value("detr")
+    at.run()
+
+
 SECTIONS = [
+    ("family-fam-mlm-detail", lambda at: at.selectbox(key="fam_mlm_head").set_value(2), {"fam_mlm_layer", "fam_mlm_head"}),
+    ("family-fam-detr-detail", lambda at: at.selectbox(key="fam_detr_query").set_value(3),
+     {"fam_detr_query", "fam_detr_layer", "fam_detr_head"}),
     ("study-factor", lambda at: at.radio(key="study_metric").set_value("exact_match"), {"study_group", "study_metric"}),
     ("study-factor", lambda at: at.button_group(key="study_group").set_value("C"), {"study_group", "study_metric"}),
     ("recipe-schedule", lambda at: at.slider(key="sch_d").set_value(256), SCHEDULE),
@@ -28,8 +36,11 @@ SECTIONS = [
 
 @pytest.mark.parametrize("fragment, act, inputs", SECTIONS, ids=[f"{f}-{i}" for i, (f, _, _) in enumerate(SECTIONS)])
 def test_a_control_reruns_its_section_only(fragment, act, inputs):
+    page, fragment = fragment.split("-")[0], fragment.split("-", 1)[1] if fragment.startswith("family-") else fragment
     with keep_calls() as drawn:
-        at = run_page(fragment.split("-")[0] + ".py", "en")
+        at = run_page(page + ".py", "en")
+        if "detr" in fragment:
+            detr_member(at)
         assert_clean(at)
         assert not set(drawn) <= inputs
         act(at)

@@ -64,7 +64,6 @@ def render() -> None:
 
     det = _detection(str(loaded.path), weights_stamp(loaded.path), seed, threshold, model)
     N = len(det.scores)
-    n_layers, n_heads = det.cross.shape[0], det.cross.shape[1]
 
     m1, m2, m3 = st.columns(3)
     m1.metric(t("family_detr.found"), f"{int(det.found.sum())} / {len(det.gt_classes)}", help=t("family_detr.found_help"))
@@ -117,6 +116,14 @@ def render() -> None:
     # ------------------------------------------------------------ one query, layer, head
     st.subheader(t("family_detr.detail_header"))
     text("family_detr.detail")
+    _detail(det, labels, seed, no_object)
+
+
+@st.fragment(key="fam-detr-detail")
+def _detail(det, labels: list[str], seed: int, no_object: str) -> None:
+    """One query, layer and head (its own pickers: a change reruns this part only)."""
+    N = len(det.scores)
+    n_layers, n_heads = det.cross.shape[0], det.cross.shape[1]
     queries = list(range(N))
     layers = list(range(n_layers))
     heads = [-1, *range(n_heads)]

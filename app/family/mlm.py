@@ -12,8 +12,9 @@ from app.charts.export import csv_text
 from app.charts.family_mlm import mask_predictions
 from app.charts.heatmaps import attention_heatmap, head_grid
 from app.family import concept_link, pick_family_model
-from app.i18n import UserError, prose, say, t
+from app.i18n import UserError, lang, prose, say, t
 from app.inspector import label, labels
+from app.resources import model_stamp, shared_figure
 from app.state import OneBased, keep
 from app.train_ui import plain
 from app.ui import error, show_figure, show_matrix, text
@@ -139,7 +140,7 @@ def render() -> None:
     text("family_mlm.attention_intro")
     piece_labels = labels(result.pieces)
     lm, lm_path = _lm()
-    lm_weights, lm_note, lm_max = None, "family_mlm.no_lm", 0
+    lm_weights, lm_labels, lm_note, lm_max = None, None, "family_mlm.no_lm", 0
     if lm is not None and len(result.ids) > lm.config.max_len:  # a model trained here with a longer max_len
         lm, lm_note, lm_max = None, "family_mlm.lm_too_long", lm.config.max_len
     if lm is not None:
@@ -149,18 +150,27 @@ def render() -> None:
         lm_labels = labels([lm.tokenizer.id_to_piece(i) for i in lm_ids])
         lm_weights = kind_weights(forward_pass(lm_path, lm_ids), "decoder_self")  # (layers, H, T, T)
     layer_word, head_word = t("common.layer"), t("common.head")
+    view = (lang(), str(loaded.path), _stamp(loaded.path), text_a, text_b, tuple(sorted(picked or ())))
     left, right = st.columns(2)
     with left:
         st.markdown(t("family_mlm.bert_side"))
-        show_figure(head_grid(result.attention, layer_title=layer_word, head_title=head_word),
-                    name="mlm-all-heads", key="fam-mlm-grid")
+        show_figure(shared_figure("fam-mlm-grid", (*view, "mlm"), lambda: head_grid(
+            result.attention, layer_title=layer_word, head_title=head_word)), name="mlm-all-heads", key="fam-mlm-grid")
     with right:
         st.markdown(t("family_mlm.lm_side"))
         if lm_weights is None:
             st.info(t(lm_note, n=lm_max))
         else:
-            show_figure(head_grid(lm_weights, layer_title=layer_word, head_title=head_word),
-                        name="lm-all-heads", key="fam-mlm-lm-grid")
+            show_figure(shared_figure("fam-mlm-grid", (*view, "lm", str(lm_path), model_stamp(lm_path)), lambda: head_grid(
+                lm_weights, layer_title=layer_word, head_title=head_word)), name="lm-all-heads", key="fam-mlm-lm-grid")
+    _head_detail(result, piece_labels, lm_weights, lm_labels)
+    st.caption(t("common.rows_cols"))
+
+
+@st.fragment(key="fam-mlm-detail")
+def _head_detail(result, piece_labels, lm_weights, lm_labels) -> None:
+    """One layer and head of both models (its own pickers: a change reruns this part only)."""
+    layer_word, head_word = t("common.layer"), t("common.head")
     n_layers, n_heads = result.attention.shape[:2]
     c1, c2 = st.columns(2)
     layer = c1.selectbox(layer_word, range(n_layers), format_func=lambda i: f"{i + 1}",
@@ -188,4 +198,3 @@ def render() -> None:
             show_matrix(fig, w, name=f"lm-L{lm_layer + 1}-H{lm_head + 1}", row_labels=lm_labels, col_labels=lm_labels,
                         key="fam-mlm-lm-map")
             st.metric(t("family_mlm.later"), f"{later_share(lm_weights)[lm_layer, lm_head]:.1%}")
-    st.caption(t("common.rows_cols"))
