@@ -7,7 +7,7 @@ from app.charts.curves import line_chart
 from app.charts.export import series_csv
 from app.charts.heatmaps import head_grid, head_tiles, stage_figure
 from app.i18n import UserError, t
-from app.resources import shared_figure
+from app.resources import shared_figure, shared_view
 from app.state import keep
 from app.ui import error, show_figure, show_matrix, text
 from model import lab as mlab
@@ -18,9 +18,10 @@ from model.layer_walk import TOLERANCE
 # Every section follows the inputs at the top, so a change reruns the page; what it computes is cached per
 # input (st.cache_data, bounded) and every figure is built once per input and language (app.resources).
 # With more than 16 heads, the picker of one head reruns only that head's map (a fragment).
+# (the st.cache_data wrappers are made once per server: making one reads and hashes the function's source)
 CACHED = dict(show_spinner=False, max_entries=32)
-multihead_demo = st.cache_data(mlab.multihead_demo, **CACHED)
-layer_walk = st.cache_data(mwalk.layer_walk, **CACHED)
+multihead_demo, layer_walk = shared_view("multihead-cached", (), lambda: (
+    st.cache_data(mlab.multihead_demo, **CACHED), st.cache_data(mwalk.layer_walk, **CACHED)))
 
 
 @st.fragment

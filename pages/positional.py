@@ -9,7 +9,7 @@ from app.charts.style import esc, lift_title
 from app.format import escape_md
 from app.i18n import Message, UserError, options, t
 from app.inputs import parse_int_list, split_words
-from app.resources import shared_figure
+from app.resources import shared_figure, shared_view
 from app.state import keep
 from app.ui import error, show_figure, show_matrix, text
 from model import positions as mpos
@@ -26,14 +26,13 @@ LOG_FLOOR = 1e-12  # an exact 0 would vanish on the log axis: drawn at the float
 # section only. Length and d_model feed every section, so they rerun the page. Pure results are cached per
 # input (bounded, so memory stays flat), figures are shared per input and language (app.resources), and the
 # large CSVs are written when their button is clicked.
+# The st.cache_data wrappers are made once per server (making one reads and hashes the function's source).
 CACHED = dict(show_spinner=False, max_entries=32)
-encoding_table = st.cache_data(mpos.encoding_table, **CACHED)
-dimension_waves = st.cache_data(mpos.dimension_waves, **CACHED)
-dot_profile = st.cache_data(mpos.dot_profile, **CACHED)
-rotation_demo = st.cache_data(mpos.rotation_demo, **CACHED)
-extrapolation_demo = st.cache_data(mpos.extrapolation_demo, **CACHED)
-similarity_demo = st.cache_data(mpos.similarity_demo, **CACHED)
-word_order_experiment = st.cache_data(mpos.word_order_experiment, **CACHED)
+PURE = ("encoding_table", "dimension_waves", "dot_profile", "rotation_demo", "extrapolation_demo", "similarity_demo",
+        "word_order_experiment")
+cached = shared_view("positional-cached", PURE, lambda: {f: st.cache_data(getattr(mpos, f), **CACHED) for f in PURE})
+encoding_table, dimension_waves, dot_profile, rotation_demo, extrapolation_demo, similarity_demo, \
+    word_order_experiment = (cached[f] for f in PURE)
 
 
 def dims_parse(text: str) -> bool:
@@ -187,10 +186,11 @@ def permutation_maps(words: list, exp: dict) -> None:
         panels = (("original", words, "orig"), ("shuffled", exp["shuffled"], "perm"), ("back", words, "back"))
         for col, (which, labs, tag) in zip(st.columns(3), panels):
             with col:
-                fig = lift_title(attention_heatmap(maps[which], labs, labs,
-                                                   title=t(f"positional.permutation.panel_{which}"),
-                                                   query_title=t("common.query"), key_title=t("common.key"),
-                                                   height=300 + 12 * len(labs)))
+                titles = (t(f"positional.permutation.panel_{which}"), t("common.query"), t("common.key"))
+                fig = shared_figure("perm-map", (tuple(words), tuple(perm), layer, head, pe_on, which, *titles),
+                                    lambda: lift_title(attention_heatmap(
+                                        maps[which], labs, labs, title=titles[0], query_title=titles[1],
+                                        key_title=titles[2], height=300 + 12 * len(labs))))
                 show_matrix(fig, maps[which], name=f"permutation-{'pe' if pe_on else 'nope'}-{tag}",
                             row_labels=labs, col_labels=labs, key=f"perm-{int(pe_on)}-{tag}")
         st.caption(t("common.rows_cols") + " " + t("positional.permutation.caption", layer=layer, head=head,

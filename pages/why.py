@@ -9,7 +9,7 @@ from app.charts.export import rows_csv, series_csv
 from app.format import large
 from app.i18n import Message, UserError, t
 from app.inputs import parse_int_list
-from app.resources import device_description, shared_figure
+from app.resources import device_description, shared_figure, shared_view
 from app.state import keep
 from app.ui import error, show_figure, text
 from model import complexity as mcx
@@ -22,7 +22,9 @@ BUDGET_S = 3.0  # the measuring budget the warning below speaks of
 TM_D_CHOICES, RECURRENT_KINDS = [32, 64, 128, 256], ["gru", "lstm"]
 # Sections 1 and 2 follow n, d, k, r: the curves are cached per input, their figures built once per input and
 # language, so a measurement (section 3) reruns them cheaply.
-curves_over_n = st.cache_data(mcx.curves_over_n, show_spinner=False, max_entries=32)
+# (the st.cache_data wrapper is made once per server: making one reads and hashes the function's source)
+curves_over_n = shared_view("why-cached", (), lambda: st.cache_data(mcx.curves_over_n, show_spinner=False,
+                                                                    max_entries=32))
 
 
 def name(layer: str) -> str:
