@@ -3,18 +3,47 @@ label smoothing and dropout; the study's factor view) is a fragment: a control r
 and the section shows what the whole page shows, from a cold or a warm figure cache."""
 from __future__ import annotations
 
+import contextlib
+import sys
+
 import pytest
 
 from tests.apptest_util import assert_clean, run_page
-from tests.test_page_speed_a import drop_cached_views, fragment_reruns, keep_calls, shown
+from tests.test_page_speed_a import drop_cached_views, fragment_reruns, shown
+
+
+@contextlib.contextmanager
+def keep_calls():
+    """Record the key of every input a run draws (app.state.keep is called once per input). Pages import
+    keep on every run; modules under app/ (the family members) imported it once, so their name is swapped too."""
+    import app.state
+
+    seen: list[str] = []
+    saved = app.state.keep
+
+    def recording(key, *args, **kwargs):
+        seen.append(key)
+        return saved(key, *args, **kwargs)
+
+    app.state.keep = recording
+    for name, m in list(sys.modules.items()):
+        if name.startswith("app.") and getattr(m, "keep", None) is saved:
+            m.keep = recording
+    try:
+        yield seen
+    finally:
+        app.state.keep = saved
+        for name, m in list(sys.modules.items()):  # also those first imported inside the block
+            if name.startswith("app.") and getattr(m, "keep", None) is recording:
+                m.keep = saved
 
 SCHEDULE = {"sch_d", "sch_w", "sch_range", "sch_pairs", "sch_log"}
 ADAM = {"adam_theta", "adam_c", "adam_lr", "adam_steps"}
 SMOOTHING = {"ls_eps", "ls_V"}
 DROPOUT = {"drop_sentence", "drop_p", "drop_seed"}
 
-def detr_member(at):
-    at.button_group(key="fam_member").set_value("detr")
+def family_member(at, member: str):
+    at.button_group(key="fam_member").set_value(member)
     at.run()
 
 
@@ -22,6 +51,8 @@ SECTIONS = [
     ("family-fam-mlm-detail", lambda at: at.selectbox(key="fam_mlm_head").set_value(2), {"fam_mlm_layer", "fam_mlm_head"}),
     ("family-fam-detr-detail", lambda at: at.selectbox(key="fam_detr_query").set_value(3),
      {"fam_detr_query", "fam_detr_layer", "fam_detr_head"}),
+    ("family-fam-vit-cls", lambda at: at.selectbox(key="fam_vit_layer").set_value(2), {"fam_vit_layer"}),
+    ("family-fam-vit-positions", lambda at: at.slider(key="fam_vit_patch").set_value(3), {"fam_vit_patch"}),
     ("study-factor", lambda at: at.radio(key="study_metric").set_value("exact_match"), {"study_group", "study_metric"}),
     ("study-factor", lambda at: at.button_group(key="study_group").set_value("C"), {"study_group", "study_metric"}),
     ("recipe-schedule", lambda at: at.slider(key="sch_d").set_value(256), SCHEDULE),
@@ -37,10 +68,12 @@ SECTIONS = [
 @pytest.mark.parametrize("fragment, act, inputs", SECTIONS, ids=[f"{f}-{i}" for i, (f, _, _) in enumerate(SECTIONS)])
 def test_a_control_reruns_its_section_only(fragment, act, inputs):
     page, fragment = fragment.split("-")[0], fragment.split("-", 1)[1] if fragment.startswith("family-") else fragment
+    run_page(page + ".py", "en")  # the app modules a page uses are imported (keep_calls swaps their `keep`)
     with keep_calls() as drawn:
         at = run_page(page + ".py", "en")
-        if "detr" in fragment:
-            detr_member(at)
+        for member in ("detr", "vit"):
+            if fragment.startswith(f"fam-{member}-"):
+                family_member(at, member)
         assert_clean(at)
         assert not set(drawn) <= inputs
         act(at)

@@ -167,6 +167,24 @@ def render() -> None:
     # ------------------------------------------------------------ attention from [CLS]
     st.subheader(t("family_vit.attention_header"))
     text("family_vit.attention")
+    _cls_attention(image, result, cfg, cls)
+
+    r1, r2 = st.columns([1, 1.2])
+    with r1:
+        st.subheader(t("family_vit.rollout_header"))
+        fig = rollout_overlay(image, result.rollout_grid, result.cell, title=t("family_vit.rollout_title"))
+        show_matrix(fig, result.rollout_grid, name="vit-rollout", key="fam-vit-rollout")
+    with r2:
+        text("family_vit.rollout")
+
+    # ------------------------------------------------------------ learned positions
+    st.subheader(t("family_vit.positions_header"))
+    _positions_section(str(path), stamp, model, cfg)
+
+
+@st.fragment(key="fam-vit-cls")
+def _cls_attention(image, result, cfg, cls: str) -> None:
+    """Attention from [CLS], all layers or one (its own picker: a change reruns this part only)."""
     L = result.attention.shape[0]
     shown_names = {0: t("family_vit.all_layers"), **{n: t("family_vit.layer_n", n=n) for n in range(1, L + 1)}}
     which = st.selectbox(t("family_vit.layers_shown"), list(shown_names), format_func=shown_names.get,
@@ -180,16 +198,10 @@ def render() -> None:
     show_matrix(fig, result.attention[:, :, 0, :].reshape(len(rows), -1), name="vit-cls-attention", row_labels=rows,
                 col_labels=[cls] + [str(k + 1) for k in range(cfg.n_patches)], key="fam-vit-tiles")
 
-    r1, r2 = st.columns([1, 1.2])
-    with r1:
-        st.subheader(t("family_vit.rollout_header"))
-        fig = rollout_overlay(image, result.rollout_grid, result.cell, title=t("family_vit.rollout_title"))
-        show_matrix(fig, result.rollout_grid, name="vit-rollout", key="fam-vit-rollout")
-    with r2:
-        text("family_vit.rollout")
 
-    # ------------------------------------------------------------ learned positions
-    st.subheader(t("family_vit.positions_header"))
+@st.fragment(key="fam-vit-positions")
+def _positions_section(path: str, stamp: float, model, cfg) -> None:
+    """The learned positions' similarities (they depend on the model only; the patch slider reruns this part)."""
     S, (near, far) = _positions(str(path), stamp, model)
     text("family_vit.positions", patches=cfg.n_patches, grid=cfg.grid, tokens=cfg.n_tokens)
     n1, n2 = st.columns(2)
