@@ -72,10 +72,10 @@ def waves_section(length: int, d_model: int, pos_t: str) -> None:
 
 def dot_figure(prof: dict, dots: dict, anchor: int, title: str):
     fig = line_chart(prof["q"], dots, x_title=t("positional.dot.x"), y_title=t("positional.dot.y"), title=title)
-    fig.add_vline(x=anchor, line=dict(color="gray", dash="dot"))
-    fig.data[0].line.width = 5  # measured: thick, under the thin dashed formula that lies exactly on it
-    fig.data[1].line.update(color="black", width=1.5, dash="dash")
-    return fig
+    # the anchor as add_vline draws it; measured: thick, under the thin dashed formula that lies exactly on it
+    return fig.update_layout(shapes=[dict(type="line", x0=anchor, x1=anchor, xref="x", y0=0, y1=1, yref="y domain",
+                                          line=dict(color="gray", dash="dot"))]).update_traces(
+        line_width=5, selector=0).update_traces(line=dict(color="black", width=1.5, dash="dash"), selector=1)
 
 
 @st.fragment
