@@ -30,11 +30,8 @@ ADAM_LRS = [1e-4, 1e-3, 0.01, 0.05, 0.1, 0.5]
 
 
 # Each section below has its own inputs and is a fragment: moving one of them reruns that section only.
-# Its results are computed once per inputs (cache_data, bounded) and its figures built once per inputs and
-# language for every session (app.resources.shared_figure, bounded).
-schedules = st.cache_data(show_spinner=False, max_entries=64)(compare_schedules)
-adam_steps = st.cache_data(show_spinner=False, max_entries=64)(adam_trace)
-smoothing = st.cache_data(show_spinner=False, max_entries=64)(smoothing_demo)
+# Its results are computed once per inputs and its figures built once per inputs and language, for every
+# session (app.resources.shared_view / shared_figure, bounded; nothing reads them but to draw).
 
 
 def _pairs_parse(text: str) -> bool:
@@ -68,7 +65,8 @@ def schedule_section():
             pairs += parse_pairs(extra_text, (D_LIMITS, W_LIMITS), MAX_CURVES - 1)
     except UserError as e:
         error(e)
-    sched = schedules(pairs, lo, hi, log=log_x)
+    sched = shared_view("schedules", (tuple(pairs), lo, hi, log_x),
+                        lambda: compare_schedules(pairs, lo, hi, log=log_x))
     series = {f"d_model={c['d_model']}, warmup={c['warmup']}": c["lr"] for c in sched["curves"]}
     shown = [c for c in sched["curves"] if c["peak_shown"]]
     peaks = {t("recipe.schedule.peaks"): ([c["peak_step"] for c in shown], [c["peak_lr"] for c in shown],
@@ -100,7 +98,7 @@ def adam_section():
     scale = c2.select_slider(t("recipe.adam.scale"), ADAM_SCALES, **keep("adam_c", 1.0, url="scale", valid=ADAM_SCALES))
     lr = c3.select_slider(t("recipe.adam.lr"), ADAM_LRS, **keep("adam_lr", 0.1, url="lr", valid=ADAM_LRS))
     n_steps = c4.slider(t("recipe.adam.steps"), 1, 30, **keep("adam_steps", 5, url="steps", valid=range(1, 31)))
-    trace = adam_steps(theta0, scale, lr, n_steps)
+    trace = shared_view("adam_trace", (theta0, scale, lr, n_steps), lambda: adam_trace(theta0, scale, lr, n_steps))
     adam_rows = [{t("recipe.adam.step"): r["step"], "θ": f"{r['theta']:.6g}", t("recipe.adam.grad"): f"{r['grad']:.4g}",
                   "m": f"{r['m']:.4g}", "v": f"{r['v']:.4g}", "m̂": f"{r['m_hat']:.4g}", "v̂": f"{r['v_hat']:.4g}",
                   t("recipe.adam.update"): f"{r['update']:.4g}", t("recipe.adam.new_theta"): f"{r['new_theta']:.6g}"}
@@ -127,7 +125,7 @@ def smoothing_section():
     eps = c1.slider("ε (label_smoothing)", 0.0, 0.5, step=0.01, **keep("ls_eps", 0.1, url="eps", valid=between(0.0, 0.5)))
     V = int(c2.number_input(t("recipe.smoothing.vocab"), 2, 50_000,
                             **keep("ls_V", 10, url="vocab", valid=range(2, 50_001))))
-    ls = smoothing(V, eps)
+    ls = shared_view("smoothing", (V, eps), lambda: smoothing_demo(V, eps))
     q = ls["target"]
     bars = min(V, BARS)
     left, right = st.columns(2)
