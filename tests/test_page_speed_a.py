@@ -217,3 +217,38 @@ def test_cancel_stops_the_timing(monkeypatch):
     assert not at.get("progress") and "att_timing_run" not in at.session_state
     assert "Timing cancelled." in [c.value for c in at.caption]
     assert "dot-product" not in [m.label for m in at.metric]
+
+
+# ---------------------------------------------------------------- in a real browser
+
+@pytest.mark.browser
+def test_time_both_at_large_n_shows_progress_and_cancels_in_a_browser(tmp_path):
+    """In Chromium: at n = 1024 "Time both" shows its progress between slices, and Cancel (a click inside the
+    timing's fragment, which Streamlit queues until the slice under way ends) stops it with a note."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, streamlit_server, wait_idle
+    import os
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"no Chromium at {CHROMIUM}")
+    with streamlit_server({"ATLAS_RUNS_DIR": str(tmp_path)}) as url, playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url + "/attention?lang=en")
+            wait_idle(page)
+            n = page.locator(".st-key-att_time_n input[type='range']").first
+            n.scroll_into_view_if_needed()
+            n.focus()
+            n.press("End")  # n = 1024
+            wait_idle(page)
+            page.locator(".st-key-att_time_btn button").click()
+            page.wait_for_selector("[data-testid='stProgress']", timeout=60_000)
+            assert "of 10 runs done (n = 1024)" in page.locator("[data-testid='stProgress']").inner_text()
+            page.locator(".st-key-att_time_cancel button").click()
+            page.get_by_text("Timing cancelled.").wait_for(timeout=60_000)
+            wait_idle(page)
+            assert page.locator("[data-testid='stProgress']").count() == 0
+            assert page.locator("[data-testid='stException']").count() == 0
+            assert "dot-product" not in " ".join(page.locator("[data-testid='stMetric']").all_inner_texts())
+        finally:
+            browser.close()
