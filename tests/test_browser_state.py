@@ -194,6 +194,23 @@ CHOICES_JS = """() => {
 }"""
 
 
+def settled(page, js: str, expect=None, tries: int = 40, pause_ms: int = 750):
+    """What `js` reads once the page has settled: two reads `pause_ms` apart that agree (on a loaded machine
+    widgets in columns and fragments can arrive seconds after the run ends), or, given `expect`, as soon as
+    a read equals it. A widget drawn without its choice stays so, and the last read is returned."""
+    wait_idle(page)
+    last = page.evaluate(js)
+    for _ in range(tries):
+        if expect is not None and last == expect:
+            return last
+        page.wait_for_timeout(pause_ms)
+        now = page.evaluate(js)
+        if expect is None and now == last:
+            return now
+        last = now
+    return last
+
+
 @pytest.mark.parametrize("info", [p for p in PAGES if p.url != "train"], ids=lambda p: p.url)
 def test_a_language_switch_keeps_every_choice_on_screen(browser, info):
     """A radio, select box or select slider matches its value by the option's label; a language switch
@@ -207,16 +224,13 @@ def test_a_language_switch_keeps_every_choice_on_screen(browser, info):
         wait_idle(page)
         set_language(page, "en")
         open_page(page, "en", info)
-        page.wait_for_timeout(1000)
-        en = page.evaluate(CHOICES_JS)
+        en = settled(page, CHOICES_JS)
         set_language(page, "ko")
-        page.wait_for_timeout(1000)
-        ko = page.evaluate(CHOICES_JS)
+        ko = settled(page, CHOICES_JS, expect=en)
         page.screenshot(path=str(SHOTS / f"lang-switch-{info.url}-ko.png"), full_page=True)
         assert ko == en, f"{info.url}: after switching to Korean the page shows other choices"
         set_language(page, "en")
-        page.wait_for_timeout(1000)
-        assert page.evaluate(CHOICES_JS) == en, f"{info.url}: after switching back the page shows other choices"
+        assert settled(page, CHOICES_JS, expect=en) == en, f"{info.url}: after switching back the page shows other choices"
         assert_no_exception(page, f"{info.url}: language switch")
     finally:
         ctx.close()
