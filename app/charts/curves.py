@@ -29,41 +29,40 @@ def bar_chart(labels, values, *, title="", x_title="", y_title="", y_range=None,
     marker = colors if colors is not None else colour(0)
     value_range = [0, max(1e-9, float(vals.max(initial=0))) * 1.18] if y_range == "fit" else y_range
     position = "outside" if text_outside else "auto"
-    if horizontal:
-        fig = go.Figure(go.Bar(x=vals, y=names, orientation="h", marker_color=marker, text=text, textposition=position))
-        fig.update_yaxes(autorange="reversed", type="category", title=y_title)
-        fig.update_xaxes(title=x_title, range=value_range)
+    bar = dict(type="bar", marker=dict(color=marker), text=text, textposition=position)
+    if horizontal:  # the figure is made in one go: each update_* call would validate the whole layout again
+        bar.update(x=vals, y=names, orientation="h")
+        axes = dict(yaxis=dict(autorange="reversed", type="category", title=y_title),
+                    xaxis=dict(title=x_title, range=value_range))
         height = height or max(240, 26 * len(names) + 80)
     else:
-        fig = go.Figure(go.Bar(x=names, y=vals, marker_color=marker, text=text, textposition=position))
-        fig.update_xaxes(type="category", title=x_title)
-        fig.update_yaxes(title=y_title, range=value_range)
+        bar.update(x=names, y=vals)
+        axes = dict(xaxis=dict(type="category", title=x_title), yaxis=dict(title=y_title, range=value_range))
         height = height or 300
-    fig.update_layout(title=title, height=height, margin=margins(title, 50 if title else 20))
-    return fig
+    return go.Figure(data=[bar], layout=dict(**axes, title=title, height=height,
+                                             margin=margins(title, 50 if title else 20)))
 
 
 def line_chart(x, series: dict, *, title="", x_title="", y_title="", log_x=False, log_y=False, mode="lines",
                vline=None, vline_label="", markers: dict | None = None, height=380) -> go.Figure:
     """Several named curves over a shared x. `vline` draws a dashed marker at that x; `markers`
     ({name: (xs, ys, texts)}) draws labelled points (e.g. each schedule's peak)."""
-    fig = go.Figure()
     xs = to_np(x)
-    for i, (name, ys) in enumerate(series.items()):
-        fig.add_trace(go.Scatter(x=xs, y=to_np(ys), mode=mode, name=name, line=dict(color=colour(i), width=2)))
+    traces = [dict(type="scatter", x=xs, y=to_np(ys), mode=mode, name=name, line=dict(color=colour(i), width=2))
+              for i, (name, ys) in enumerate(series.items())]
     if vline is not None:  # a trace, not a shape: shapes and annotations misplace x on log axes
         ys = np.concatenate([to_np(v).ravel() for v in series.values()]) if series else np.array([])
         ys = ys[np.isfinite(ys) & ((ys > 0) if log_y else True)]
         lo, hi = (ys.min(), ys.max()) if ys.size else (0.0, 1.0)
-        fig.add_trace(go.Scatter(x=[vline, vline], y=[lo, hi], mode="lines", name=vline_label,
-                                 line=dict(color="#555", dash="dash", width=1.5)))
+        traces.append(dict(type="scatter", x=[vline, vline], y=[lo, hi], mode="lines", name=vline_label,
+                           line=dict(color="#555", dash="dash", width=1.5)))
     for name, (mx, my, texts) in (markers or {}).items():
-        fig.add_trace(go.Scatter(x=list(mx), y=list(my), name=name, mode="markers+text", text=list(texts),
-                                 textposition="top center", marker=dict(size=10, symbol="star", color="black")))
-    fig.update_xaxes(title=x_title, **_axis(log_x))
-    fig.update_yaxes(title=y_title, **_axis(log_y))
-    fig.update_layout(title=title, height=height, margin=margins(title, 50 if title else 20), legend=legend_below())
-    return fig
+        traces.append(dict(type="scatter", x=list(mx), y=list(my), name=name, mode="markers+text", text=list(texts),
+                           textposition="top center", marker=dict(size=10, symbol="star", color="black")))
+    # made in one go: each add_trace / update_* call would validate the whole figure again
+    return go.Figure(data=traces, layout=dict(
+        xaxis=dict(title=x_title, **_axis(log_x)), yaxis=dict(title=y_title, **_axis(log_y)), title=title,
+        height=height, margin=margins(title, 50 if title else 20), legend=legend_below()))
 
 
 def histogram_overlay(series: dict, *, title="", x_title="", y_title="", nbins=80, height=360) -> go.Figure:
