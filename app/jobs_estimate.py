@@ -114,14 +114,16 @@ def estimate(o: TrainOptions, threads: int, pairs: list[tuple[str, str]] | None 
         with contextlib.suppress(UserError):
             pairs = read_tsv_corpus(o.tsv_bytes, max_bytes=MAX_UPLOAD_BYTES)
     tok_ex = tokens_per_example(o.task, pairs)
-    tokens_per_step = o.batch_size * tok_ex
+    # By tokens: the budget, less the few % of padding that length bucketing leaves (docs/benchmarks.md).
+    tokens_per_step = 0.95 * o.batch_tokens if o.batch_tokens else o.batch_size * tok_ex
+    sentences = tokens_per_step / max(tok_ex, 1)
     layers = cfg.n_encoder_layers + cfg.n_decoder_layers
     seq = max(tok_ex / 2, 1)
     # weights, gradients, Adam's two moments: 4 copies of float32
     state_bytes = 4 * 4 * params
     # activations kept for backward: ~16 d_model-vectors per token per layer, plus attention maps
     act_bytes = 4 * (16 * cfg.d_model * tokens_per_step * layers
-                     + 3 * o.batch_size * cfg.n_heads * seq * seq * layers * 2
+                     + 3 * sentences * cfg.n_heads * seq * seq * layers * 2
                      + 3 * tokens_per_step * cfg.vocab_size)
     flops_per_step = 6 * params * tokens_per_step
     # Calibrated on this project's CPU runs: big matmuls reach ~70 % of the benchmark; each

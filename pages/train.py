@@ -12,7 +12,7 @@ from app.charts import export, training as charts
 from app.i18n import Message, UserError, options, prose, say, t
 from app.jobs import ACTIVE, COMPARE_METRICS, MB, compare_label, get_manager, new_owner_token, runs_dir
 from app.jobs_options import (ALL_TASKS, CUSTOM_DEFAULTS, LIMITS, MAX_PARAMETERS, MAX_UPLOAD_BYTES, POSITIONALS,
-                              RECIPES, SIZES, TrainOptions, check_upload, family_recipe, is_family)
+                              SIZES, TASK_RECIPES, TrainOptions, check_upload, is_family, task_recipe)
 from app.pages_list import PAGES
 from app.state import between, keep
 from app.train_ui import fmt_duration, plain, status_text
@@ -51,6 +51,7 @@ HEADS = [1, 2, 3, 4, 6, 8, 12, 16]
 D_FFS = [32, 64, 128, 256, 512, 1024, 2048]
 NORMS = ["post", "pre"]
 BATCHES = [8, 16, 32, 64, 128, 256]
+TOKEN_BATCHES = [512, 1024, 2048, 4096, 8192]  # --batch-tokens of a recipe that batches by tokens
 CUSTOM_URL = ("d_model", "heads", "d_ff", "layers", "dropout", "ls", "positional", "norm")
 
 st.title(t("train.title"))
@@ -126,13 +127,20 @@ else:  # a link describes the form as shown: the custom sizes only with size=cus
 # -----------------------------------------------------------------------------
 # 3. training recipe
 st.header(t("train.section.training"))
-recipe, which = (family_recipe(task), task) if is_family(task) else (RECIPES[size], size)
+recipe = task_recipe(task, size)  # a family task's own, en-ko's measured recipe (issue 13), else the size's
+which = task if is_family(task) else (f"{task}_{size}" if (task, size) in TASK_RECIPES else size)
 c1, c2, c3, c4 = st.columns(4)
 # One set of keys per size (and per family task): each starts from its own recipe, and keeps what the learner set.
 steps = c1.number_input(t("train.steps_label"), 10, LIMITS["steps"][1], step=50, **keep(
     f"train_steps_{which}", recipe["steps"], valid=range(10, LIMITS["steps"][1] + 1)))
-batch = c2.select_slider(t("train.batch_label"), BATCHES, **keep(
-    f"train_batch_{which}", recipe["batch_size"] if recipe["batch_size"] in BATCHES else 64, valid=BATCHES))
+batch, batch_tokens = recipe["batch_size"], 0
+if recipe["batch_tokens"]:  # sentences of similar length together, at most this many padded tokens a step
+    batch_tokens = c2.select_slider(t("train.batch_tokens_label"), TOKEN_BATCHES, help=t("train.batch_tokens_help"),
+                                    **keep(f"train_batch_tokens_{which}", recipe["batch_tokens"]
+                                           if recipe["batch_tokens"] in TOKEN_BATCHES else 2048, valid=TOKEN_BATCHES))
+else:
+    batch = c2.select_slider(t("train.batch_label"), BATCHES, **keep(
+        f"train_batch_{which}", recipe["batch_size"] if recipe["batch_size"] in BATCHES else 64, valid=BATCHES))
 warmup = c3.number_input(t("train.warmup_label"), 1, LIMITS["warmup"][1], step=50, **keep(
     f"train_warmup_{which}", recipe["warmup"], valid=range(1, LIMITS["warmup"][1] + 1)))
 lr_factor = c4.number_input(t("train.lr_label"), LIMITS["lr_factor"][0], LIMITS["lr_factor"][1], step=0.25, **keep(
@@ -140,7 +148,8 @@ lr_factor = c4.number_input(t("train.lr_label"), LIMITS["lr_factor"][0], LIMITS[
 st.caption(prose("train.lr_schedule"))
 
 choices = TrainOptions(task=task, size=size, steps=int(steps), batch_size=int(batch), warmup=int(warmup),
-                       lr_factor=float(lr_factor), custom=custom, tsv_bytes=upload_bytes, tsv_name=upload_name)
+                       lr_factor=float(lr_factor), batch_tokens=int(batch_tokens), custom=custom,
+                       tsv_bytes=upload_bytes, tsv_name=upload_name)
 
 # ---- estimate
 est = None

@@ -602,3 +602,23 @@ def test_disk_use_and_the_oldest_finished_runs_are_listed(runs):
     assert any(e.label.startswith("Disk: the runs use") for e in at.expander)
     cleanup = at.dataframe[-1].value
     assert list(cleanup["run"]) == ["copy-20250101-000000", "copy-20250102-000000"]  # oldest first
+
+
+def test_en_ko_starts_from_its_measured_recipe_by_tokens(runs):
+    """Task en-ko at the small size offers the recipe measured for it (issue 13): batches by tokens, and the
+    launched trainer gets exactly those options."""
+    from app.jobs_options import TASK_RECIPES, TrainOptions, train_arguments
+    recipe = TASK_RECIPES[("en-ko", "small")]
+    at = run_page(PAGE, "en")
+    at.selectbox(key="train_task").set_value("en-ko")
+    at.run()
+    at.radio(key="train_size").set_value("small")
+    at.run()
+    assert_clean(at)
+    assert at.select_slider(key="train_batch_tokens_en-ko_small").value == recipe["batch_tokens"]
+    assert at.number_input(key="train_steps_en-ko_small").value == recipe["steps"]
+    assert at.number_input(key="train_warmup_en-ko_small").value == recipe["warmup"]
+    args = train_arguments(TrainOptions(task="en-ko", size="small", steps=recipe["steps"],
+                                        batch_size=recipe["batch_size"], warmup=recipe["warmup"],
+                                        lr_factor=recipe["lr_factor"], batch_tokens=recipe["batch_tokens"]))
+    assert args[args.index("--batch-tokens") + 1] == str(recipe["batch_tokens"])
