@@ -163,11 +163,12 @@ LIST_JS = """(ids) => {
 
 REVEAL_JS = """e => {
   const d = e.closest('details'); if (d && !d.open) { d.querySelector('summary').click(); return true; }
-  const p = e.closest('[role="tabpanel"]');
+  const p = e.closest('[data-testid="stTabPanel"], [role="tabpanel"]');
   if (p && (p.hidden || !p.offsetParent)) {
     const tabs = p.closest('[data-testid="stTabs"]');
     const own = sel => Array.from(tabs.querySelectorAll(sel)).filter(x => x.closest('[data-testid="stTabs"]') === tabs);
-    const k = own('[role="tabpanel"]').indexOf(p), btn = own('[role="tab"]')[k];
+    const k = own('[data-testid="stTabPanel"], [role="tabpanel"]').indexOf(p);
+    const btn = own('[data-testid="stTab"], [role="tab"]')[k];
     if (btn) { btn.click(); return true; }
   }
   return false;
