@@ -34,13 +34,10 @@ import contextlib
 import math
 import os
 import re
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from datetime import date
 from pathlib import Path
 
@@ -52,10 +49,9 @@ from playwright.sync_api import TimeoutError as PWTimeout  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 
-from app.i18n import catalogue  # noqa: E402
 from app.pages_list import PAGES  # noqa: E402
 from bench.common import machine, table, write  # noqa: E402
-from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, served  # noqa: E402
 
 BY_URL = {p.url: p for p in PAGES}
 LANG_LABEL = {"en": "English", "ko": "한국어"}
@@ -196,43 +192,12 @@ def load_average():
         return []
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def serve(script: Path, env_extra: dict, log: Path, timeout: float = 180):
     """`streamlit run <script>` headless on a free loopback port; yields (url, seconds to healthy)."""
-    port = free_port()
     t0 = time.perf_counter()
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
-             "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none", "--server.runOnSave", "false"],
-            cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1", **env_extra}, stdout=out, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.time() + timeout
-            while True:
-                if proc.poll() is not None:
-                    raise RuntimeError(f"{script} exited with {proc.returncode} (log: {log})")
-                if time.time() > deadline:
-                    raise TimeoutError(f"{script} did not become healthy (log: {log})")
-                try:
-                    if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
-                        break
-                except OSError:
-                    time.sleep(0.2)
-            yield url, time.perf_counter() - t0
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    with served(env_extra=env_extra, timeout=timeout, log_path=log, script=script) as (url, _):
+        yield url, time.perf_counter() - t0
 
 
 class Tab:

@@ -23,16 +23,17 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def served(root: Path = ROOT, env_extra: dict | None = None, timeout: float = 90, log_path: Path | None = None):
-    """`streamlit run app/main.py` of the tree `root` (its .streamlit/config.toml applies) on a free loopback
-    port, once healthy; yields (url, the server process). Used by the browser tests and bench/load.py."""
+def served(root: Path = ROOT, env_extra: dict | None = None, timeout: float = 90, log_path: Path | None = None,
+           script: Path | None = None):
+    """`streamlit run app/main.py` (or `script`) of the tree `root` (its .streamlit/config.toml applies) on a
+    free loopback port, once healthy; yields (url, the server process). Used by the browser tests and bench/."""
     port = free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env_extra or {})}
     if log_path is None and (ROOT / "test-artifacts").is_dir():
         log_path = ROOT / "test-artifacts" / f"streamlit-{port}.log"
     log = open(log_path, "w") if log_path is not None else subprocess.DEVNULL
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(root / "app" / "main.py"),
+        [sys.executable, "-m", "streamlit", "run", str(script or root / "app" / "main.py"),
          "--server.headless", "true", "--server.address", "127.0.0.1", "--server.port", str(port),
          "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", "--server.runOnSave", "false"],
         cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)

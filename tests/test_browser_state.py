@@ -68,6 +68,18 @@ def browser(tmp_path_factory):
         b.close()
 
 
+def page_in_english(browser, info):
+    """A fresh browser context on the page `info`, reached from the start page in English: (context, page)."""
+    base, b = browser
+    ctx = b.new_context(viewport={"width": 1400, "height": 1000})
+    page = ctx.new_page()
+    page.goto(base)
+    wait_idle(page)
+    set_language(page, "en")
+    open_page(page, "en", info)
+    return ctx, page
+
+
 def act(page, action: str, key: str, arg) -> None:
     box = page.locator(f"[data-testid='stMain'] .st-key-{key}").first
     assert box.count() == 1, f"no widget with key {key}"
@@ -113,15 +125,9 @@ def others(url: str) -> list:
 
 @pytest.mark.parametrize("url", list(RECIPES))
 def test_inputs_survive_other_pages_and_a_language_switch(browser, url):
-    base, b = browser
-    ctx = b.new_context(viewport={"width": 1400, "height": 1000})
-    page = ctx.new_page()
+    info = BY_URL[url]
+    ctx, page = page_in_english(browser, info)
     try:
-        page.goto(base)
-        wait_idle(page)
-        set_language(page, "en")
-        info = BY_URL[url]
-        open_page(page, "en", info)
         before_defaults = snapshot(page)
         for action, key, arg in RECIPES[url]:
             act(page, action, key, arg)
@@ -216,14 +222,8 @@ def test_a_language_switch_keeps_every_choice_on_screen(browser, info):
     """A radio, select box or select slider matches its value by the option's label; a language switch
     changes every label, and Streamlit then drew the radio with no option selected (the value itself was
     kept). After switching on the page, and back, the browser shows the same choices."""
-    base, b = browser
-    ctx = b.new_context(viewport={"width": 1400, "height": 1000})
-    page = ctx.new_page()
+    ctx, page = page_in_english(browser, info)
     try:
-        page.goto(base)
-        wait_idle(page)
-        set_language(page, "en")
-        open_page(page, "en", info)
         en = settled(page, CHOICES_JS)
         set_language(page, "ko")
         ko = settled(page, CHOICES_JS, expect=en)

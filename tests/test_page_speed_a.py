@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 
 import pytest
 
@@ -36,8 +37,8 @@ def fragment_reruns(at, key: str):
 
 @contextlib.contextmanager
 def keep_calls():
-    """Record the key of every input a run draws (app.state.keep is called once per input): which sections
-    ran. Pages import keep on each full run, so the recorder must be in place before the page runs."""
+    """Record the key of every input a run draws (app.state.keep is called once per input). Pages import
+    keep on every run; modules under app/ (the family members) imported it once, so their name is swapped too."""
     import app.state
 
     seen: list[str] = []
@@ -48,10 +49,16 @@ def keep_calls():
         return saved(key, *args, **kwargs)
 
     app.state.keep = recording
+    for name, m in list(sys.modules.items()):
+        if name.startswith("app.") and getattr(m, "keep", None) is saved:
+            m.keep = recording
     try:
         yield seen
     finally:
         app.state.keep = saved
+        for name, m in list(sys.modules.items()):  # also those first imported inside the block
+            if name.startswith("app.") and getattr(m, "keep", None) is recording:
+                m.keep = saved
 
 
 def shown(at) -> dict:

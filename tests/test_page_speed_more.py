@@ -3,39 +3,11 @@ label smoothing and dropout; the study's factor view) is a fragment: a control r
 and the section shows what the whole page shows, from a cold or a warm figure cache."""
 from __future__ import annotations
 
-import contextlib
-import sys
-
 import pytest
 
 from tests.apptest_util import assert_clean, run_page
-from tests.test_page_speed_a import drop_cached_views, fragment_reruns, shown
+from tests.test_page_speed_a import drop_cached_views, fragment_reruns, keep_calls, shown
 
-
-@contextlib.contextmanager
-def keep_calls():
-    """Record the key of every input a run draws (app.state.keep is called once per input). Pages import
-    keep on every run; modules under app/ (the family members) imported it once, so their name is swapped too."""
-    import app.state
-
-    seen: list[str] = []
-    saved = app.state.keep
-
-    def recording(key, *args, **kwargs):
-        seen.append(key)
-        return saved(key, *args, **kwargs)
-
-    app.state.keep = recording
-    for name, m in list(sys.modules.items()):
-        if name.startswith("app.") and getattr(m, "keep", None) is saved:
-            m.keep = recording
-    try:
-        yield seen
-    finally:
-        app.state.keep = saved
-        for name, m in list(sys.modules.items()):  # also those first imported inside the block
-            if name.startswith("app.") and getattr(m, "keep", None) is recording:
-                m.keep = saved
 
 SCHEDULE = {"sch_d", "sch_w", "sch_range", "sch_pairs", "sch_log"}
 ADAM = {"adam_theta", "adam_c", "adam_lr", "adam_steps"}
