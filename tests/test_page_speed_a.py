@@ -228,16 +228,37 @@ def test_cancel_stops_the_timing(monkeypatch):
 
 # ---------------------------------------------------------------- in a real browser
 
+SLOW_TIMING_MAIN = """\
+import runpy, sys, time
+sys.path.insert(0, {root!r})
+from model import lab
+if not getattr(lab.timing_slice, "slowed", False):
+    def one_run_then_pause(steps, seconds):
+        step = next(steps)
+        time.sleep(1.0)
+        return step
+    one_run_then_pause.slowed = True
+    lab.timing_slice = one_run_then_pause
+runpy.run_path({root!r} + "/app/main.py", run_name="__main__")
+"""
+
+
 @pytest.mark.browser
 def test_time_both_at_large_n_shows_progress_and_cancels_in_a_browser(tmp_path):
     """In Chromium: at n = 1024 "Time both" shows its progress between slices, and Cancel (a click inside the
     timing's fragment, which Streamlit queues until the slice under way ends) stops it with a note."""
     playwright = pytest.importorskip("playwright.sync_api")
-    from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, streamlit_server, wait_idle
+    from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, served, wait_idle
     import os
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"no Chromium at {CHROMIUM}")
-    with streamlit_server({"ATLAS_RUNS_DIR": str(tmp_path)}) as url, playwright.sync_playwright() as p:
+    # A quiet machine makes the ten timed runs at n = 1024 in about 1.5 s, which can end before the Cancel click
+    # lands. So the server runs the app through a script that makes each slice one timed run followed by a
+    # pause: the same page and code path, just slow enough that the click always arrives during the timing.
+    script = tmp_path / "slow_timing_main.py"
+    script.write_text(SLOW_TIMING_MAIN.format(root=str(ROOT)))
+    with served(env_extra={"ATLAS_RUNS_DIR": str(tmp_path)}, script=script) as (url, _), \
+            playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
