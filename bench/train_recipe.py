@@ -3,6 +3,7 @@
     python bench/train_recipe.py [--budget 240] [--check-every 12] [--target 0.95] [--threads 1]
                                  [--recipes before,after] [--keep-going] [--extra NAME=OPTIONS]
     python bench/train_recipe.py --first-step [--repeats 3]   # trainer start -> its first metrics line
+    python bench/train_recipe.py --first-step --via-manager   # the page's Start: plain against standby trainer
 
 Each recipe is a list of `python -m model.train` options; the bench builds the trainer's own model,
 optimiser, schedule and batches (model.train._Seq2Seq), trains, and every --check-every seconds of
@@ -17,6 +18,7 @@ target batches), and the training time at which the target was first reached.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -165,10 +167,53 @@ def first_step(repeats: int, threads: int) -> None:
     print("wrote", write("train_first_step", {"machine": machine(), "threads": threads, "rows": rows}))
 
 
+def first_step_via_manager(repeats: int, threads: int) -> None:
+    """The training page's path: app.jobs.JobManager.start() -> the first "train" line of metrics.jsonl, with
+    a plain trainer started at the click and with the standby trainer the page starts ahead of time
+    (JobManager.prepare(), model/train_standby.py), taking turns; the cache of encoded splits warm."""
+    import tempfile
+    from app.jobs import JobManager
+    o = TrainOptions(task="en-ko", size="small", **task_recipe("en-ko", "small"))
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="atlas-first-step-") as tmp:
+        for i in range(repeats):
+            for mode in ("plain", "standby"):
+                m = JobManager(Path(tmp) / f"{mode}{i}", max_running=1, threads=threads, standby=mode == "standby")
+                m.prepare()
+                cpu0 = 0.0
+                if mode == "standby":
+                    assert m.standby_ready(timeout=120), "the standby trainer did not finish importing"
+                    time.sleep(1.0)
+                    cpu0 = cpu_seconds(m._standby.pid) or 0.0
+                t0 = time.perf_counter()
+                rid = m.start(o)
+                metrics = m.run_path(rid) / "metrics.jsonl"
+                pid = json.loads((m.run_path(rid) / "job.json").read_text())["pid"]
+                first = cpu = None
+                try:
+                    while first is None and time.perf_counter() - t0 < 120:
+                        if metrics.is_file() and '"train"' in metrics.read_text(errors="replace"):
+                            first = time.perf_counter() - t0
+                            cpu = (cpu_seconds(pid) or 0.0) - cpu0
+                        time.sleep(0.01)
+                finally:
+                    m.stop(rid)
+                    for proc in m._procs.values():
+                        proc.wait(60)
+                rows.append({"trainer": mode, "Start -> first metrics line (s)": round(first or -1, 2),
+                             "trainer CPU seconds since Start": round(cpu, 2) if cpu is not None else "-",
+                             "load": round(os.getloadavg()[0], 2)})
+                print(rows[-1], flush=True)
+    print(table(rows))
+    print("wrote", write("train_first_step_manager", {"machine": machine(), "threads": threads, "rows": rows}))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--first-step", action="store_true", help="time trainer start -> first metrics line instead")
     p.add_argument("--repeats", type=int, default=3, help="with --first-step: warm-cache starts")
+    p.add_argument("--via-manager", action="store_true",
+                   help="with --first-step: from JobManager.start(), a plain trainer against the standby one")
     p.add_argument("--recipes", default="before,after")
     p.add_argument("--budget", type=float, default=240.0, help="seconds of training per recipe at most")
     p.add_argument("--check-every", type=float, default=12.0, help="seconds of training between test scores")
@@ -184,6 +229,8 @@ def main():
                    help="another recipe: a name and trainer options, e.g. 'x=--batch-tokens 2048 --warmup 200'")
     args = p.parse_args()
     if args.first_step:
+        if args.via_manager:
+            return first_step_via_manager(args.repeats, args.threads)
         return first_step(args.repeats, args.threads)
     torch.set_num_threads(args.threads)
     device = torch.device("cpu")

@@ -10,7 +10,8 @@ from app import format as fmt
 from app import study
 from app.charts import export, training as charts
 from app.i18n import Message, UserError, options, prose, say, t
-from app.jobs import ACTIVE, COMPARE_METRICS, MB, compare_label, get_manager, new_owner_token, runs_dir
+from app.jobs import (ACTIVE, COMPARE_METRICS, MB, compare_label, get_manager, is_starting, new_owner_token,
+                      runs_dir)
 from app.jobs_options import (ALL_TASKS, CUSTOM_DEFAULTS, LIMITS, MAX_PARAMETERS, MAX_UPLOAD_BYTES, POSITIONALS,
                               SIZES, TASK_RECIPES, TrainOptions, check_upload, is_family, task_recipe)
 from app.pages_list import PAGES
@@ -23,6 +24,7 @@ INSPECTOR = ROOT / "pages" / "inspector.py"
 FAMILY_PAGE = ROOT / "pages" / "family.py"
 FAMILY_MEMBER = {"mlm": "mlm", "vit-digits": "vit", "detr-shapes": "detr"}  # task -> the family page's section
 mgr = get_manager(str(runs_dir()))
+mgr.prepare()  # a trainer started ahead of time (torch imported): the next Start's first step comes sooner
 # This browser session's secret: it owns the runs it starts (job.json keeps only its hash); others' runs are
 # read-only here unless the server runs in teacher mode (app/jobs.py, docs/classroom.md).
 OWNER = st.session_state.setdefault("train_owner", new_owner_token())
@@ -199,10 +201,14 @@ if folder_problem is not None:
     error(folder_problem, icon="🚫")
     st.stop()
 try:
-    _active_at_start = any(r["state"] in ACTIVE for r in mgr.list_runs(owner=OWNER))
+    _runs_at_start = mgr.list_runs(owner=OWNER)
 except UserError as e:
     error(e, icon="🚫")
     st.stop()
+_active_at_start = any(r["state"] in ACTIVE for r in _runs_at_start)
+_starting_at_start = any(is_starting(r) for r in _runs_at_start)
+# While something trains the runs refresh every 2 s; every 0.5 s until a new run's first step shows.
+REFRESH = 0.5 if _starting_at_start else 2.0 if _active_at_start else None
 if mgr.teacher:
     st.info(t("train.teacher_mode"))
 
@@ -393,7 +399,7 @@ def cleanup_list() -> None:
                      hide_index=True, width="stretch")
 
 
-@st.fragment(run_every=2.0 if _active_at_start else None)
+@st.fragment(run_every=REFRESH)
 def runs_panel() -> None:
     try:
         runs = mgr.list_runs(owner=OWNER)  # also advances the queue
@@ -411,8 +417,9 @@ def runs_panel() -> None:
         if len(runs) > 1:
             compare(runs)
         cleanup_list()
-    if any(r["state"] in ACTIVE for r in runs) != _active_at_start:
-        st.rerun(scope="app")  # switch the auto-refresh on or off
+    if (any(r["state"] in ACTIVE for r in runs) != _active_at_start
+            or any(is_starting(r) for r in runs) != _starting_at_start):
+        st.rerun(scope="app")  # switch the auto-refresh on, off, or back to every 2 s
 
 
 runs_panel()

@@ -18,6 +18,9 @@ def private_runs_dir(tmp_path_factory, monkeypatch):
     """No test writes into the repository's runs/: every test gets its own empty ATLAS_RUNS_DIR
     (tests that start trainers use the `runs` fixture below, which also stops them)."""
     monkeypatch.setenv("ATLAS_RUNS_DIR", str(tmp_path_factory.mktemp("runs-auto")))
+    # No trainer started ahead of time (app.jobs.JobManager.prepare), unless a test asks for one: every page
+    # test would otherwise leave a process that imports torch. tests/test_jobs_standby.py turns it on.
+    monkeypatch.setenv("ATLAS_TRAINER_STANDBY", "0")
 
 
 @pytest.fixture
@@ -28,6 +31,7 @@ def runs(tmp_path, monkeypatch):
     monkeypatch.setenv("ATLAS_RUNS_DIR", str(root))
     yield root
     m = get_manager(str(root.resolve()))
+    m.close_standby()
     for r in m.list_runs():
         if r["state"] in ("queued", "running"):
             m.stop(r["id"])
