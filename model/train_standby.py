@@ -50,11 +50,24 @@ def take(job: dict) -> None:
     os.close(null)
 
 
+def warm_up(train) -> None:
+    """What a trainer's first step would otherwise do first: torch's optimiser pulls in torch._dynamo on its
+    first use (~1.5 s here) and autograd starts its engine; done once on a throwaway parameter."""
+    import torch
+    p = torch.nn.Parameter(torch.ones(8, 8))
+    opt = train.adam([p])
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, train.noam_lambda(8, 10, 1.0))
+    torch.nn.functional.cross_entropy(p @ p, torch.zeros(8, dtype=torch.long)).backward()
+    opt.step()
+    sched.step()
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--idle-seconds", type=float, default=900.0)
     args = p.parse_args()
     from . import train  # torch and everything the trainer uses, before "ready"
+    warm_up(train)
     sys.stdout.write(READY + "\n")
     sys.stdout.flush()
     job = wait_for_job(args.idle_seconds)
