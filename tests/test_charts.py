@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from app.charts import curves, export, headview, heatmaps, style, training
+from app.charts.style import colour
 
 TOKENS = ["<s>", "a&b", "<b>x</b>", "a", "a"]
 RECORDS = [{"kind": "train", "step": s, "loss": 3.0 / s, "lr": 1e-3 * s, "tokens_per_second": 1000.0}
@@ -116,3 +117,32 @@ def test_titles_get_room_above_them_for_the_toolbar():
     assert fig.layout.margin.t == top + style.MODEBAR_ROOM
     untitled = curves.line_chart([1, 2], {"y": [1, 2]})
     assert style.toolbar_room(untitled).layout.margin.t == untitled.layout.margin.t
+
+
+def test_head_view_draws_one_segment_per_visible_weight_in_its_level():
+    """Every (query, key) pair above 2% is one line from the query's side (x = 0) to the key's (x = 1), in the
+    trace of its head and weight level, whose width grows with the level; nothing else is drawn as a line."""
+    rng = np.random.default_rng(3)
+    w = rng.random((3, 4, 5)) ** 3
+    w /= w.sum(-1, keepdims=True)
+    fig = json.loads(headview.head_view(w, list("abcd"), list("vwxyz"), [0, 2], levels=4).to_json())
+    yq, yk = np.linspace(0, 1, 4), np.linspace(0, 1, 5)
+    drawn = {}
+    for tr in fig["data"]:
+        if tr.get("mode") != "lines" or tr["x"] == [None]:
+            continue
+        xs, ys = tr["x"], tr["y"]
+        assert xs == [0, 1, None] * (len(xs) // 3) and ys[2::3] == [None] * (len(xs) // 3)
+        for y0, y1 in zip(ys[0::3], ys[1::3]):
+            drawn[(tr["line"]["color"], int(np.argmin(abs(yq - y0))), int(np.argmin(abs(yk - y1))))] = tr["line"]["width"]
+    expected = {}
+    for h in (0, 2):
+        for q in range(4):
+            for k in range(5):
+                if w[h, q, k] > 0.02:
+                    level = min(3, int(np.ceil(w[h, q, k] * 4 - 1e-9)) - 1)
+                    expected[(colour(h), q, k)] = 1 + 4 * (level + 1) / 4
+    assert drawn.keys() == expected.keys()
+    assert all(abs(drawn[k] - expected[k]) < 1e-9 for k in expected)
+    legend = [tr["name"] for tr in fig["data"] if tr.get("name")]
+    assert legend == ["head 1", "head 3"]
