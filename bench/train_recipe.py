@@ -74,6 +74,7 @@ class Contender:
         self.checks: list[dict] = []
         self.losses: list[float] = []
         self.reached = None
+        self.snapshots: list[dict] = []  # --average-last K: the weights at the last K --ckpt-every steps
 
     def train_for(self, seconds: float) -> None:
         """Train until `seconds` more of training time have passed (or the recipe's steps are done)."""
@@ -92,16 +93,32 @@ class Contender:
             self.seconds += time.perf_counter() - t0
             self.cpu += time.process_time() - c0
             self.step += 1
+            if self.args.average_last and self.step % self.args.ckpt_every == 0:  # as the trainer's Averaging
+                self.snapshots = (self.snapshots + [{k: v.detach().clone() for k, v in
+                                                    self.model.state_dict().items()}])[-self.args.average_last:]
             self.tokens += n_tok
             self.all_tokens += src.numel() + tout.numel()
         self.rng = torch.get_rng_state()
+
+    def scored_model(self):
+        """The model a run ending now would export: with --average-last K, the mean of the last K snapshots
+        (model.train.Averaging; the live weights while there is none yet)."""
+        if not self.snapshots:
+            return self.model
+        import copy
+        averaged = copy.deepcopy(self.model)
+        averaged.load_state_dict({k: sum(s[k] for s in self.snapshots) / len(self.snapshots)
+                                  if self.snapshots[0][k].is_floating_point() else self.snapshots[-1][k]
+                                  for k in self.snapshots[0]})
+        return averaged
 
     def score(self, sources, refs, tok, longest: int) -> float:
         # Decoding stops `longest` tokens in: the longest reference's length + 10 (a hypothesis that runs past
         # it cannot equal its reference; score_test decodes to max_len - 1, which costs a minute while the
         # model has not yet learnt to stop, and gives the same exact match).
-        hyps = [tok.decode(h) for h in greedy_decode_batch(self.model, sources, bos_id=tok.bos_id, eos_id=tok.eos_id,
-                                                            max_len=min(self.model.config.max_len - 1, longest))]
+        model = self.scored_model()
+        hyps = [tok.decode(h) for h in greedy_decode_batch(model, sources, bos_id=tok.bos_id, eos_id=tok.eos_id,
+                                                            max_len=min(model.config.max_len - 1, longest))]
         self.model.train()
         return exact_match(hyps, refs)
 
