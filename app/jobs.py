@@ -25,7 +25,7 @@ A classroom shares one server (docs/classroom.md):
   and a disk budget for RUNS (ATLAS_RUNS_BUDGET_MB, 2000), each refused with a UserError.
 - a standby trainer: while a slot is free, the training page asks for a trainer process started ahead of
   time (`prepare()`, model/train_standby.py), which has imported torch; the next launch hands it its run
-  instead of starting `python -m model.train`, so the first step comes ~2.5 s sooner. Same options, same
+  instead of starting `python -m model.train`, so the first step comes ~5 s sooner. Same options, same
   files, same exit codes; ATLAS_TRAINER_STANDBY=0 turns it off.
 - threads: the trainers get `thread_budget()`'s share of the cores (--threads, OMP_NUM_THREADS), the
   server's own torch the rest (`apply_server_threads()`, called by app/main.py).
