@@ -1,6 +1,13 @@
 """Shared test set-up."""
+import os
+
 import pytest
 import torch
+
+# No trainer started ahead of time (app.jobs.JobManager.prepare) unless a test asks for one: set for the whole
+# session, so that the module-wide browser servers (started before any per-test fixture) inherit it too.
+# tests/test_jobs_standby.py passes standby=True to its managers.
+os.environ["ATLAS_TRAINER_STANDBY"] = "0"
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -18,9 +25,6 @@ def private_runs_dir(tmp_path_factory, monkeypatch):
     """No test writes into the repository's runs/: every test gets its own empty ATLAS_RUNS_DIR
     (tests that start trainers use the `runs` fixture below, which also stops them)."""
     monkeypatch.setenv("ATLAS_RUNS_DIR", str(tmp_path_factory.mktemp("runs-auto")))
-    # No trainer started ahead of time (app.jobs.JobManager.prepare), unless a test asks for one: every page
-    # test would otherwise leave a process that imports torch. tests/test_jobs_standby.py turns it on.
-    monkeypatch.setenv("ATLAS_TRAINER_STANDBY", "0")
 
 
 @pytest.fixture
