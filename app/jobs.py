@@ -558,10 +558,8 @@ class JobManager:
         importing, or it does not answer; a standby that failed is ended."""
         with self._lock:
             proc = self._standby
-            if proc is None or proc.poll() is not None:
-                return None
             if not self.standby_ready():
-                return None  # still importing: keep it for the next run
+                return None  # none, gone, or still importing (then kept for the next run)
             try:
                 self._standby = None
                 proc.stdin.write((json.dumps({"argv": argv, "dir": str(d)}) + "\n").encode())
