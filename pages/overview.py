@@ -1,9 +1,12 @@
 """Overview: the architecture, the paper's configurations and what each page teaches."""
 import streamlit as st
 
+from app import i18n
+from app.charts.architecture import LABELS as ARCHITECTURE_LABELS
+from app.charts.architecture import architecture_svg
 from app.i18n import t
 from app.pages_list import PAGES
-from app.resources import parameter_count, pretrained_models, pretrained_sizes
+from app.resources import parameter_count, pretrained_models, pretrained_sizes, shared_view
 from app.ui import text
 from model.paper_numbers import (P100_FLOPS, PAPER_GPUS, PAPER_TABLE2, PAPER_TRAINING, PAPER_VOCAB,
                                  common_vocabulary, flops_text, table3_counts, training_flops,
@@ -16,29 +19,9 @@ text("overview.intro")
 
 st.header(t("overview.architecture"))
 left, right = st.columns([3, 2])
-g = {name: t(f"overview.graph.{name}") for name in ("encoder", "decoder", "encoder_self", "decoder_self", "cross",
-                                                     "ffn", "add_norm", "source", "target", "embedding", "output")}
-dot = f"""
-digraph G {{
-  rankdir=BT; node [shape=box, style="rounded,filled", fontname="sans-serif", fontsize=11];
-  src [label="{g['source']}", fillcolor="#eeeeee"];
-  tgt [label="{g['target']}", fillcolor="#eeeeee"];
-  semb [label="{g['embedding']}", fillcolor="#fff3cd"];
-  temb [label="{g['embedding']}", fillcolor="#fff3cd"];
-  subgraph cluster_enc {{ label="{g['encoder']}"; style=rounded; color="#1f77b4";
-    esa [label="{g['encoder_self']}", fillcolor="#cfe2f3"]; en1 [label="{g['add_norm']}", fillcolor="#ffffff"];
-    eff [label="{g['ffn']}", fillcolor="#d9ead3"]; en2 [label="{g['add_norm']}", fillcolor="#ffffff"];
-    esa -> en1 -> eff -> en2; }}
-  subgraph cluster_dec {{ label="{g['decoder']}"; style=rounded; color="#d62728";
-    dsa [label="{g['decoder_self']}", fillcolor="#f4cccc"]; dn1 [label="{g['add_norm']}", fillcolor="#ffffff"];
-    dca [label="{g['cross']}", fillcolor="#d9d2e9"]; dn2 [label="{g['add_norm']}", fillcolor="#ffffff"];
-    dff [label="{g['ffn']}", fillcolor="#d9ead3"]; dn3 [label="{g['add_norm']}", fillcolor="#ffffff"];
-    dsa -> dn1 -> dca -> dn2 -> dff -> dn3; }}
-  out [label="{g['output']}", fillcolor="#eeeeee"];
-  src -> semb -> esa; tgt -> temb -> dsa; en2 -> dca [label="K, V", color="#7f3fbf"]; dn3 -> out;
-}}"""
 with left:
-    st.graphviz_chart(dot)
+    st.image(shared_view("overview-architecture", (i18n.lang(),), lambda: architecture_svg(
+        {name: t(f"overview.graph.{name}") for name in ARCHITECTURE_LABELS}, title=t("overview.architecture"))))
 with right:
     text("overview.three_kinds")
 
