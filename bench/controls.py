@@ -12,8 +12,10 @@ with playwright. Measured, each as p50 / p95 over the repeats:
 - every control inside stMain (sliders and select sliders, select boxes, multiselects, radios, segmented
   controls, checkboxes, toggles, number inputs, text inputs and areas, buttons and form submit buttons), each
   changed to another valid value `--repeats` times, in each language: browser time = the action (its
-  pointerdown / keydown, in the page's clock) -> the app idle again; server time = the first websocket frame
-  after the action -> the rerun's `script_finished`;
+  pointerdown / keydown, in the page's clock) -> the app idle again; server time = the script runs the action
+  started (whole or fragment reruns), timed inside the server by bench/timed_main.py; frames = the first
+  websocket frame after the action -> the rerun's `script_finished` in the page's clock (an upper bound: a
+  frame is stamped only when the page's main thread is free of drawing);
 - the bare page's slider round trip (ArrowRight on its thumb, same measurement), a few times before every page,
   so the ratio compares like with like under the same load.
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import os
 import re
@@ -59,6 +62,7 @@ SKIP_KEYS = {"train_start", "study_start", "study_stop", "train_upload", "insp_h
 SKIP_TESTIDS = {"stDownloadButton", "stLinkButton", "stFileUploader"}
 TARGET_BROWSER_MS, TARGET_SERVER_MS, TARGET_RATIO = 400, 200, 1.6
 TARGET_FIRST_RATIO, TARGET_NAV_MS, TARGET_LANG_MS = 1.3, 500, 500
+TIMED = ROOT / "bench" / "timed_main.py"  # runs a script and logs each run's time in the server
 
 # Other valid values for text fields, by widget key (cycled; a value equal to the current one is skipped).
 TEXT_VALUES = {
@@ -203,7 +207,8 @@ def serve(script: Path, env_extra: dict, log: Path, timeout: float = 180):
 class Tab:
     """One browser page with the websocket hook; every wait is measured in the page's own clock."""
 
-    def __init__(self, browser, locale="en-US"):
+    def __init__(self, browser, locale="en-US", runlog: Path | None = None):
+        self.runlog = runlog  # the server's script runs (bench/timed_main.py), if it writes them
         self.ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, locale=locale)
         self.ctx.add_init_script(INIT_JS)
         self.page = self.ctx.new_page()
@@ -294,11 +299,21 @@ def measure(tab: Tab, do, quiet_ms: int, timeout_s: float):
     """Run `do()` (which arms the tab just before its decisive key or pointer event) and time it."""
     n0 = tab.n()
     tab.page.evaluate("window.__act = null")
+    w0 = time.time()
     do()
     t_act = tab.page.evaluate("window.__act")
     if t_act is None:  # the action raised no key or pointer event we saw
         raise RuntimeError("no input event seen")
-    return tab.wait_idle(n0, t_act, quiet_ms, timeout_s, draw_cap_s=DRAW_CAP_S)
+    browser, frames, drawn, capped = tab.wait_idle(n0, t_act, quiet_ms, timeout_s, draw_cap_s=DRAW_CAP_S)
+    return browser, frames, drawn, capped, script_ms(tab.runlog, w0)
+
+
+def script_ms(runlog: Path | None, since: float) -> float | None:
+    """Milliseconds of script runs that began after `since` (time.time()), from the server's run log."""
+    if runlog is None or not runlog.exists():
+        return None
+    runs = [json.loads(line) for line in runlog.read_text().splitlines() if line.strip()]
+    return 1000 * sum(r["wall"] for r in runs if r["start"] >= since)
 
 
 def locate(tab: Tab, c: dict):
@@ -503,12 +518,14 @@ def first_draws(browser, runs_dir: str, repeats: int, quiet_ms: int, logs: Path)
 
 
 def summarize(xs: list[tuple]) -> dict:
-    """xs: (browser ms, server ms, drawn ms, drawn capped) per action."""
+    """xs: (browser ms, frames ms, drawn ms, drawn capped, server ms) per action."""
     b = [x[0] for x in xs]
-    s = [x[1] for x in xs if x[1] is not None]
+    fr = [x[1] for x in xs if x[1] is not None]
+    s = [x[4] for x in xs if x[4] is not None]
     d = [x[2] for x in xs]
     return {"n": len(b), "browser_p50": r1(pct(b, .5)), "browser_p95": r1(pct(b, .95)),
             "server_p50": r1(pct(s, .5)), "server_p95": r1(pct(s, .95)),
+            "frames_p50": r1(pct(fr, .5)), "frames_p95": r1(pct(fr, .95)), "frames_ms": [r1(x) for x in fr],
             "drawn_p50": r1(pct(d, .5)), "drawn_p95": r1(pct(d, .95)), "drawn_capped": sum(bool(x[3]) for x in xs),
             "browser_ms": [r1(x) for x in b], "server_ms": [r1(x) for x in s], "drawn_ms": [r1(x) for x in d]}
 
@@ -609,12 +626,15 @@ def main():
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         if not args.no_first and not args.list:
             first = first_draws(browser, runs_dir, args.repeats, args.quiet_ms, logs)
-        with serve(ROOT / "app" / "main.py", env, logs / "ours.log") as (url, _), \
-                serve(ROOT / "bench" / "bare_page.py", env, logs / "bare.log") as (bare_url, _):
-            bare_tab = Tab(browser)
+        ours_runs, bare_runs = logs / "ours-runs.jsonl", logs / "bare-runs.jsonl"
+        with serve(TIMED, {**env, "ATLAS_BENCH_SCRIPT": str(ROOT / "app" / "main.py"),
+                           "ATLAS_BENCH_RUNLOG": str(ours_runs)}, logs / "ours.log") as (url, _), \
+                serve(TIMED, {**env, "ATLAS_BENCH_SCRIPT": str(ROOT / "bench" / "bare_page.py"),
+                              "ATLAS_BENCH_RUNLOG": str(bare_runs)}, logs / "bare.log") as (bare_url, _):
+            bare_tab = Tab(browser, runlog=bare_runs)
             bare_tab.goto(bare_url, args.quiet_ms, 120)
             for lang in langs:
-                tab = Tab(browser, locale="ko-KR" if lang == "ko" else "en-US")
+                tab = Tab(browser, locale="ko-KR" if lang == "ko" else "en-US", runlog=ours_runs)
                 tab.goto(f"{url}/?lang={lang}", args.quiet_ms, 180)
                 other = "ko" if lang == "en" else "en"
                 for info in pages:

@@ -1,0 +1,38 @@
+"""Run a Streamlit script and write how long each of its runs takes, measured in the server (bench/controls.py).
+
+    ATLAS_BENCH_SCRIPT=app/main.py ATLAS_BENCH_RUNLOG=/tmp/runs.jsonl streamlit run bench/timed_main.py
+
+Wraps Streamlit's ScriptRunner._run_script (whole reruns and fragment reruns alike) and appends one JSON line per
+run: its start (time.time(), the same clock the bench reads), wall and thread-CPU seconds, and whether it was a
+fragment run. The browser's own clock cannot give this: a websocket message's event fires only when the page's
+main thread is free, so while Plotly draws the first figures of a rerun, the later messages (and the run's end)
+are stamped late. The script itself runs unchanged (runpy, as `__main__`)."""
+import json
+import os
+import runpy
+import sys
+import time
+from pathlib import Path
+
+from streamlit.runtime.scriptrunner import script_runner
+
+SCRIPT = Path(os.environ["ATLAS_BENCH_SCRIPT"]).resolve()
+sys.path.insert(0, str(SCRIPT.parent.parent))
+
+if not getattr(script_runner.ScriptRunner, "atlas_timed", False):  # this file runs once per rerun: patch once
+    untimed = script_runner.ScriptRunner._run_script
+
+    def timed(self, rerun_data):
+        t0, c0 = time.time(), time.thread_time()
+        try:
+            return untimed(self, rerun_data)
+        finally:
+            line = {"start": t0, "wall": time.time() - t0, "cpu": time.thread_time() - c0,
+                    "fragment": bool(getattr(rerun_data, "fragment_id_queue", None))}
+            with open(os.environ["ATLAS_BENCH_RUNLOG"], "a") as f:
+                f.write(json.dumps(line) + "\n")
+
+    script_runner.ScriptRunner._run_script = timed
+    script_runner.ScriptRunner.atlas_timed = True
+
+runpy.run_path(str(SCRIPT), run_name="__main__")
