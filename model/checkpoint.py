@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from .atomic import atomic_path, atomic_write_json
+from .errors import CheckpointError  # noqa: F401  (defined without torch, raised and caught as model.checkpoint's)
 from .config import TransformerConfig
 from .transformer import Transformer
 
@@ -31,10 +32,6 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 META_FILE = "meta.json"
 TRAIN_FORMAT = "attention-atlas-train/1"
-
-
-class CheckpointError(RuntimeError):
-    """A model directory or checkpoint that cannot be read or written; the message names the file."""
 
 
 def _brief(e: BaseException, limit: int = 400) -> str:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -76,3 +78,30 @@ def test_the_description_without_torch_is_the_one_torch_gives():
     finally:
         torch.set_num_threads(before)
         resources._device_parts.clear()
+
+
+def test_the_overview_draws_without_importing_torch(tmp_path):
+    """Not only the imports at the top: the overview's first run (the pretrained models it lists with their
+    sizes, the counts of Table 3) calls nothing that loads torch. Torch's import in the background after the
+    page has drawn (warm_up_torch) is switched off here so that it cannot hide one. A pretrained model sits in
+    the hub cache, so that its size is read (from the weights file's header) on this run too."""
+    from safetensors.numpy import save_file
+    snap = tmp_path / "hub" / "models--tiny--gpt" / "snapshots" / "abc"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text('{"model_type": "gpt2", "n_layer": 1, "n_embd": 8, "n_head": 2}')
+    save_file({"wte.weight": np.zeros((5, 8), dtype=np.float32)}, str(snap / "model.safetensors"))
+    code = ("import sys; sys.path.insert(0, %r)\n" % str(ROOT) +
+            "import app.jobs\n"
+            "app.jobs.warm_up_torch = lambda: None\n"
+            "from streamlit.testing.v1 import AppTest\n"
+            "at = AppTest.from_file(%r, default_timeout=120)\n" % str(ROOT / "app" / "main.py") +
+            "at.run()\n"
+            "assert not at.exception, at.exception\n"
+            "assert at.title and at.get('image'), 'the overview did not draw'\n"
+            "models = list(at.dataframe[0].value.iloc[:, 0])\n"
+            "assert any('tiny/gpt' in m for m in models), models\n"
+            "print('torch' in sys.modules)")
+    env = {**__import__("os").environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "ATLAS_RUNS_DIR": str(tmp_path / "runs")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "False", "the overview's first run imports torch"

@@ -20,12 +20,15 @@ import importlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+from ..errors import CheckpointError
 
-from ..checkpoint import CheckpointError, LoadedModel
-from ..transformer import Transformer
+if TYPE_CHECKING:  # torch loads when weights do: listing folders and sizes (the overview) runs without it
+    import torch
+
+    from ..checkpoint import LoadedModel
+    from ..transformer import Transformer
 
 FAMILIES = ("marian", "gpt2", "bert")
 SAFETENSORS, PICKLE_BIN = "model.safetensors", "pytorch_model.bin"
@@ -36,11 +39,17 @@ class HubError(CheckpointError):
     """A pretrained model folder that cannot be used; the message says what is wrong and names the file."""
 
 
-def family_module(model_type: str):
-    """The module that handles a config.json model_type (its MODEL_TYPES lists the values it takes)."""
+def known_family(model_type: str) -> str:
+    """The config.json model_type if a family module handles it, else HubError (without importing the module,
+    which loads torch)."""
     if model_type not in FAMILIES:
         raise HubError(f"unsupported architecture {model_type!r} (supported: Marian/opus-mt, GPT-2, BERT)")
-    return importlib.import_module(f"{__name__}.{model_type}")
+    return model_type
+
+
+def family_module(model_type: str):
+    """The module that handles a config.json model_type (its MODEL_TYPES lists the values it takes)."""
+    return importlib.import_module(f"{__name__}.{known_family(model_type)}")
 
 
 def read_hf_config(folder: Path) -> dict:
@@ -100,6 +109,7 @@ def check_memory(path: Path, available: int | None = None) -> None:
 
 def read_weights(path: Path) -> dict[str, torch.Tensor]:
     """The checkpoint's tensors, safely: safetensors, or torch.load(weights_only=True) for .bin."""
+    import torch
     try:
         if path.suffix == ".safetensors":
             from safetensors.torch import load_file
@@ -138,6 +148,7 @@ def load_pretrained(folder: str | os.PathLike, device: str | torch.device = "cpu
     """A Hugging Face model folder as our Transformer + tokenizer. Raises HubError on any problem.
     dtype=torch.bfloat16 halves the memory and speeds a GPU up; the numbers then differ from float32 in
     about the third significant digit (decoding and figures read them back as float32)."""
+    from ..checkpoint import LoadedModel
     folder = Path(folder)
     if not folder.is_dir():
         raise HubError(f"{folder}: folder not found")
@@ -170,7 +181,10 @@ def build_with(config, state: dict[str, torch.Tensor], path: Path) -> Transforme
     """Our Transformer holding `state`, built on the meta device so that no random initialisation is spent
     on weights about to be replaced (seconds for a 74M-parameter model); the sinusoid tables, which are
     computed rather than stored, are then made on the CPU."""
+    import torch
+
     from ..layers import positional_encoding
+    from ..transformer import Transformer
     with torch.device("meta"):
         model = Transformer(config)
     missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
@@ -213,9 +227,9 @@ def cached_models(cache: Path | None = None) -> dict[str, Path]:
 
 def supported(folder: Path) -> bool:
     try:
-        family_module(read_hf_config(folder)["model_type"])
+        known_family(read_hf_config(folder)["model_type"])
         return True
-    except (HubError, ImportError):
+    except HubError:
         return False
 
 
@@ -234,7 +248,7 @@ def size_summary(folder: str | os.PathLike) -> dict:
     folder = Path(folder)
     hf = read_hf_config(folder)
     kind = hf["model_type"]
-    family_module(kind)  # unsupported families are refused here
+    known_family(kind)  # unsupported families are refused here
     layers, d, ff, heads = (hf.get(k) for k in _SIZE_KEYS[kind])
     if kind == "gpt2" and ff is None and isinstance(d, int):
         ff = 4 * d
@@ -243,9 +257,10 @@ def size_summary(folder: str | os.PathLike) -> dict:
     try:
         if path.suffix == ".safetensors":  # save_pretrained stores a tied tensor once
             from safetensors import safe_open
-            with safe_open(str(path), framework="pt") as f:
+            with safe_open(str(path), framework="numpy") as f:  # reads the header only: no torch needed
                 shapes = {name: tuple(f.get_slice(name).get_shape()) for name in f.keys()}
         else:  # torch.save keeps tied tensors as one storage: count each storage once
+            import torch
             state = torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
             seen = set()
             for k, v in state.items():
