@@ -18,8 +18,23 @@ def noam_peak(d_model: int, warmup: int, factor: float = 1.0) -> tuple[int, floa
     return warmup, noam_lr(warmup, d_model, warmup, factor)
 
 
-def noam_lambda(d_model: int, warmup: int, factor: float = 1.0):
-    """For torch.optim.lr_scheduler.LambdaLR with base lr 1.0 (scheduler steps count from 0)."""
+def cooldown_scale(step: int | float, total: int, fraction: float) -> float:
+    """1 until the last `fraction` of a run's `total` steps, then falling linearly towards 0 at its end (step
+    counts from 1; the last step still moves, by 1 / (its cool-down steps + 1) of the rate). Not in the paper,
+    which trained for a fixed 100k steps; a short run ends on a low rate instead of mid-way down the schedule."""
+    if fraction <= 0:
+        return 1.0
+    start = total * (1.0 - fraction)
+    if step <= start:
+        return 1.0
+    return max(0.0, (total + 1 - step) / (total + 1 - start))
+
+
+def noam_lambda(d_model: int, warmup: int, factor: float = 1.0, total: int = 0, cooldown: float = 0.0):
+    """For torch.optim.lr_scheduler.LambdaLR with base lr 1.0 (scheduler steps count from 0); with
+    `cooldown` > 0, the last `cooldown` share of `total` steps falls linearly (cooldown_scale)."""
+    if cooldown > 0:
+        return lambda s: noam_lr(s + 1, d_model, warmup, factor) * cooldown_scale(s + 1, total, cooldown)
     return lambda s: noam_lr(s + 1, d_model, warmup, factor)
 
 

@@ -90,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "padded source + target per step (per process); 0 = off, --batch-size decides")
     p.add_argument("--warmup", type=int, default=400)
     p.add_argument("--lr-factor", type=float, default=1.0, help="multiplies the warm-up schedule")
+    p.add_argument("--cooldown", type=float, default=0.0, metavar="FRACTION",
+                   help="the last FRACTION of --steps lowers the rate linearly towards 0 (0 = the paper's schedule)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-every", type=int, default=200)
     p.add_argument("--log-every", type=int, default=20)
@@ -354,7 +356,8 @@ class _Seq2Seq:
     def optimizer(self, model, args):
         opt = adam(model.parameters())
         return opt, torch.optim.lr_scheduler.LambdaLR(opt, noam_lambda(model.config.d_model, args.warmup,
-                                                                         args.lr_factor))
+                                                                         args.lr_factor, total=args.steps,
+                                                                         cooldown=args.cooldown))
 
     def batch(self, step, seed, rank, batch_size, device):
         # Batches depend only on (seed, step, rank): a resumed run sees the same data.
@@ -659,7 +662,7 @@ def explicit_options(argv: list[str]) -> set[str]:
 POSITIVE_INTS = ("steps", "eval_every", "log_every", "ckpt_every", "batch_size", "warmup", "max_len")
 SIZE_FLAGS = ("d_model", "heads", "d_ff", "layers")  # None (the preset's) or positive
 COUNTS = ("threads", "seed", "average_last", "fail_at_step", "batch_tokens")  # 0 or more
-FRACTIONS = ("dropout", "label_smoothing")  # None (the preset's) or in [0, 1)
+FRACTIONS = ("dropout", "label_smoothing", "cooldown")  # None (the preset's) or in [0, 1)
 
 
 def option_problem(args) -> str | None:

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from model.optim_demo import adam_trace
-from model.schedule import compare_schedules, noam_lr, noam_peak, step_grid
+from model.schedule import compare_schedules, cooldown_scale, noam_lambda, noam_lr, noam_peak, step_grid
 from model.smoothing import (loss_vs_confidence, minimise_confidence, optimal_confidence, smoothing_demo,
                              target_distribution)
 
@@ -71,3 +71,26 @@ def test_smoothing_demo():
     assert ls["loss_top"] >= 3.5
     with pytest.raises(ValueError):
         smoothing_demo(1, 0.1)
+
+
+def test_cooldown_falls_linearly_over_the_last_share_of_the_steps():
+    """--cooldown 0.25 of 100 steps: the paper's rate to step 75, then down to 1/26 of it at step 100."""
+    assert [cooldown_scale(s, 100, 0.0) for s in (1, 50, 100)] == [1.0, 1.0, 1.0]
+    assert cooldown_scale(75, 100, 0.25) == 1.0
+    assert cooldown_scale(76, 100, 0.25) == pytest.approx(25 / 26)
+    assert cooldown_scale(100, 100, 0.25) == pytest.approx(1 / 26)
+    scales = [cooldown_scale(s, 100, 0.25) for s in range(76, 101)]
+    assert all(a > b > 0 for a, b in zip(scales, scales[1:]))
+    plain, cooled = noam_lambda(64, 10), noam_lambda(64, 10, total=100, cooldown=0.25)
+    assert [cooled(s) for s in range(75)] == [plain(s) for s in range(75)]  # LambdaLR counts from 0
+    assert cooled(99) == pytest.approx(plain(99) / 26)
+
+
+def test_the_trainer_takes_a_cooldown_and_refuses_a_bad_one():
+    from model.train import build_parser, option_problem
+    args = build_parser().parse_args(["--cooldown", "0.3", "--out", "x"])
+    assert args.cooldown == 0.3 and option_problem(args) is None
+    assert build_parser().parse_args(["--out", "x"]).cooldown == 0.0  # the paper's schedule unless asked
+    for bad in ("1", "-0.1", "nan"):
+        problem = option_problem(build_parser().parse_args(["--cooldown", bad, "--out", "x"]))
+        assert problem and "--cooldown" in problem
