@@ -13,11 +13,12 @@ from app.i18n import Message, UserError, options, prose, say, t
 from app.jobs import (ACTIVE, COMPARE_METRICS, MB, compare_label, get_manager, is_starting, new_owner_token,
                       runs_dir)
 from app.jobs_options import (ALL_TASKS, CUSTOM_DEFAULTS, LIMITS, MAX_PARAMETERS, MAX_UPLOAD_BYTES, POSITIONALS,
-                              SIZES, TASK_RECIPES, TrainOptions, check_upload, is_family, task_recipe)
+                              SIZE_PRESET, SIZES, TASK_RECIPES, TrainOptions, check_upload, is_family, task_recipe)
 from app.pages_list import PAGES
 from app.state import between, keep
 from app.train_ui import fmt_duration, plain, status_text
 from app.ui import error, plot, text
+from model.config import PRESETS
 
 ROOT = Path(__file__).resolve().parent.parent
 INSPECTOR = ROOT / "pages" / "inspector.py"
@@ -131,7 +132,7 @@ else:  # a link describes the form as shown: the custom sizes only with size=cus
 st.header(t("train.section.training"))
 recipe = task_recipe(task, size)  # a family task's own, en-ko's measured recipe (issue 13), else the size's
 which = task if is_family(task) else (f"{task}_{size}" if (task, size) in TASK_RECIPES else size)
-c1, c2, c3, c4 = st.columns(4)
+c1, c2, c3, c4, c5, c6 = st.columns(6)
 # One set of keys per size (and per family task): each starts from its own recipe, and keeps what the learner set.
 steps = c1.number_input(t("train.steps_label"), 10, LIMITS["steps"][1], step=50, **keep(
     f"train_steps_{which}", recipe["steps"], valid=range(10, LIMITS["steps"][1] + 1)))
@@ -147,10 +148,21 @@ warmup = c3.number_input(t("train.warmup_label"), 1, LIMITS["warmup"][1], step=5
     f"train_warmup_{which}", recipe["warmup"], valid=range(1, LIMITS["warmup"][1] + 1)))
 lr_factor = c4.number_input(t("train.lr_label"), LIMITS["lr_factor"][0], LIMITS["lr_factor"][1], step=0.25, **keep(
     f"train_lr_{which}", float(recipe["lr_factor"]), valid=between(*LIMITS["lr_factor"])))
+cooldown = 0.0
+if not is_family(task):  # the family members train with the paper's schedule
+    cooldown = c5.slider(t("train.cooldown_label"), 0.0, LIMITS["cooldown"][1], step=0.05, help=t("train.cooldown_help"),
+                         **keep(f"train_cooldown_{which}", float(recipe["cooldown"]),
+                                valid=between(0.0, LIMITS["cooldown"][1]), check=on_step(0.05)))
+dropout = None
+if size != "custom" and not is_family(task):  # a custom size sets its dropout with its sizes, above
+    preset_dropout = recipe["dropout"] if recipe["dropout"] is not None else PRESETS[SIZE_PRESET[size]].dropout
+    dropout = c6.slider(t("train.dropout_label"), 0.0, LIMITS["dropout"][1], step=0.05, **keep(
+        f"train_recipe_dropout_{which}", float(preset_dropout), valid=between(0.0, LIMITS["dropout"][1]),
+        check=on_step(0.05)))
 st.caption(prose("train.lr_schedule"))
 
 choices = TrainOptions(task=task, size=size, steps=int(steps), batch_size=int(batch), warmup=int(warmup),
-                       lr_factor=float(lr_factor), batch_tokens=int(batch_tokens), custom=custom,
+                       lr_factor=float(lr_factor), batch_tokens=int(batch_tokens), cooldown=float(cooldown), dropout=dropout, custom=custom,
                        tsv_bytes=upload_bytes, tsv_name=upload_name)
 
 # ---- estimate

@@ -166,7 +166,53 @@ def test_the_en_ko_recipe_batches_by_tokens_and_its_options_pass_the_trainers_ch
     args = trainer.build_parser().parse_args([*argv, "--out", "x"])
     assert trainer.option_problem(args) is None and args.batch_tokens == recipe["batch_tokens"] and args.log_first
     # Other tasks and sizes keep their sentence batches.
-    assert task_recipe("copy", "small") == {"batch_tokens": 0, **RECIPES["small"]}
+    assert task_recipe("copy", "small") == {"batch_tokens": 0, "cooldown": 0.0, "dropout": None, **RECIPES["small"]}
     assert "--batch-tokens" not in train_arguments(TrainOptions(task="copy", size="tiny"))
     with pytest.raises(UserError):
         validate_options(TrainOptions(task="en-ko", size="small", **{**recipe, "batch_tokens": 10}))
+
+
+def test_the_en_ko_recipe_cools_down_without_dropout():
+    """The measured en-ko recipe (docs/benchmarks.md): the last half of its steps cools down, and its model has no
+    dropout; other preset sizes keep their preset's dropout, a custom size its own."""
+    from app.jobs_options import model_config
+    recipe = task_recipe("en-ko", "small")
+    o = TrainOptions(task="en-ko", size="small", **recipe)
+    assert recipe["cooldown"] == 0.5 and model_config(o, 100).dropout == 0.0
+    assert "--cooldown" in train_arguments(o)
+    assert model_config(TrainOptions(task="en-ko", size="small"), 100).dropout == 0.1  # the preset's
+    assert model_config(TrainOptions(task="copy", size="tiny", dropout=0.2), 100).dropout == 0.2
+    custom = TrainOptions(task="copy", size="custom", dropout=0.3, custom={"dropout": 0.05})
+    assert model_config(custom, 100).dropout == 0.05  # the custom sizes' own
+    with pytest.raises(UserError):
+        validate_options(TrainOptions(task="copy", size="tiny", dropout=0.9))
+
+
+def test_a_cooldown_reaches_the_trainer_and_only_where_it_means_something():
+    """The page's cool-down share becomes --cooldown (the trainer lowers the rate over that share of the steps);
+    0 adds nothing (the paper's schedule); out of range or on a family member it is refused."""
+    o = TrainOptions(task="en-ko", size="small", **{**task_recipe("en-ko", "small"), "cooldown": 0.3})
+    validate_options(o)
+    argv = train_arguments(o)
+    args = trainer.build_parser().parse_args([*argv, "--out", "x"])
+    assert args.cooldown == 0.3 and trainer.option_problem(args) is None
+    assert "--cooldown" not in train_arguments(TrainOptions(task="copy", size="tiny"))
+    for bad in (-0.1, 0.95, float("nan")):
+        with pytest.raises(UserError):
+            validate_options(TrainOptions(task="copy", size="tiny", cooldown=bad))
+    with pytest.raises(UserError):
+        validate_options(TrainOptions(task="vit", size="tiny", cooldown=0.3))
+
+
+def test_the_trainer_runs_its_cooldown(tmp_path):
+    """A real run with --cooldown 0.5: the rate it logs falls to a small share of the peak by the last step
+    (the paper's schedule alone would still be at ~90% of it)."""
+    out = tmp_path / "run"
+    code = trainer.main(["--task", "copy", "--preset", "tiny", "--steps", "40", "--warmup", "10", "--batch-size", "8",
+                         "--cooldown", "0.5", "--log-every", "1", "--eval-every", "40", "--ckpt-every", "40",
+                         "--threads", "1", "--out", str(out)])
+    assert code == 0
+    lrs = {r["step"]: r["lr"] for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines())
+           if r.get("kind", "train") == "train" and "lr" in r}
+    peak = max(lrs.values())
+    assert lrs[40] < 0.1 * peak and lrs[20] > 0.5 * peak
