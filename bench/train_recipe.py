@@ -42,7 +42,9 @@ PAGE_SMALL = ["--preset", "teaching", "--max-len", "64"]
 def page_recipe(recipe: dict) -> list[str]:
     """The trainer options the page builds for en-ko with this recipe (without --config, --out, --threads)."""
     o = TrainOptions(task="en-ko", size="small", **recipe)
-    return PAGE_SMALL + train_arguments(o)
+    # the page puts a recipe's dropout into the model's --config (app.jobs_options.model_config); here, the flag
+    dropout = ["--dropout", repr(float(o.dropout))] if o.dropout is not None else []
+    return PAGE_SMALL + dropout + train_arguments(o)
 
 
 RECIPE_ARGS = {
