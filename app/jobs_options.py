@@ -172,6 +172,11 @@ def task_recipe(task: str, size: str) -> dict:
     return {"batch_tokens": 0, "cooldown": 0.0, "dropout": None, **recipe}
 
 
+def recipe_dropout(recipe: dict, size: str) -> float:
+    """The dropout a preset size trains with under this recipe: the recipe's own, else the preset's."""
+    return float(recipe["dropout"] if recipe["dropout"] is not None else PRESETS[SIZE_PRESET[size]].dropout)
+
+
 def model_config(o: TrainOptions, vocab_size: int) -> TransformerConfig:
     """The exact TransformerConfig the trainer builds for these choices (it gets it as --config).
     TransformerConfig's own checks have the last word; what they refuse is a UserError too.

@@ -33,9 +33,7 @@ def cooldown_scale(step: int | float, total: int, fraction: float) -> float:
 def noam_lambda(d_model: int, warmup: int, factor: float = 1.0, total: int = 0, cooldown: float = 0.0):
     """For torch.optim.lr_scheduler.LambdaLR with base lr 1.0 (scheduler steps count from 0); with
     `cooldown` > 0, the last `cooldown` share of `total` steps falls linearly (cooldown_scale)."""
-    if cooldown > 0:
-        return lambda s: noam_lr(s + 1, d_model, warmup, factor) * cooldown_scale(s + 1, total, cooldown)
-    return lambda s: noam_lr(s + 1, d_model, warmup, factor)
+    return lambda s: noam_lr(s + 1, d_model, warmup, factor) * cooldown_scale(s + 1, total, cooldown)
 
 
 def step_grid(lo: int, hi: int, log: bool = False, include=()) -> np.ndarray:

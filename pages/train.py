@@ -13,12 +13,12 @@ from app.i18n import Message, UserError, options, prose, say, t
 from app.jobs import (ACTIVE, COMPARE_METRICS, MB, compare_label, get_manager, is_starting, new_owner_token,
                       runs_dir)
 from app.jobs_options import (ALL_TASKS, CUSTOM_DEFAULTS, LIMITS, MAX_PARAMETERS, MAX_UPLOAD_BYTES, POSITIONALS,
-                              SIZE_PRESET, SIZES, TASK_RECIPES, TrainOptions, check_upload, is_family, task_recipe)
+                              SIZES, TASK_RECIPES, TrainOptions, check_upload, is_family, recipe_dropout,
+                              task_recipe)
 from app.pages_list import PAGES
 from app.state import between, keep
 from app.train_ui import fmt_duration, plain, status_text
 from app.ui import error, plot, text
-from model.config import PRESETS
 
 ROOT = Path(__file__).resolve().parent.parent
 INSPECTOR = ROOT / "pages" / "inspector.py"
@@ -155,14 +155,14 @@ if not is_family(task):  # the family members train with the paper's schedule
                                 valid=between(0.0, LIMITS["cooldown"][1]), check=on_step(0.05)))
 dropout = None
 if size != "custom" and not is_family(task):  # a custom size sets its dropout with its sizes, above
-    preset_dropout = recipe["dropout"] if recipe["dropout"] is not None else PRESETS[SIZE_PRESET[size]].dropout
     dropout = c6.slider(t("train.dropout_label"), 0.0, LIMITS["dropout"][1], step=0.05, **keep(
-        f"train_recipe_dropout_{which}", float(preset_dropout), valid=between(0.0, LIMITS["dropout"][1]),
+        f"train_recipe_dropout_{which}", recipe_dropout(recipe, size), valid=between(0.0, LIMITS["dropout"][1]),
         check=on_step(0.05)))
 st.caption(prose("train.lr_schedule"))
 
 choices = TrainOptions(task=task, size=size, steps=int(steps), batch_size=int(batch), warmup=int(warmup),
-                       lr_factor=float(lr_factor), batch_tokens=int(batch_tokens), cooldown=float(cooldown), dropout=dropout, custom=custom,
+                       lr_factor=float(lr_factor), batch_tokens=int(batch_tokens), cooldown=float(cooldown),
+                       dropout=dropout, custom=custom,
                        tsv_bytes=upload_bytes, tsv_name=upload_name)
 
 # ---- estimate
