@@ -280,10 +280,11 @@ def shared_view(name: str, key: tuple, build):
 
 
 def shared_figure(name: str, key: tuple, build):
-    """shared_view for a plotly figure, made ready to draw before it is shared (app.ui.plot then leaves it
-    as it is: no session changes the shared object) and frozen (see freeze_figure)."""
-    from app.charts.style import freeze_figure, toolbar_room
-    return shared_view(name, key, lambda: freeze_figure(toolbar_room(build())))
+    """shared_view for a plotly figure, made ready to draw before it is shared (app.charts.style.ready_figure:
+    its dict made once, with the toolbar room; app.ui.plot then draws it as it is, and no session can change
+    the shared object)."""
+    from app.charts.style import ready_figure
+    return shared_view(name, key, lambda: ready_figure(build()))
 
 
 def table_data(rows: list[dict]):

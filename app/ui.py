@@ -6,7 +6,7 @@ import re
 import streamlit as st
 
 from app.charts.export import matrix_csv
-from app.charts.style import toolbar_room
+from app.charts.style import ready_figure
 from app.format import code_span, escape_md
 from app.i18n import Message, UserError, prose, say, t
 
@@ -19,8 +19,9 @@ def _slug(s: str) -> str:
 
 
 def plot(fig, *, key: str | None = None) -> None:
-    """Draw a plotly figure with the app's toolbar (PNG download), its title clear of the toolbar."""
-    st.plotly_chart(toolbar_room(fig), config=PLOT_CONFIG, key=key)
+    """Draw a plotly figure with the app's toolbar (PNG download), its title clear of the toolbar
+    (app.charts.style.ready_figure; `fig` itself is not changed)."""
+    st.plotly_chart(ready_figure(fig), config=PLOT_CONFIG, key=key)
 
 
 def show_figure(fig, *, name: str, csv: str | None = None, key: str | None = None) -> None:

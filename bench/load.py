@@ -181,12 +181,14 @@ async def one_level(urls: list[str], pids: list[int | None], n: int, seconds: fl
 
     sampler = asyncio.create_task(sample())
     cpu0 = total([cpu_seconds(p) for p in pids])
+    own0 = time.process_time()
     stop_at = time.monotonic() + seconds
     t0 = time.monotonic()
     await asyncio.gather(*(learner(urls[i % len(urls)], seed * 1000 + i, stop_at, pool, fresh, timeout, out)
                            for i in range(n)))
     wall = time.monotonic() - t0
     cpu1 = total([cpu_seconds(p) for p in pids])
+    own1 = time.process_time()
     sampler.cancel()
     lat = out["latency"]
     rss = [r for r in rss if r]
@@ -195,6 +197,8 @@ async def one_level(urls: list[str], pids: list[int | None], n: int, seconds: fl
             "mean_s": round(statistics.fmean(lat), 3) if lat else None, "errors": len(out["errors"]),
             # the server's CPU time per rerun: what a rerun costs, whatever else the machine is doing
             "server_cpu_ms_per_rerun": round(1000 * (cpu1 - cpu0) / len(lat)) if lat and cpu0 is not None and cpu1 is not None else None,
+            # this load generator's own CPU time per rerun: it shares the machine with the servers
+            "client_cpu_ms_per_rerun": round(1000 * (own1 - own0) / len(lat)) if lat else None,
             "error_samples": out["errors"][:5],
             "rss_mib_start": round(rss[0] / 1024) if rss else None, "rss_mib_end": round(rss[-1] / 1024) if rss else None,
             "rss_mib_max": round(max(rss) / 1024) if rss else None}

@@ -110,13 +110,14 @@ def test_one_csv_writer_quotes_what_needs_quoting():
 def test_titles_get_room_above_them_for_the_toolbar():
     fig = curves.line_chart([1, 2], {"y": [1, 2]}, title="A title", height=300)
     top, height = fig.layout.margin.t, fig.layout.height
-    style.toolbar_room(fig)
-    assert fig.layout.margin.t == top + style.MODEBAR_ROOM and fig.layout.height == height + style.MODEBAR_ROOM
-    assert fig.layout.title.yref == "container" and fig.layout.title.pad.t >= style.MODEBAR_ROOM - 6
-    style.toolbar_room(fig)  # idempotent: a rerun does not push the title down again
-    assert fig.layout.margin.t == top + style.MODEBAR_ROOM
+    drawn = style.figure_dict(fig)["layout"]
+    assert drawn["margin"]["t"] == top + style.MODEBAR_ROOM and drawn["height"] == height + style.MODEBAR_ROOM
+    assert drawn["title"]["yref"] == "container" and drawn["title"]["pad"]["t"] >= style.MODEBAR_ROOM - 6
+    assert fig.layout.margin.t == top and fig.layout.height == height  # the figure itself is left as it was
+    style.toolbar_room(drawn)  # idempotent: drawing it again does not push the title down again
+    assert drawn["margin"]["t"] == top + style.MODEBAR_ROOM
     untitled = curves.line_chart([1, 2], {"y": [1, 2]})
-    assert style.toolbar_room(untitled).layout.margin.t == untitled.layout.margin.t
+    assert style.figure_dict(untitled)["layout"]["margin"]["t"] == untitled.layout.margin.t
 
 
 def test_head_view_draws_one_segment_per_visible_weight_in_its_level():

@@ -83,10 +83,10 @@ def test_a_shared_figure_is_ready_to_draw_before_it_is_shared(fresh_caches):
     """The toolbar room is added once, inside the cache: sessions drawing it never change the shared object."""
     import plotly.graph_objects as go
 
-    from app.charts.style import toolbar_room
+    from app.charts.style import MODEBAR_ROOM, ReadyFigure, ready_figure
     fig = res.shared_figure("ready-test", (1,), lambda: go.Figure(layout={"title": {"text": "t"}, "height": 300}))
-    height = fig.layout.height
-    assert toolbar_room(fig) is fig and fig.layout.height == height  # drawing it again changes nothing
+    assert isinstance(fig, ReadyFigure) and fig.to_dict()["layout"]["height"] == 300 + MODEBAR_ROOM
+    assert ready_figure(fig) is fig and fig.to_dict()["layout"]["height"] == 300 + MODEBAR_ROOM  # drawn again: same
     assert res.shared_figure("ready-test", (1,), lambda: pytest.fail("built twice")) is fig
 
 
@@ -98,20 +98,50 @@ def test_loading_a_model_freezes_the_long_lived_heap():
     assert gc.get_freeze_count() > 50_000
 
 
-def test_a_frozen_figure_draws_exactly_as_the_figure():
-    """A shared figure is frozen (its to_dict made once): Streamlit gets the same dict, and so the same JSON,
-    as from the plain figure, and every later draw gets that dict without copying it again."""
-    import numpy as np
+def _streamlit_spec(fig) -> str:
+    """The JSON st.plotly_chart sends for `fig`, made the way Streamlit makes it."""
     import plotly.io as pio
+    import plotly.tools
+    return pio.to_json(plotly.tools.return_figure_from_figure_or_data(fig, validate_figure=True), validate=False)
 
-    from app.charts.heatmaps import head_grid
-    from app.charts.style import FrozenFigure, freeze_figure, toolbar_room
-    w = np.random.default_rng(0).random((2, 3, 5, 4))
-    plain = toolbar_room(head_grid(w, layer_title="Layer", head_title="Head"))
-    frozen = freeze_figure(toolbar_room(head_grid(w, layer_title="Layer", head_title="Head")))
-    assert isinstance(frozen, FrozenFigure) and type(plain) is not FrozenFigure
-    assert pio.to_json(frozen.to_dict(), validate=False) == pio.to_json(plain.to_dict(), validate=False)
-    assert frozen.to_dict() is frozen.to_dict()
+
+def _all_kinds_of_figure():
+    """One figure of each builder the pages use: heatmaps (numbers, text, NaN, ±inf), lines with None gaps,
+    bars, a legend, shapes, annotations."""
+    import numpy as np
+
+    from app.charts import curves, heatmaps
+    from app.charts.headview import head_view
+    rng = np.random.default_rng(0)
+    w = rng.random((2, 3, 5, 4))
+    m = rng.normal(size=(4, 4))
+    m[0, 1], m[2, 2], m[3, 0] = np.nan, np.inf, -np.inf
+    return {
+        "grid": heatmaps.head_grid(w, layer_title="Layer", head_title="Head"),
+        "detail": heatmaps.attention_heatmap(w[0, 0], ["<s>", "a", "b", "c", "d"], ["x", "y", "z", "w"], title="t · 1"),
+        "matrix": heatmaps.matrix_heatmap(m, title="scores", highlight=m > 0.5),
+        "headview": head_view(w[1], ["<s>", "a", "b", "c", "d"], ["x", "y", "z", "w"], [0, 2]),
+        "bars": curves.bar_chart(["가", "b", "<s>"], [0.5, 0.25, 0.125], horizontal=True, title="top"),
+        "lines": curves.line_chart([1, 2, 3], {"a": [1.0, None, 3.0], "b": [3, 2, 1]}, title="lines", vline=2,
+                                   vline_label="peak", log_x=True),
+    }
+
+
+def test_a_ready_figure_draws_exactly_as_the_figure():
+    """A ready figure (its dict made once, as plain JSON values) makes Streamlit send the same JSON as the figure
+    it was made from, once that figure has its toolbar room; every later draw gets that dict without copying."""
+    import plotly.graph_objects as go
+
+    from app.charts.style import ROOM_MARK, ready_figure, toolbar_room
+    for (name, fig), plain in zip(_all_kinds_of_figure().items(), _all_kinds_of_figure().values()):
+        ready = ready_figure(fig)
+        # the same figure, built again, with its toolbar room added the way plotly adds it
+        layout = plain.layout.to_plotly_json()
+        if toolbar_room(layout).get("meta") == ROOM_MARK:
+            plain.update_layout(margin=layout["margin"], height=layout["height"], title=layout["title"], meta=ROOM_MARK)
+        assert _streamlit_spec(ready) == _streamlit_spec(plain), name
+        assert ready.to_dict() is ready.to_dict() and ready_figure(ready) is ready
+    assert "meta" not in ready_figure(go.Figure()).to_dict()["layout"]  # no title: no room
 
 
 def test_a_shared_table_holds_the_rows_values(fresh_caches):

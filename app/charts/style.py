@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import json
 
 import numpy as np
 import plotly.graph_objects as go
@@ -72,38 +73,57 @@ def value_scale(z: np.ndarray) -> dict:
 
 
 MODEBAR_ROOM = 30  # px: the toolbar plotly shows on hover sits at the figure's top right
+ROOM_MARK = "toolbar-room"  # layout.meta of a figure that already has the room
 
 
-def toolbar_room(fig: go.Figure) -> go.Figure:
-    """Keep a titled figure's title clear of the plotly toolbar: a strip at the top for the toolbar,
-    the title just below it (the plot area moves down by the same amount)."""
-    if not (fig.layout.title and fig.layout.title.text) or getattr(fig.layout, "meta", None) == "toolbar-room":
+def toolbar_room(layout: dict) -> dict:
+    """Keep a titled figure's title clear of the plotly toolbar, on the figure's layout as a dict (what
+    `fig.to_dict()["layout"]` holds): a strip at the top for the toolbar, the title just below it (the plot
+    area moves down by the same amount). Changes `layout` in place and returns it; a second call does nothing."""
+    title = layout.get("title")
+    if not (isinstance(title, dict) and title.get("text")) or layout.get("meta") == ROOM_MARK:
+        return layout
+    margin = layout.setdefault("margin", {})
+    margin["t"] = (margin["t"] if margin.get("t") is not None else 80) + MODEBAR_ROOM
+    layout["height"] = (layout.get("height") or 450) + MODEBAR_ROOM
+    pad = title.setdefault("pad", {})
+    pad["t"] = (pad["t"] if pad.get("t") is not None else 0) + MODEBAR_ROOM - 6
+    title.update(yref="container", y=1.0, yanchor="top")
+    layout["meta"] = ROOM_MARK
+    return layout
+
+
+class ReadyFigure(go.Figure):
+    """A finished figure reduced to what st.plotly_chart reads from it: its dict, made once, with the toolbar
+    room added and every value already a JSON value (lists, strings, numbers; arrays as plotly's own base64
+    records). st.plotly_chart calls `to_dict()` on every draw and serialises the result: on a live figure that
+    is a deep copy that packs every array again, then a walk that converts numpy values one by one (13 ms for
+    the head view here, on every rerun of every session); on this dict it takes ~0.3 ms, and the JSON Streamlit
+    sends is the same, byte for byte (tests/test_load_cache.py). Made by `ready_figure(fig)`, it is only drawn
+    (and may be shared by every session, see app.resources.shared_figure): it has no traces or layout objects
+    to read or change, and `figure_dict(fig)` reads its dict."""
+
+    def __init__(self, fig_dict: dict):  # plotly's constructor (validation, the template) is not needed
+        self.__dict__["_atlas_dict"] = fig_dict
+
+    def to_dict(self) -> dict:
+        return self.__dict__["_atlas_dict"]
+
+    def __repr__(self) -> str:
+        return f"ReadyFigure({json.dumps(self.to_dict())[:120]}…)"
+
+
+def ready_figure(fig) -> ReadyFigure:
+    """A plotly figure as a ReadyFigure (one already is, and comes back as it is): its dict through plotly's
+    JSON writer once, read back as plain values, with the toolbar room (toolbar_room)."""
+    if isinstance(fig, ReadyFigure):
         return fig
-    top = fig.layout.margin.t if fig.layout.margin.t is not None else 80
-    pad = fig.layout.title.pad.t if fig.layout.title.pad and fig.layout.title.pad.t is not None else 0
-    fig.update_layout(margin=dict(t=top + MODEBAR_ROOM), height=(fig.layout.height or 450) + MODEBAR_ROOM,
-                      title=dict(yref="container", y=1.0, yanchor="top", pad=dict(t=pad + MODEBAR_ROOM - 6)),
-                      meta="toolbar-room")
-    return fig
+    import plotly.io as pio
+    d = json.loads(pio.to_json(fig.to_dict(), validate=False))
+    toolbar_room(d.setdefault("layout", {}))
+    return ReadyFigure(d)
 
 
-class FrozenFigure(go.Figure):
-    """A figure that is only drawn from now on (one shared by every session, see app.resources.shared_figure).
-    st.plotly_chart calls `to_dict()` on every draw, a deep copy that also packs each array as base64 (~5 ms
-    for a heatmap grid here); a frozen figure makes that copy once and hands it out again. Streamlit only
-    reads it (it serialises it to JSON)."""
-
-    def to_dict(self):
-        cached = self.__dict__.get("_atlas_dict")
-        if cached is None:
-            cached = super().to_dict()
-            self.__dict__["_atlas_dict"] = cached
-        return cached
-
-
-def freeze_figure(fig: go.Figure) -> go.Figure:
-    """Mark a finished figure as frozen (FrozenFigure); changing it afterwards would not show, so call this
-    only on figures nobody changes again."""
-    if type(fig) is go.Figure:
-        fig.__class__ = FrozenFigure
-    return fig
+def figure_dict(fig) -> dict:
+    """What a figure draws, as the plain dict Streamlit serialises (ready_figure(fig).to_dict())."""
+    return ready_figure(fig).to_dict()
