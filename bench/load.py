@@ -89,6 +89,7 @@ class Session:
     def __init__(self, ws):
         self.ws = ws
         self.page_hash = ""
+        self.query = ""  # the address's query string: a browser sends the current one with every rerun
         self.text_id: str | None = None
         self.exceptions = 0
 
@@ -98,7 +99,7 @@ class Session:
         cs = msg.rerun_script
         cs.page_name = PAGE
         cs.page_script_hash = self.page_hash
-        cs.query_string = ""
+        cs.query_string = self.query
         cs.widget_states.widgets.extend(widgets)
         t0 = time.perf_counter()
         await self.ws.send(msg.SerializeToString())
@@ -109,8 +110,10 @@ class Session:
             kind = fm.WhichOneof("type")
             if kind == "new_session":
                 self.page_hash = fm.new_session.page_script_hash or self.page_hash
-            elif kind == "page_info_changed" or kind == "navigation":
-                if kind == "navigation" and fm.navigation.page_script_hash:
+            elif kind == "page_info_changed":
+                self.query = fm.page_info_changed.query_string
+            elif kind == "navigation":
+                if fm.navigation.page_script_hash:
                     self.page_hash = fm.navigation.page_script_hash
             elif kind == "delta":
                 el = fm.delta.new_element

@@ -120,6 +120,15 @@ def test_titles_get_room_above_them_for_the_toolbar():
     assert style.figure_dict(untitled)["layout"]["margin"]["t"] == untitled.layout.margin.t
 
 
+def _values(array) -> list:
+    """A data array as the browser reads it: plotly sends numeric arrays as binary ({"dtype", "bdata"}); NaN,
+    like null, is a gap in a line."""
+    if isinstance(array, dict):
+        import base64
+        array = np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).tolist()
+    return [None if v is None or v != v else v for v in array]
+
+
 def test_head_view_draws_one_segment_per_visible_weight_in_its_level():
     """Every (query, key) pair above 2% is one line from the query's side (x = 0) to the key's (x = 1), in the
     trace of its head and weight level, whose width grows with the level; nothing else is drawn as a line."""
@@ -132,7 +141,7 @@ def test_head_view_draws_one_segment_per_visible_weight_in_its_level():
     for tr in fig["data"]:
         if tr.get("mode") != "lines" or tr["x"] == [None]:
             continue
-        xs, ys = tr["x"], tr["y"]
+        xs, ys = _values(tr["x"]), _values(tr["y"])
         assert xs == [0, 1, None] * (len(xs) // 3) and ys[2::3] == [None] * (len(xs) // 3)
         for y0, y1 in zip(ys[0::3], ys[1::3]):
             drawn[(tr["line"]["color"], int(np.argmin(abs(yq - y0))), int(np.argmin(abs(yk - y1))))] = tr["line"]["width"]
@@ -147,3 +156,38 @@ def test_head_view_draws_one_segment_per_visible_weight_in_its_level():
     assert all(abs(drawn[k] - expected[k]) < 1e-9 for k in expected)
     legend = [tr["name"] for tr in fig["data"] if tr.get("name")]
     assert legend == ["head 1", "head 3"]
+
+
+def _every_builder():
+    """Each figure builder the pages use, with the options that change its figure's form."""
+    rng = np.random.default_rng(1)
+    w = rng.random((2, 3, 4, 5))
+    m = rng.normal(size=(4, 4))
+    m[0, 1], m[2, 2] = np.nan, np.inf
+    yield from _figures_with_tokens()
+    yield "head_grid", heatmaps.head_grid(w, layer_title="Layer", head_title="Head")
+    yield "matrix_heatmap-highlight", heatmaps.matrix_heatmap(m, title="scores", highlight=m > 0.5, zmid=0)
+    yield "attention_heatmap-title", heatmaps.attention_heatmap(w[0, 0], list("abcd"), list("vwxyz"), title="t · 1")
+    yield "numeric_heatmap", heatmaps.numeric_heatmap(m, title="big", vlines=(1, 2), colorbar_title="v")
+    yield "stage_figure-masked", heatmaps.stage_figure("masked", m, list("abcd"), list("abcd"), title="",
+                                                       highlight=m > 0)
+    yield "bar_chart-titled", curves.bar_chart(["a", "b"], [0.5, 0.25], title="top", x_title="x", y_title="y",
+                                               y_range="fit", colors=["red", "blue"], text_outside=True)
+    yield "line_chart", curves.line_chart([1, 2, 3], {"a": [1.0, None, 3.0], "b": [3, 2, 1]}, title="lines",
+                                          x_title="x", y_title="y", vline=2, vline_label="peak", log_x=True,
+                                          markers={"top": ([2], [3], ["3"])})
+    yield "head_view-many", headview.head_view(w[1], list("abcd"), list("vwxyz"), [0, 2], query_title="q",
+                                               key_title="k", head_title="h")
+
+
+@pytest.mark.parametrize("name, fig", list(_every_builder()), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_builder_writes_its_figure_as_plotly_would(name, fig):
+    """Builders may skip plotly's property checks (style.figure: most of a build's time) only because what they
+    write is already in plotly's own form: the figure built again from its dict with every check on (which
+    raises on a misspelt property and turns e.g. a title string into {"text": …}) draws the same JSON."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    written = fig.to_dict()
+    checked = go.Figure(written).to_dict()
+    assert json.loads(pio.to_json(written, validate=False)) == json.loads(pio.to_json(checked, validate=False)), name

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from app.charts.style import colour, labels as escaped_labels, legend_below, margins, to_np
+from app.charts.style import colour, figure, labels as escaped_labels, legend_below, margins, to_np
 
 
 def _axis(log: bool) -> dict:
@@ -32,15 +32,15 @@ def bar_chart(labels, values, *, title="", x_title="", y_title="", y_range=None,
     bar = dict(type="bar", marker=dict(color=marker), text=text, textposition=position)
     if horizontal:  # the figure is made in one go: each update_* call would validate the whole layout again
         bar.update(x=vals, y=names, orientation="h")
-        axes = dict(yaxis=dict(autorange="reversed", type="category", title=y_title),
-                    xaxis=dict(title=x_title, range=value_range))
+        axes = dict(yaxis=dict(autorange="reversed", type="category", title=dict(text=y_title)),
+                    xaxis=dict(title=dict(text=x_title), range=value_range))
         height = height or max(240, 26 * len(names) + 80)
     else:
         bar.update(x=names, y=vals)
-        axes = dict(xaxis=dict(type="category", title=x_title), yaxis=dict(title=y_title, range=value_range))
+        axes = dict(xaxis=dict(type="category", title=dict(text=x_title)),
+                    yaxis=dict(title=dict(text=y_title), range=value_range))
         height = height or 300
-    return go.Figure(data=[bar], layout=dict(**axes, title=title, height=height,
-                                             margin=margins(title, 50 if title else 20)))
+    return figure([bar], dict(**axes, title=dict(text=title), height=height, margin=margins(title, 50 if title else 20)))
 
 
 def line_chart(x, series: dict, *, title="", x_title="", y_title="", log_x=False, log_y=False, mode="lines",
@@ -60,8 +60,9 @@ def line_chart(x, series: dict, *, title="", x_title="", y_title="", log_x=False
         traces.append(dict(type="scatter", x=list(mx), y=list(my), name=name, mode="markers+text", text=list(texts),
                            textposition="top center", marker=dict(size=10, symbol="star", color="black")))
     # made in one go: each add_trace / update_* call would validate the whole figure again
-    return go.Figure(data=traces, layout=dict(
-        xaxis=dict(title=x_title, **_axis(log_x)), yaxis=dict(title=y_title, **_axis(log_y)), title=title,
+    return figure(traces, dict(
+        xaxis=dict(title=dict(text=x_title), **_axis(log_x)), yaxis=dict(title=dict(text=y_title), **_axis(log_y)),
+        title=dict(text=title),
         height=height, margin=margins(title, 50 if title else 20), legend=legend_below()))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from app.charts.style import colour, esc, margins, to_np
+from app.charts.style import colour, esc, figure, margins, to_np
 
 
 def head_view(weights, q_labels: list[str], k_labels: list[str], heads: list[int], *, query_title="query",
@@ -26,11 +26,12 @@ def head_view(weights, q_labels: list[str], k_labels: list[str], heads: list[int
             sel = np.argwhere((w[h] > max(lo, 0.02)) & (w[h] <= hi + 1e-9))
             if not len(sel):
                 continue
-            # One segment per (query, key) pair: query side, key side, a gap (None) before the next one.
-            # Object arrays: plotly checks nested lists element by element, an array at once (same JSON).
-            xs = np.tile(np.array([0, 1, None], dtype=object), len(sel))
-            ys = np.empty(3 * len(sel), dtype=object)
-            ys[0::3], ys[1::3] = yq[sel[:, 0]].tolist(), yk[sel[:, 1]].tolist()
+            # One segment per (query, key) pair: query side, key side, a gap (NaN) before the next one. Float
+            # arrays go out as binary (an object array with None went through plotly's JSON value by value: 10
+            # ms of a head view's 17); plotly.js breaks a line at NaN as it does at null.
+            xs = np.tile(np.array([0.0, 1.0, np.nan]), len(sel))
+            ys = np.full(3 * len(sel), np.nan)
+            ys[0::3], ys[1::3] = yq[sel[:, 0]], yk[sel[:, 1]]
             traces.append(dict(type="scatter", x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
                                line=dict(color=c, width=1 + 4 * hi),
                                opacity=min(1.0, 0.15 + hi * 0.85 / len(heads) ** 0.5)))
@@ -48,4 +49,4 @@ def head_view(weights, q_labels: list[str], k_labels: list[str], heads: list[int
                                     showarrow=False, yanchor="bottom"),
                                dict(x=1, y=1.0, xref="x", yref="paper", text=f"<b>{key_title}</b>",
                                     showarrow=False, yanchor="bottom")])
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)

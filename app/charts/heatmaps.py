@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from app.charts.style import (ATTN_SCALE, DIVERGING, OUTLINE, esc, labels, lift_title, margins, to_np,
+from app.charts.style import (ATTN_SCALE, DIVERGING, OUTLINE, esc, figure, labels, lift_title, margins, to_np,
                               value_scale)
 from app.format import compact
 
@@ -70,7 +70,7 @@ def matrix_heatmap(values, x_labels=None, y_labels=None, *, title="", x_title=""
                                   zmin=zmin, zmax=zmax, colorscale=colorscale, reversescale=reversescale,
                                   decimals=decimals, show_text=show_text, height=height, highlight=highlight,
                                   zmid=zmid)
-    return go.Figure(go.Heatmap(**trace), layout=layout)
+    return figure([dict(type="heatmap", **trace)], layout)
 
 
 def _attention_parts(weights, query_labels, key_labels, *, title="", query_title="query", key_title="key",
@@ -90,7 +90,7 @@ def attention_heatmap(weights, query_labels, key_labels, *, title="", query_titl
     trace, layout = _attention_parts(weights, query_labels, key_labels, title=title, query_title=query_title,
                                      key_title=key_title, show_text=show_text, height=height,
                                      highlight=highlight, decimals=decimals)
-    return go.Figure(go.Heatmap(**trace), layout=layout)
+    return figure([dict(type="heatmap", **trace)], layout)
 
 
 def head_grid(weights, *, layer_title="layer", head_title="head", gap: int = 1, height=None) -> go.Figure:
@@ -110,8 +110,8 @@ def head_grid(weights, *, layer_title="layer", head_title="head", gap: int = 1, 
         xaxis=dict(side="top", tickmode="array", tickvals=[h * (lk + gap) + (lk - 1) / 2 for h in range(n_heads)],
                    ticktext=[f"{head_title} {h + 1}" for h in range(n_heads)]),
         margin=margins(top=40), height=height or min(900, 120 + 170 * n_layers), plot_bgcolor="white")
-    return go.Figure(go.Heatmap(z=canvas, colorscale=ATTN_SCALE, zmin=0, zmax=1, hoverongaps=False,
-                                hovertemplate="%{z:.3f}<extra></extra>"), layout=layout)
+    return figure([dict(type="heatmap", z=canvas, colorscale=ATTN_SCALE, zmin=0, zmax=1, hoverongaps=False,
+                        hovertemplate="%{z:.3f}<extra></extra>")], layout)
 
 
 def head_tiles(weights, query_labels, key_labels, *, head_title="head", query_title="query", key_title="key",
@@ -152,11 +152,11 @@ def head_tiles(weights, query_labels, key_labels, *, head_title="head", query_ti
                    title=dict(text=f"{query_title} ↓"), showgrid=False, zeroline=False),
         annotations=annotations, plot_bgcolor="rgba(0,0,0,0)", margin=margins(top=40),
         height=height or min(1000, 110 + n_block_rows * (lq * 34 + 40)))
-    return go.Figure(go.Heatmap(z=canvas, text=_strings(text) if show_text else None,
-                                texttemplate="%{text}" if show_text else None,
-                                hovertext=_strings(hover), hovertemplate="%{hovertext}<extra></extra>", hoverongaps=False,
-                                colorscale=ATTN_SCALE, zmin=0, zmax=1, xgap=1, ygap=1,
-                                colorbar=dict(title=dict(text=""), thickness=14)), layout=layout)
+    return figure([dict(type="heatmap", z=canvas, text=_strings(text) if show_text else None,
+                        texttemplate="%{text}" if show_text else None,
+                        hovertext=_strings(hover), hovertemplate="%{hovertext}<extra></extra>", hoverongaps=False,
+                        colorscale=ATTN_SCALE, zmin=0, zmax=1, xgap=1, ygap=1,
+                        colorbar=dict(title=dict(text=""), thickness=14))], layout)
 
 
 def numeric_heatmap(z, x=None, y=None, *, title="", x_title="", y_title="", colorscale=DIVERGING,
@@ -171,10 +171,9 @@ def numeric_heatmap(z, x=None, y=None, *, title="", x_title="", y_title="", colo
     if len(vlines):  # what fig.add_vline draws: a dashed line over the y axis' whole domain
         layout["shapes"] = [dict(type="line", x0=v, x1=v, xref="x", y0=0, y1=1, yref="y domain",
                                  line=dict(color="black", width=2, dash="dash")) for v in vlines]
-    return go.Figure(go.Heatmap(z=z, x=x, y=y, colorscale=colorscale, reversescale=reversescale, zmin=zmin,
-                                zmax=zmax, zmid=zmid, colorbar=dict(title=dict(text=colorbar_title)),
-                                hovertemplate=f"{y_title} %{{y}} · {x_title} %{{x}}<br>%{{z:.4f}}<extra></extra>"),
-                     layout=layout)
+    return figure([dict(type="heatmap", z=z, x=x, y=y, colorscale=colorscale, reversescale=reversescale, zmin=zmin,
+                        zmax=zmax, zmid=zmid, colorbar=dict(title=dict(text=colorbar_title)),
+                        hovertemplate=f"{y_title} %{{y}} · {x_title} %{{x}}<br>%{{z:.4f}}<extra></extra>")], layout)
 
 
 # ----------------------------------------------------------------------------- attention stages
@@ -220,7 +219,7 @@ def stage_figure(stage: str, values, query_labels, key_labels, *, title: str, qu
         trace, layout = _matrix_parts(z, cols, query_labels, title=title, x_title=x_title,
                                       y_title=f"{query_title} ↓", decimals=decimals, show_text=show_text,
                                       height=height, highlight=highlight, **value_scale(z))
-    return go.Figure(go.Heatmap(**trace), layout=_with_title_room(layout))
+    return figure([dict(type="heatmap", **trace)], _with_title_room(layout))
 
 
 __all__ = ["TEXT_LIMIT", "attention_heatmap", "cell_text", "head_grid", "head_tiles", "lift_title",

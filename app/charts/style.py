@@ -1,6 +1,7 @@
 """One palette, one attention colour scale, one escaping of labels, shared layout helpers."""
 from __future__ import annotations
 
+import functools
 import html
 import json
 
@@ -47,6 +48,39 @@ def labels(items) -> list[str]:
 
 def margins(title: str = "", top: int | None = None) -> dict:
     return dict(l=10, r=10, t=top if top is not None else (60 if title else 30), b=10)
+
+
+def figure(data: list[dict], layout: dict) -> go.Figure:
+    """A figure from traces (dicts with their "type") and a layout written in plotly's own form (a title as
+    dict(text=…)), built without plotly's property checks: they took most of a build (a head view: 12 of 17 ms;
+    11% of the server's time with 4 learners typing sentences). What the checks would still change is done
+    here: unset (None) properties are dropped and a named colour scale becomes plotly's list of colours.
+    tests/test_charts.py builds every builder's figure again with the checks on and requires the same JSON,
+    so nothing misspelt or half-written gets out."""
+    traces = []
+    for trace in data:
+        trace = _set_only(trace)
+        if isinstance(trace.get("colorscale"), str):
+            trace["colorscale"] = _named_scale(trace["colorscale"])
+        traces.append(trace)
+    return go.Figure(data=traces, layout=_set_only(layout), _validate=False)
+
+
+def _set_only(props):
+    """Properties without the unset (None) ones, in nested settings and lists of them (shapes, annotations);
+    None inside data arrays stays (a gap in a line)."""
+    if isinstance(props, dict):
+        return {k: _set_only(v) for k, v in props.items() if v is not None}
+    if isinstance(props, list) and props and isinstance(props[0], dict):
+        return [_set_only(v) for v in props]
+    return props
+
+
+@functools.lru_cache(maxsize=32)
+def _named_scale(name: str) -> tuple:
+    """A colour scale's name as plotly's checks write it (its colours, not the name: plotly.js knows other
+    scales under some of the same names)."""
+    return tuple(tuple(stop) for stop in go.Heatmap(colorscale=name).to_plotly_json()["colorscale"])
 
 
 def legend_below() -> dict:
