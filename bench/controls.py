@@ -295,6 +295,10 @@ class Tab:
 DRAW_CAP_S = 3.0
 
 
+class OneValue(Exception):
+    """The control offers one value only (a radio or select box with one option): nothing to change or time."""
+
+
 def measure(tab: Tab, do, quiet_ms: int, timeout_s: float):
     """Run `do()` (which arms the tab just before its decisive key or pointer event) and time it."""
     n0 = tab.n()
@@ -383,18 +387,30 @@ def act(tab: Tab, el, c: dict, i: int):
             opts = page.locator("[role='listbox'] [role='option']")
             try:
                 opts.first.wait_for(timeout=4000)
-            except PWTimeout:  # no menu seen: the keyboard picks the next option
-                box.press("ArrowDown")
+            except PWTimeout:  # no menu seen
+                if tid == "stMultiSelect":  # every option is chosen already: take the last one out
+                    tab.arm()
+                    box.press("Backspace")
+                    return
+                box.press("ArrowDown")  # the keyboard picks the next option
                 tab.arm()
                 box.press("Enter")
                 return
             n = opts.count()
             sel = [j for j in range(n) if opts.nth(j).get_attribute("aria-selected") == "true"]
+            if tid == "stSelectbox" and n <= 1:
+                raise OneValue
             if tid == "stSelectbox":
                 j = (sel[0] + 1) % n if sel else (1 if n > 1 else 0)
-            else:
-                free = [j for j in range(n) if j not in sel]
-                j = free[i % len(free)] if free else 0
+            else:  # a multiselect's menu lists the options not chosen yet ("No results", no aria-selected, if none)
+                free = [j for j in range(n) if opts.nth(j).get_attribute("aria-selected") == "false"]
+                if not free:  # every option is chosen: take the last one out
+                    page.keyboard.press("Escape")
+                    box.click()
+                    tab.arm()
+                    box.press("Backspace")
+                    return
+                j = free[i % len(free)]
             tab.arm()
             opts.nth(j).click()
             if tid == "stMultiSelect":
@@ -405,6 +421,8 @@ def act(tab: Tab, el, c: dict, i: int):
         n = opts.count()
         checked = [j for j in range(n) if opts.nth(j).locator("input").is_checked()]
         j = (checked[0] + 1) % n if checked else 0
+        if n <= 1:
+            raise OneValue
 
         def do():
             tab.arm()
@@ -690,6 +708,12 @@ def main():
                                 if any(exc for _, exc in tab.py_frames[nf:]) or tab.exceptions():
                                     exc_seen.append({"page": info.url, "lang": lang, "control": name})
                                 tab.page.keyboard.press("Escape")  # close a select's menu if one stayed open
+                            except OneValue:
+                                skipped.append({"page": info.url, "lang": lang, "control": name, "label": c["label"],
+                                                "kind": c["tid"], "why": "one value only: nothing to change"})
+                                with contextlib.suppress(PWError):
+                                    tab.page.keyboard.press("Escape")
+                                break
                             except (PWError, RuntimeError, ValueError) as e:
                                 errors.append({"page": info.url, "lang": lang, "control": name,
                                                "error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"})
