@@ -383,14 +383,17 @@ def act(tab: Tab, el, c: dict, i: int):
     if tid in ("stSelectbox", "stMultiSelect"):
         def do():
             box = el.locator("input[role='combobox'], [role='combobox']").first
+
+            def take_last_out():  # a multiselect with every option chosen: its last one goes
+                tab.arm()
+                box.press("Backspace")
             box.click()
             opts = page.locator("[role='listbox'] [role='option']")
             try:
                 opts.first.wait_for(timeout=4000)
             except PWTimeout:  # no menu seen
-                if tid == "stMultiSelect":  # every option is chosen already: take the last one out
-                    tab.arm()
-                    box.press("Backspace")
+                if tid == "stMultiSelect":
+                    take_last_out()
                     return
                 box.press("ArrowDown")  # the keyboard picks the next option
                 tab.arm()
@@ -404,11 +407,10 @@ def act(tab: Tab, el, c: dict, i: int):
                 j = (sel[0] + 1) % n if sel else (1 if n > 1 else 0)
             else:  # a multiselect's menu lists the options not chosen yet ("No results", no aria-selected, if none)
                 free = [j for j in range(n) if opts.nth(j).get_attribute("aria-selected") == "false"]
-                if not free:  # every option is chosen: take the last one out
+                if not free:
                     page.keyboard.press("Escape")
                     box.click()
-                    tab.arm()
-                    box.press("Backspace")
+                    take_last_out()
                     return
                 j = free[i % len(free)]
             tab.arm()
@@ -420,9 +422,9 @@ def act(tab: Tab, el, c: dict, i: int):
         opts = el.locator("label:has(input)")
         n = opts.count()
         checked = [j for j in range(n) if opts.nth(j).locator("input").is_checked()]
-        j = (checked[0] + 1) % n if checked else 0
         if n <= 1:
             raise OneValue
+        j = (checked[0] + 1) % n if checked else 0
 
         def do():
             tab.arm()

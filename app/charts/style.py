@@ -174,11 +174,8 @@ def ready_figure(fig) -> ReadyFigure:
         return fig
     import plotly.io as pio
     draft = fig.__dict__.get("_atlas_draft")
-    if draft is not None:  # an untouched DraftFigure: its dicts (copied) as plotly's to_dict writes them
-        data, layout = _set_only(list(draft[0])), _set_only(draft[1])
-        fig_dict = {"data": data, "layout": layout}
-        _pack_arrays(fig_dict)
-        d = json.loads(pio.to_json(fig_dict, validate=False))
+    if draft is not None:  # an untouched DraftFigure: its dicts as plotly's to_dict writes them
+        d = json.loads(pio.to_json({"data": _packed(draft[0]), "layout": _packed(draft[1])}, validate=False))
         d["layout"].setdefault("template", _default_template(pio.templates.default))
     else:
         d = json.loads(pio.to_json(fig.to_dict(), validate=False))
@@ -186,32 +183,35 @@ def ready_figure(fig) -> ReadyFigure:
     return ReadyFigure(d)
 
 
-def _pack_arrays(props) -> None:
-    """Every array in a figure's dicts as plotly's typed-array record ({"dtype", "bdata", "shape"}), in place, as
-    plotly's to_dict writes it; numpy float and small-int arrays are packed here directly (plotly's own packer
-    first wraps each array for dataframe libraries: 0.25 ms an array, 50 arrays in a head view), the rest by it."""
+def _packed(props):
+    """A copy of a figure's dicts with every property's array as plotly's typed-array record ({"dtype", "bdata",
+    "shape"}), as plotly's to_dict writes it. Numpy float and small-int arrays are packed here directly (plotly's
+    own packer first wraps each array for dataframe libraries: 0.25 ms an array, 50 arrays in a head view), other
+    arrays by plotly; arrays inside lists stay as they are, as plotly leaves them."""
     if isinstance(props, dict):
-        for key, value in props.items():
-            if key in ("geojson", "layer", "layers", "range"):  # plotly leaves these as they are
-                continue
-            if isinstance(value, np.ndarray) and value.ndim and value.size and str(value.dtype) in plotlyjsShortTypes:
-                packed = {"dtype": plotlyjsShortTypes[str(value.dtype)],
-                          "bdata": base64.b64encode(np.ascontiguousarray(value)).decode("ascii")}
-                if value.ndim > 1:
-                    packed["shape"] = str(value.shape)[1:-1]
-                props[key] = packed
-            elif is_homogeneous_array(value):
-                props[key] = to_typed_array_spec(value)
-            else:
-                _pack_arrays(value)
-    elif isinstance(props, (list, tuple)):
-        for value in props:
-            _pack_arrays(value)
+        return {key: value if key in ("geojson", "layer", "layers", "range") else _packed_value(value)
+                for key, value in props.items()}
+    if isinstance(props, (list, tuple)):
+        return [_packed(value) for value in props]
+    return props
+
+
+def _packed_value(value):
+    if isinstance(value, np.ndarray) and value.ndim and value.size and str(value.dtype) in plotlyjsShortTypes:
+        record = {"dtype": plotlyjsShortTypes[str(value.dtype)],
+                  "bdata": base64.b64encode(np.ascontiguousarray(value)).decode("ascii")}
+        if value.ndim > 1:
+            record["shape"] = str(value.shape)[1:-1]
+        return record
+    if is_homogeneous_array(value):
+        return to_typed_array_spec(value)
+    return _packed(value)
 
 
 @functools.lru_cache(maxsize=4)
 def _default_template(name) -> dict:
-    """The layout template plotly gives a figure without one (shared, read only: ready dicts are only drawn)."""
+    """The layout template plotly gives a figure without one, by the default template's `name` (shared, read
+    only: ready dicts are only drawn)."""
     import plotly.io as pio
     return json.loads(pio.json.to_json_plotly(go.Figure().to_dict()["layout"].get("template", {})))
 
