@@ -74,3 +74,41 @@ def wait_idle(page, timeout=120_000):
     page.wait_for_function(
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
     page.wait_for_timeout(800)
+
+
+# For every Plotly chart of the page: the margins it was given, the ones Plotly drew it with (a side that grew
+# means Plotly laid the figure out a second time, app/charts/margins.py), the room left on each side and what
+# is drawn there (bench/margins.py prints them).
+MARGINS_JS = r"""() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(gd => {
+  const fl = gd._fullLayout || {}, m = fl.margin || {}, s = fl._size || {};
+  const title = (fl.title && fl.title.text) || '';
+  const key = (gd.closest('[class*="st-key-"]') || {}).className || '';
+  // the unused room on each side: from the figure's edge to the nearest text, colour bar or legend drawn there
+  const svg = gd.querySelector('svg.main-svg'), box = svg ? svg.getBoundingClientRect() : null;
+  const slack = {l: null, r: null, t: null, b: null};
+  if (box) {
+    const parts = gd.querySelectorAll('svg.main-svg text, g.colorbar rect.cbbg, g.legend rect.bg');
+    let minL = Infinity, maxR = -Infinity, minT = Infinity, maxB = -Infinity;
+    for (const el of parts) { const b = el.getBoundingClientRect(); if (!b.width && !b.height) continue;
+      if (el.tagName === 'text' && (!el.textContent || el.closest('.g-gtitle, .annotation'))) continue;
+      minL = Math.min(minL, b.left); maxR = Math.max(maxR, b.right); minT = Math.min(minT, b.top); maxB = Math.max(maxB, b.bottom); }
+    slack.l = Math.round(minL - box.left); slack.r = Math.round(box.right - maxR);
+    slack.t = Math.round(minT - box.top); slack.b = Math.round(box.bottom - maxB);
+  }
+  const widest = (sel, dim) => Math.round(Math.max(0, ...Array.from(gd.querySelectorAll(sel)).map(e => e.getBoundingClientRect()[dim])));
+  const parts = {ytick_w: widest('g.ytick text', 'width'), xtick_h: widest('g.xtick text', 'height'),
+                 xtick_w: widest('g.xtick text', 'width'),
+                 ytitle_w: widest('g.g-ytitle', 'width'), xtitle_h: widest('g.g-xtitle', 'height'),
+                 cbar_w: widest('g.colorbar', 'width'), legend_h: widest('g.legend', 'height'),
+                 ytexts: Array.from(gd.querySelectorAll('g.ytick text')).map(e => e.textContent).slice(0, 12)};
+  return {parts, slack, title: title.replace(/<[^>]+>/g, '').slice(0, 60), key: (key.match(/st-key-([^ ]+)/) || [])[1] || '',
+          given: {l: m.l, r: m.r, t: m.t, b: m.b}, drawn: {l: s.l, r: s.r, t: s.t, b: s.b},
+          visible: gd.offsetParent !== null};
+})"""
+
+
+def grown(fig: dict) -> dict:
+    """The sides Plotly had to widen, in px (1 px of rounding is not a second pass)."""
+    return {side: round(fig["drawn"][side] - fig["given"][side])
+            for side in "lrtb" if fig["drawn"].get(side) is not None and fig["given"].get(side) is not None
+            and fig["drawn"][side] - fig["given"][side] > 1}

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from app.pages_list import PAGES
-from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server, wait_idle
+from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, MARGINS_JS, ROOT, grown, streamlit_server, wait_idle
 
 pytestmark = pytest.mark.browser
 playwright = pytest.importorskip("playwright.sync_api")
@@ -63,6 +63,15 @@ def assert_charts_readable(page, where):
             continue
         assert c["blankTicks"] == 0, f"{where}: chart {c['i']} ({c['title']}) has blank tick labels"
         assert c["plotH"] >= 60 and c["plotW"] >= 0.25 * c["width"], f"{where}: chart {c['i']} squashed: {c}"
+    assert_laid_out_once(page, where)
+
+
+def assert_laid_out_once(page, where):
+    """Every chart's margins already hold its tick labels, titles, colour bar and legend (app/charts/margins.py):
+    a side Plotly had to widen means it drew the whole figure a second time, a third of the chart pages'
+    time in the browser (docs/benchmarks.md)."""
+    twice = [(f["key"] or f["title"], grown(f)) for f in page.evaluate(MARGINS_JS) if f["visible"] and grown(f)]
+    assert not twice, f"{where}: figures Plotly laid out twice (sides widened, px): {twice}"
 
 
 def assert_no_exception(page, where):
