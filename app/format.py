@@ -114,3 +114,33 @@ def code_span(text) -> str:
     """Text shown verbatim as Markdown inline code: a backtick inside cannot close the span, and a blank
     line cannot end the paragraph (a line break inside a code span is shown as a space anyway)."""
     return "`" + " ".join(str(text).replace("`", "ʼ").split("\n")) + "`"
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        value = int(value)
+    return escape_md(value).replace("\n", " ")
+
+
+_NUMBER_LIKE = re.compile(r"^[\s+\-−]*[\d.,]+[\s\dMkGB%.,·⁰¹²³⁴⁵⁶⁷⁸⁹⁻–\-]*$")
+
+
+def markdown_table(rows: list[dict]) -> str:
+    """Rows (dicts with the same keys) as a Markdown table: every cell escaped (a `|` or `*` in a name stays
+    text), empty for None, and columns of numbers right-aligned. Drawn with st.markdown it needs neither pandas
+    nor the browser's data-grid code (0.4 s of the first page's server run, issue 13)."""
+    columns: list[str] = []
+    for row in rows:
+        columns += [c for c in row if c not in columns]
+    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
+
+    def numeric(j: int) -> bool:
+        values = [r[j] for r in cells if r[j]]
+        return bool(values) and all(_NUMBER_LIKE.match(v) for v in values)
+
+    lines = ["| " + " | ".join(_cell(c) for c in columns) + " |",
+             "|" + "|".join("---:" if numeric(j) else ":---" for j in range(len(columns))) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in cells]
+    return "\n".join(lines)

@@ -7,7 +7,7 @@ import streamlit as st
 
 from app.charts.export import matrix_csv
 from app.charts.style import ready_figure
-from app.format import code_span, escape_md
+from app.format import code_span, escape_md, markdown_table
 from app.i18n import Message, UserError, prose, say, t
 
 # Toolbar with the PNG download button always visible; numbers come as CSV beside the figure.
@@ -34,6 +34,21 @@ def show_figure(fig, *, name: str, csv: str | None = None, key: str | None = Non
 
 def show_matrix(fig, values, *, name: str, row_labels=None, col_labels=None, key: str | None = None) -> None:
     show_figure(fig, name=name, csv=matrix_csv(values, row_labels, col_labels), key=key)
+
+
+# Tables drawn as Markdown keep each cell on one line (a Korean word would otherwise break letter by letter in a
+# narrow column) and scroll sideways when wider than the page, as the data grid did.
+_TABLE_CSS = ("<style>[class*='st-key-atlas-table'] [data-testid='stMarkdownContainer'] {overflow-x: auto}"
+              "[class*='st-key-atlas-table'] th, [class*='st-key-atlas-table'] td {white-space: nowrap}</style>")
+
+
+def table(rows: list[dict], *, key: str) -> None:
+    """A small table of text and numbers that needs no sorting, drawn as Markdown (app.format.markdown_table):
+    no pandas on the server, no data-grid code in the browser (the overview's first run: 0.4 s of pandas)."""
+    if rows:
+        st.html(_TABLE_CSS)
+        with st.container(key=f"atlas-table-{key}"):
+            st.markdown(markdown_table(rows))
 
 
 def one_based_slider(label: str, n: int, *, key: str, container=None) -> int:

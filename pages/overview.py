@@ -7,7 +7,7 @@ from app.charts.architecture import architecture_svg
 from app.i18n import t
 from app.pages_list import PAGES
 from app.resources import parameter_count, pretrained_models, pretrained_sizes, shared_view
-from app.ui import text
+from app.ui import table, text
 from model.paper_numbers import (P100_FLOPS, PAPER_GPUS, PAPER_TABLE2, PAPER_TRAINING, PAPER_VOCAB,
                                  common_vocabulary, flops_text, table3_counts, training_flops,
                                  vocabulary_free_gap)
@@ -56,8 +56,7 @@ for name, size in zip(found, imported):
         "d_k": head, "d_v": head, "P_drop": None, "ε_ls": None, t("overview.table.positions"): "",
         t("overview.table.ppl"): "", t("overview.table.bleu"): "",
     })
-st.dataframe(rows, hide_index=True, height=35 * (len(rows) + 1) + 3,  # every row in view, no inner scrolling
-             column_config={t("overview.table.model"): st.column_config.TextColumn(width=230)})
+table(rows, key="table3")
 st.caption(t("overview.table.note"))
 if not imported:
     st.caption(t("overview.table.no_imported"))
@@ -76,12 +75,12 @@ text("overview.difference", vocab=PAPER_VOCAB, family_min=min(family_diffs), fam
      big_hi=big.vocab_range[1], gap_ours=gap.ours / 1e6, gap_paper=gap.paper / 1e6, d_model=big.config.d_model)
 if family:
     text("overview.family_vocabulary", lo=family[0], hi=family[1], n=len(family_diffs))
-st.dataframe([{
+table([{
     t("overview.table.model"): MODEL_NAMES.get(c.row.key) or f"({c.row.group}) {c.row.label}",
     t("overview.counts.per_entry"): c.per_entry,
     t("overview.counts.vocab_exact"): f"{round(c.vocab_exact):,}",
     t("overview.counts.vocab_range"): f"{c.vocab_range[0]:,} – {c.vocab_range[1]:,}",
-} for c in counts if c.paper], hide_index=True, height=35 * (sum(bool(c.paper) for c in counts) + 1) + 3)
+} for c in counts if c.paper], key="vocabulary")
 
 st.header(t("overview.results.header"))
 text("overview.results", base_bleu_de=PAPER_TRAINING["paper_base"].bleu_en_de,
@@ -89,11 +88,11 @@ text("overview.results", base_bleu_de=PAPER_TRAINING["paper_base"].bleu_en_de,
      big_bleu_fr=PAPER_TRAINING["paper_big"].bleu_en_fr, base_hours=PAPER_TRAINING["paper_base"].hours,
      base_steps=PAPER_TRAINING["paper_base"].steps, big_days=PAPER_TRAINING["paper_big"].hours / 24,
      big_steps=PAPER_TRAINING["paper_big"].steps, gpus=PAPER_GPUS)
-st.dataframe([{
+table([{
     t("overview.results.model"): r.model,
     t("overview.results.bleu_de"): r.bleu_en_de or "", t("overview.results.bleu_fr"): r.bleu_en_fr or "",
     t("overview.results.cost_de"): flops_text(r.flops_en_de), t("overview.results.cost_fr"): flops_text(r.flops_en_fr),
-} for r in PAPER_TABLE2], hide_index=True)
+} for r in PAPER_TABLE2], key="table2")
 st.caption(t("overview.results.table_note", base=flops_text(training_flops(PAPER_TRAINING["paper_base"].hours)),
              big=flops_text(training_flops(PAPER_TRAINING["paper_big"].hours)), gpus=PAPER_GPUS, tflops=P100_FLOPS / 1e12,
              base_hours=PAPER_TRAINING["paper_base"].hours, big_hours=PAPER_TRAINING["paper_big"].hours))

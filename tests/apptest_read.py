@@ -60,3 +60,29 @@ def broken_emphasis(at) -> list[str]:
     """Snippets around emphasis that CommonMark would leave as raw stars (empty when all is well)."""
     return [m.string[max(0, m.start() - 30):m.end() + 10] for text in rendered_text(at)
             for m in _BROKEN_EMPHASIS.finditer(text)]
+
+
+_UNESCAPE = re.compile(r"\\([\\`*\[\]<>|~$:&_#+\-=.!()])")
+
+
+def tables(at):
+    """Every Markdown table a run shows (app.ui.table), in order, as pandas DataFrames of the texts shown:
+    escapes read back, empty cells as "", and a column whose cells are all whole numbers as numbers (its
+    empty cells as None)."""
+    import pandas as pd
+    out = []
+    for el in at.markdown:
+        lines = [ln.strip() for ln in el.value.strip().splitlines()]
+        if len(lines) < 2 or not all(ln.startswith("|") and ln.endswith("|") for ln in lines) \
+                or not re.fullmatch(r"\|(:?-+:?\|)+", lines[1]):
+            continue
+        rows = [[_UNESCAPE.sub(r"\1", c.strip()) for c in re.split(r"(?<!\\)\|", ln)[1:-1]]
+                for ln in lines[:1] + lines[2:]]
+        columns = {}
+        for j, name in enumerate(rows[0]):
+            cells = [r[j] if j < len(r) else "" for r in rows[1:]]
+            if any(cells) and all(re.fullmatch(r"-?\d+", v) for v in cells if v):
+                cells = [int(v) if v else None for v in cells]
+            columns[name] = cells
+        out.append(pd.DataFrame(columns))
+    return out

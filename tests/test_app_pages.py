@@ -2,6 +2,7 @@
 import pytest
 
 from app.pages_list import PAGES
+from tests.apptest_read import tables
 from tests.apptest_util import assert_clean, run_page
 
 
@@ -18,7 +19,7 @@ def test_overview_counts_and_language():
     at = run_page("overview.py", "en")
     md = " ".join(m.value for m in at.markdown)
     assert "Three kinds of attention" in md
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     names = list(table.iloc[:, 0])  # every row of Table 3 (issue 15), base first and big last
     assert names[0] == "Transformer (base)" and names[19] == "Transformer (big)"
     computed = list(table["parameters (computed)"])

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.apptest_read import figures, title
+from tests.apptest_read import figures, tables, title
 from tests.apptest_util import assert_clean, run_page
 
 transformers = pytest.importorskip("transformers")
@@ -110,7 +110,7 @@ def test_overview_table_counts_imported_models_beside_the_paper(pretrained, monk
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
     at = run_page(None, lang)
     assert_clean(at)
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     names = list(table.iloc[:, 0])
     assert len(names) == 20 + 3, names  # Table 3's 20 rows, and the three runnable folders (not-a-model is left out)
     marian_row = table[table.iloc[:, 0].str.contains("opus-mt-tiny")].iloc[0]

@@ -8,7 +8,7 @@ from app.i18n import catalogue
 from app.pages_list import PAGES
 from model.paper_numbers import PAPER_TABLE2
 from model.table3 import PAPER_TABLE3
-from tests.apptest_read import broken_emphasis
+from tests.apptest_read import broken_emphasis, tables
 from tests.apptest_util import assert_clean, run_page
 
 
@@ -46,7 +46,7 @@ def overview(request):
 def test_every_row_of_table3_is_counted_beside_the_papers(overview):
     """Issue 15: one row per row of Table 3 (not only base and big), at the paper's sizes."""
     at, lang, words = overview
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     rows = table.iloc[:len(PAPER_TABLE3)]  # models added in the inspector follow
     assert len(table) >= len(PAPER_TABLE3)
     assert list(rows[words["overview.table.model"]])[0] == "Transformer (base)"
@@ -84,7 +84,7 @@ def test_the_difference_is_explained_by_what_is_known_and_what_is_not(overview):
         assert phrase in shown, phrase
     assert OLD_EXPLANATION[lang] not in shown
     assert "~" not in shown  # two tildes in a paragraph strike the text between them through
-    vocab = at.dataframe[1].value  # the vocabulary each printed count implies, one row per printed count
+    vocab = tables(at)[1]  # the vocabulary each printed count implies, one row per printed count
     assert len(vocab) == sum(r.params_m is not None for r in PAPER_TABLE3)
     assert list(vocab[words["overview.counts.vocab_range"]])[-1] == "35,296 – 36,272"
 
@@ -100,7 +100,7 @@ def test_headline_results_and_table2(overview):
     shown = "\n".join(m.value for m in at.markdown)
     for phrase in HEADLINE[lang]:
         assert phrase in shown, phrase
-    table = at.dataframe[2].value
+    table = tables(at)[2]
     col = {k: words[f"overview.results.{k}"] for k in ("model", "bleu_de", "bleu_fr", "cost_de", "cost_fr")}
     assert list(table[col["model"]]) == [r.model for r in PAPER_TABLE2]
     byte_net = table.iloc[0]
