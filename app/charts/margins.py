@@ -162,7 +162,7 @@ def _log_ticks(lo: float, hi: float, axis: dict) -> list[str]:
         return []
     exps = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
     if axis.get("exponentformat") == "power":
-        return ["10" + "8" * len(str(e).replace("-", "-")) for e in exps]  # the exponent ~ 0.7 em per digit
+        return ["10" + "8" * len(str(e)) for e in exps]  # the superscript exponent: a digit's width per character
     return [_format_tick(10.0 ** e, 10.0 ** e) for e in exps]
 
 
@@ -290,18 +290,18 @@ def fit_margins(data: list[dict], layout: dict) -> dict | None:
         if axis.get("visible") is False or axis.get("overlaying"):
             continue
         ticks = axis_labels(data, layout, name)
+        tick_w = max((text_px(t) for t in ticks), default=0.0)
         title = _title(axis)
         lo, hi = _anchor_domain(layout, name)
-        category = axis.get("type") == "category" or any(_strings(_values(tr.get(name[0])))
-                                                         for tr in _traces_on(data, name[0], name))
-        heat = any(tr.get("type") in ("heatmap", "image") for tr in _traces_on(data, name[0], name))
+        traces = _traces_on(data, name[0], name)
+        category = axis.get("type") == "category" or any(_strings(_values(tr.get(name[0]))) for tr in traces)
+        heat = any(tr.get("type") in ("heatmap", "image") for tr in traces)
         titled = title is not None
         title_px = TITLE_PX * LINE * max(1, _lines(title)) if titled else 0.0
         if name[0] == "y":
             side = axis.get("side") or "left"
             if (side == "left" and lo > 0.01) or (side == "right" and hi < 0.99):
                 continue
-            tick_w = max((text_px(t) for t in ticks), default=0.0)
             room = tick_w + (27 if heat else 20) + (title_px + 14 if titled else 0)
             need["l" if side == "left" else "r"] = max(need["l" if side == "left" else "r"], room)
         else:
@@ -309,7 +309,6 @@ def fit_margins(data: list[dict], layout: dict) -> dict | None:
             if (side == "bottom" and lo > 0.01) or (side == "top" and hi < 0.99):
                 continue
             angle = abs(float(axis.get("tickangle") or 0))
-            tick_w = max((text_px(t) for t in ticks), default=0.0)
             tick_h = TICK_PX * LINE * max((_lines(t) for t in ticks), default=1) if ticks else 0.0
             if angle and ticks:
                 a = math.radians(angle)
