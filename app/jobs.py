@@ -46,6 +46,7 @@ import dataclasses
 import errno
 import hashlib
 import hmac
+import importlib
 import json
 import math
 import os
@@ -114,7 +115,7 @@ _THREADS_LOCK = threading.Lock()
 def apply_server_threads() -> int:
     """torch.set_num_threads(server_threads()) once per process, as soon as torch is loaded (app/main.py
     calls it on every rerun). Importing torch takes a second or more, so this never imports it: a page that
-    shows no tensor draws first, and `warm_up_torch` loads torch in the background afterwards."""
+    shows no tensor draws first, and `warm_up` loads torch in the background afterwards."""
     global _SERVER_THREADS_SET
     n = server_threads()
     if not _SERVER_THREADS_SET and "torch" in sys.modules:
@@ -125,19 +126,35 @@ def apply_server_threads() -> int:
     return n
 
 
-def warm_up_torch() -> None:
-    """Once per process, after a page has drawn: import torch in a background thread and give it the
-    server's thread budget, so the next page that computes does not wait for the import."""
+# What the pages' first runs import besides torch, in the order a learner meets them (measured with cProfile on
+# each page's first run, torch already loaded): pandas for st.dataframe (attention, positional, multi-head,
+# why: 0.25-0.31 s), Streamlit's emoji catalogue for icons in alerts and segmented controls (0.09-0.16 s),
+# and torch._dynamo, which torch imports the first time a model is built on the meta device (every checkpoint
+# load counts its parameters there) or an Adam optimiser is made (1.1-1.9 s: masks, inspector, recipe, family).
+WARM_UP_MODULES = ("torch", "pandas", "streamlit.emojis", "plotly.io", "orjson", "torch._dynamo", "safetensors.torch",
+                   "sentencepiece")
+
+
+def warm_up() -> None:
+    """Once per process, after the first page has drawn: import, in a background thread, what the next
+    pages' first runs would otherwise import themselves (WARM_UP_MODULES), and give torch the server's
+    thread budget as soon as it is loaded. A module already loaded costs nothing; one that fails to import
+    is left to the page that needs it (which then shows its own message)."""
     global _WARM_UP_STARTED
-    if _SERVER_THREADS_SET or _WARM_UP_STARTED:
+    if _WARM_UP_STARTED:
         return
     _WARM_UP_STARTED = True
 
     def load():
-        import torch  # noqa: F401
-        apply_server_threads()
+        for name in WARM_UP_MODULES:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - a warm-up must never take the server down
+                continue
+            if name == "torch":
+                apply_server_threads()
 
-    threading.Thread(target=load, name="atlas-torch-warm-up", daemon=True).start()
+    threading.Thread(target=load, name="atlas-warm-up", daemon=True).start()
 
 
 def teacher_mode() -> bool:

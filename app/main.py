@@ -10,9 +10,9 @@ if str(ROOT) not in sys.path:  # streamlit puts only app/ on sys.path; pages imp
 
 import streamlit as st  # noqa: E402
 
-from app import i18n, state  # noqa: E402
+from app import i18n, state, warm  # noqa: E402
 from app.i18n import t  # noqa: E402
-from app.jobs import apply_server_threads, warm_up_torch  # noqa: E402
+from app.jobs import apply_server_threads, warm_up  # noqa: E402
 from app.pages_list import PAGES, SECTIONS  # noqa: E402
 from app.resources import device_description  # noqa: E402
 
@@ -36,6 +36,8 @@ if i18n.STATE_KEY not in st.session_state:  # first visit: the link's language, 
 with st.sidebar:
     st.radio(t("common.language"), list(i18n.LANGS), format_func=i18n.LANGS.get, key=i18n.STATE_KEY,
              horizontal=True)
+    with st.container(key="atlas-warm"):  # nothing to see: loads the next pages' element code while the browser is idle
+        st.html("<style>.st-key-atlas-warm{display:none}</style>" + warm.script(), unsafe_allow_javascript=True)
 
 sections: dict[str, list] = {}
 for i, p in enumerate(PAGES):
@@ -56,6 +58,6 @@ with st.sidebar:
 
 try:
     nav.run()
-finally:  # the page has drawn (or stopped): torch's thread budget if the page loaded it, else load it now, in the background
+finally:  # the page has drawn (or stopped): torch's thread budget if the page loaded it; then, in the background, what the next pages import
     apply_server_threads()
-    warm_up_torch()
+    warm_up()

@@ -113,6 +113,32 @@ def test_first_visit_follows_the_browser_locale(browser_page):
             ctx.close()
 
 
+def test_the_first_page_loads_the_next_pages_code_while_the_browser_is_idle(browser_page):
+    """app/warm.py: in a fresh tab, once the overview has drawn, the browser imports every element module the
+    pages draw with (Plotly's 4.6 MB chunk first); opening every page afterwards fetches no script of its own,
+    so a module a page needs and the list lacks fails here (the first chart page waited 1-1.5 s for them)."""
+    from app import warm
+    url, page = browser_page
+    ctx = page.context.browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        fresh = ctx.new_page()
+        fresh.goto(url)
+        wait_idle(fresh)
+        fresh.wait_for_function(f"() => window.{warm.MARKER} && window.{warm.MARKER}.done", timeout=90_000)
+        got = fresh.evaluate(f"window.{warm.MARKER}")
+        assert got["failed"] == [] and sorted(got["loaded"]) == sorted(warm.chunk_files()), got
+        assert len(got["loaded"]) == len(warm.ENTRY_CHUNKS)
+        scripts = []
+        fresh.on("request", lambda r: scripts.append(r.url.rsplit("/", 1)[-1]) if r.url.endswith(".js") else None)
+        for info in PAGES[1:]:
+            open_page(fresh, "en", info)
+            assert_no_exception(fresh, f"{info.file} after the warm-up")
+            assert not scripts, f"{info.file}: scripts fetched after the warm-up: {scripts}"
+        assert fresh.locator(".st-key-atlas-warm").is_hidden()  # nothing of it shows in the sidebar
+    finally:
+        ctx.close()
+
+
 def cycle_radio(page, label: str, where: str) -> int:
     """Click every option of the radio group labelled `label`, checking the charts after each."""
     radios = page.locator("[data-testid='stRadio']")

@@ -83,7 +83,7 @@ def test_the_description_without_torch_is_the_one_torch_gives():
 def test_the_overview_draws_without_importing_torch_or_pandas(tmp_path):
     """Not only the imports at the top: the overview's first run (the pretrained models it lists with their
     sizes, the counts of Table 3) calls nothing that loads torch. Torch's import in the background after the
-    page has drawn (warm_up_torch) is switched off here so that it cannot hide one. A pretrained model sits in
+    page has drawn (warm_up) is switched off here so that it cannot hide one. A pretrained model sits in
     the hub cache, so that its size is read (from the weights file's header) on this run too."""
     from safetensors.numpy import save_file
     snap = tmp_path / "hub" / "models--tiny--gpt" / "snapshots" / "abc"
@@ -92,7 +92,7 @@ def test_the_overview_draws_without_importing_torch_or_pandas(tmp_path):
     save_file({"wte.weight": np.zeros((5, 8), dtype=np.float32)}, str(snap / "model.safetensors"))
     code = ("import sys; sys.path.insert(0, %r)\n" % str(ROOT) +
             "import app.jobs\n"
-            "app.jobs.warm_up_torch = lambda: None\n"
+            "app.jobs.warm_up = lambda: None\n"
             "from streamlit.testing.v1 import AppTest\n"
             "at = AppTest.from_file(%r, default_timeout=120)\n" % str(ROOT / "app" / "main.py") +
             "at.run()\n"

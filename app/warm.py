@@ -1,0 +1,73 @@
+"""The browser's half of the warm-up: while a learner reads the first page, their browser loads the code the
+next pages draw with, so that opening them does not wait for it.
+
+Streamlit's front end loads each kind of element's code (Plotly's 4.6 MB chunk, the data grid, sliders, the
+KaTeX renderer...) the first time a page of the tab shows one. Measured in headless Chromium (bench notes,
+docs/benchmarks.md 2026-12-02): the first chart page of a tab took 3.3-3.6 s to open, a second visit 0.3-0.5
+s. This script imports the same modules, from the same URLs, when the browser is idle; the page that later
+needs one finds it loaded (a module is loaded once per document and URL), and does the same work as before.
+
+It touches no element of the page and sends nothing to the server. A module name that this Streamlit
+version does not have is left out (the page then loads what it needs itself, as without this script)."""
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+# The element code our pages use, in the order a learner meets it (the first chart page needs the first ones)
+ENTRY_CHUNKS = ("PlotlyChart", "rehype-katex", "ButtonGroup", "Checkbox", "TextInput", "TextArea", "Slider",
+                "Selectbox", "NumberInput", "DataFrame", "Metric", "DownloadButton", "Multiselect", "Progress",
+                "StreamlitSyntaxHighlighter")
+# after the element mounts, wait this long (the first page finishes drawing), then one module per idle slot
+START_AFTER_MS = 2000
+MARKER = "__atlasWarm"  # window.__atlasWarm: {started, done, loaded: [...], failed: [...]} (read by the tests)
+
+
+def static_js_dir() -> Path:
+    import streamlit
+    return Path(streamlit.__file__).parent / "static" / "static" / "js"
+
+
+@functools.lru_cache(maxsize=1)
+def chunk_files() -> tuple[str, ...]:
+    """The file names of ENTRY_CHUNKS in the installed Streamlit (`PlotlyChart.D9Z0_fxz.js`): each entry
+    whose name matches exactly one file (a name with a content hash after it)."""
+    folder = static_js_dir()
+    try:
+        files = [p.name for p in folder.iterdir() if p.suffix == ".js"]
+    except OSError:
+        return ()
+    out = []
+    for entry in ENTRY_CHUNKS:
+        found = [f for f in files if f.startswith(entry + ".") and f.count(".") == 2]
+        if len(found) == 1:
+            out.append(found[0])
+    return tuple(out)
+
+
+_SCRIPT = """<script>
+(() => {
+  const w = window;
+  if (w.%(marker)s) return;
+  const names = %(names)s;
+  const state = w.%(marker)s = {started: false, done: false, loaded: [], failed: []};
+  const main = document.querySelector('script[type="module"][src*="/static/js/index."]');
+  if (!main || !names.length) { state.done = true; return; }
+  const idle = w.requestIdleCallback ? (f) => w.requestIdleCallback(f, {timeout: 2000}) : (f) => setTimeout(f, 50);
+  let i = 0;
+  const next = () => {
+    if (i >= names.length) { state.done = true; return; }
+    const name = names[i++];
+    import(new URL(name, main.src).href)
+      .then(() => state.loaded.push(name), () => state.failed.push(name))
+      .finally(() => idle(next));
+  };
+  setTimeout(() => { state.started = true; idle(next); }, %(delay)d);
+})();
+</script>"""
+
+
+def script() -> str:
+    """The <script> for st.html(..., unsafe_allow_javascript=True): idempotent per browser tab."""
+    return _SCRIPT % {"marker": MARKER, "names": json.dumps(list(chunk_files())), "delay": START_AFTER_MS}

@@ -1,0 +1,109 @@
+"""The warm-up after the first page (issue 13): the server imports, in the background, what the next pages'
+first runs need (app.jobs.warm_up), and the browser imports the element code they draw with while it is idle
+(app/warm.py). The browser half is checked in a real browser in tests/test_browser.py."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from app import jobs, warm
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_entry_chunk_is_found_in_the_installed_streamlit():
+    """Streamlit names its chunks `<Element>.<hash>.js`; an upgrade that renames one fails here, not silently."""
+    files = warm.chunk_files()
+    assert len(files) == len(warm.ENTRY_CHUNKS), set(warm.ENTRY_CHUNKS) - {f.split(".")[0] for f in files}
+    for entry, name in zip(warm.ENTRY_CHUNKS, files):
+        assert name.startswith(entry + ".") and name.endswith(".js")
+        assert (warm.static_js_dir() / name).is_file()
+
+
+def test_the_script_lists_the_files_as_json_and_runs_once_per_tab():
+    s = warm.script()
+    names = json.loads(re.search(r"const names = (\[.*?\]);", s).group(1))
+    assert names == list(warm.chunk_files())
+    assert s.startswith("<script>") and s.rstrip().endswith("</script>") and s.count("</script>") == 1
+    assert f"if (w.{warm.MARKER}) return;" in s  # a rerun that mounts it again does nothing
+
+
+def test_no_streamlit_static_folder_means_nothing_to_load(monkeypatch, tmp_path):
+    monkeypatch.setattr(warm, "static_js_dir", lambda: tmp_path / "missing")
+    warm.chunk_files.cache_clear()
+    try:
+        assert warm.chunk_files() == ()
+        assert "const names = [];" in warm.script()
+    finally:
+        warm.chunk_files.cache_clear()
+
+
+def test_an_ambiguous_or_missing_chunk_is_left_out(monkeypatch, tmp_path):
+    for name in ("PlotlyChart.aaa.js", "Slider.b1.js", "Slider.b2.js", "Slider.b1.js.map", "Metric.css"):
+        (tmp_path / name).write_text("")
+    monkeypatch.setattr(warm, "static_js_dir", lambda: tmp_path)
+    warm.chunk_files.cache_clear()
+    try:
+        assert warm.chunk_files() == ("PlotlyChart.aaa.js",)
+    finally:
+        warm.chunk_files.cache_clear()
+
+
+def test_after_the_warm_up_no_page_first_run_imports_a_package_of_its_own():
+    """The whole class of slow first visits: a page whose first run imports a package (pandas for a table,
+    torch._dynamo for a model built on the meta device, 1-2 s each here) pays for it while the learner waits.
+    In a fresh process: the overview's first run, the warm-up thread to its end, then each page's first run;
+    none may load a top-level package that was not loaded yet (our own app/ and model/ aside)."""
+    code = f"""
+import sys, threading, json
+sys.path.insert(0, {str(ROOT)!r})
+from streamlit.testing.v1 import AppTest
+from app.pages_list import PAGES
+import app.jobs as jobs
+at = AppTest.from_file({str(ROOT / 'app' / 'main.py')!r}, default_timeout=120)
+at.session_state["lang"] = "en"
+at.run()
+assert not at.exception, at.exception
+for th in threading.enumerate():
+    if th.name == "atlas-warm-up":
+        th.join(120)
+missing = [m for m in jobs.WARM_UP_MODULES if m not in sys.modules]
+out = {{"missing": missing, "pages": {{}}}}
+for p in PAGES[1:]:
+    before = {{m.split(".")[0] for m in sys.modules}}
+    at.switch_page("../pages/" + p.file)
+    at.run()
+    assert not at.exception, (p.file, at.exception)
+    new = {{m.split(".")[0] for m in sys.modules}} - before - {{"app", "model"}}
+    out["pages"][p.file] = sorted(new)
+print("RESULT" + json.dumps(out))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.split("RESULT", 1)[1])
+    assert out["missing"] == [], f"the warm-up did not load {out['missing']}"
+    offenders = {page: new for page, new in out["pages"].items() if new}
+    assert not offenders, f"first runs that import a package the warm-up does not: {offenders} (add it to " \
+                          "app.jobs.WARM_UP_MODULES)"
+
+
+def test_the_warm_up_starts_once_and_skips_a_module_that_fails(monkeypatch):
+    started = []
+
+    class FakeThread:
+        def __init__(self, target, name, daemon):
+            started.append(name)
+            self.target = target
+
+        def start(self):
+            self.target()
+
+    monkeypatch.setattr(jobs, "_WARM_UP_STARTED", False)
+    monkeypatch.setattr(jobs.threading, "Thread", FakeThread)
+    monkeypatch.setattr(jobs, "WARM_UP_MODULES", ("no_such_module_atlas", "json"))
+    jobs.warm_up()
+    jobs.warm_up()
+    assert started == ["atlas-warm-up"]
