@@ -1,6 +1,7 @@
 """Every control of every page in a real browser (issue 13), against a bare Streamlit page in the same run.
 
     python bench/controls.py [--pages attention,masks,...] [--langs en,ko] [--repeats 3] [--list]
+                             [--no-first] [--no-controls] [--read-first-s 10]
 
 Starts `streamlit run app/main.py` headless (an empty ATLAS_RUNS_DIR: no training run keeps a page polling) and,
 on its own port, `streamlit run bench/bare_page.py` (one slider, one Plotly chart), and drives headless Chromium
@@ -628,6 +629,9 @@ def main():
                     help="seconds after idle to wait for the document to stop changing (the drawn time)")
     ap.add_argument("--bare-per-page", type=int, default=3, help="bare slider round trips before each page")
     ap.add_argument("--no-first", action="store_true", help="skip the first-page measurement (fresh servers)")
+    ap.add_argument("--read-first-s", type=float, default=0,
+                    help="stay this long on the first page of each tab before anything else (a learner reading it)")
+    ap.add_argument("--no-controls", action="store_true", help="only open the pages and switch the language")
     ap.add_argument("--list", action="store_true", help="only list each page's controls")
     ap.add_argument("--name", default=f"controls-{date.today().isoformat()}")
     args = ap.parse_args()
@@ -656,6 +660,8 @@ def main():
             for lang in langs:
                 tab = Tab(browser, locale="ko-KR" if lang == "ko" else "en-US", runlog=ours_runs)
                 tab.goto(f"{url}/?lang={lang}", args.quiet_ms, 180)
+                if args.read_first_s:
+                    tab.page.wait_for_timeout(args.read_first_s * 1000)
                 other = "ko" if lang == "en" else "en"
                 for info in pages:
                     if not args.list:
@@ -684,7 +690,7 @@ def main():
                             langsw.setdefault((info.url, lang), []).append(switch_lang(tab, lang, args.quiet_ms, 120))
                         except (PWError, RuntimeError) as e:
                             errors.append({"page": info.url, "lang": lang, "control": "(language)", "error": str(e)[:200]})
-                    for c in controls:
+                    for c in ([] if args.no_controls else controls):
                         name = c["key"] or f"{c['tid']}:{c['label']}"
                         if c["tid"] in SKIP_TESTIDS or (c["key"] in SKIP_KEYS) or c.get("inForm"):
                             skipped.append({"page": info.url, "lang": lang, "control": name, "label": c["label"],
