@@ -109,6 +109,7 @@ def server_threads() -> int:
 
 _SERVER_THREADS_SET = False
 _WARM_UP_STARTED = False
+_WARM_UP_DONE = threading.Event()
 _THREADS_LOCK = threading.Lock()
 
 
@@ -146,15 +147,28 @@ def warm_up() -> None:
     _WARM_UP_STARTED = True
 
     def load():
-        for name in WARM_UP_MODULES:
-            try:
-                importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - a warm-up must never take the server down
-                continue
-            if name == "torch":
-                apply_server_threads()
+        try:
+            for name in WARM_UP_MODULES:
+                try:
+                    importlib.import_module(name)
+                except Exception:  # noqa: BLE001 - a warm-up must never take the server down
+                    continue
+                if name == "torch":
+                    apply_server_threads()
+        finally:
+            _WARM_UP_DONE.set()
 
     threading.Thread(target=load, name="atlas-warm-up", daemon=True).start()
+
+
+def wait_for_warm_up(timeout: float = 30.0) -> None:
+    """Until the warm-up's imports are done (at once if none started). Two threads importing the same packages
+    at once can each hold a module the other needs; Python then hands one of them a half-initialised module
+    ("partially initialized module 'pandas' has no attribute 'Series'", seen on a page's first run beside the
+    warm-up). So every page but the first waits here: it would have imported the same modules itself, so the
+    wait costs it little (tests/test_warm.py)."""
+    if _WARM_UP_STARTED:
+        _WARM_UP_DONE.wait(timeout)
 
 
 def teacher_mode() -> bool:

@@ -12,7 +12,7 @@ import streamlit as st  # noqa: E402
 
 from app import i18n, state, warm  # noqa: E402
 from app.i18n import t  # noqa: E402
-from app.jobs import apply_server_threads, warm_up  # noqa: E402
+from app.jobs import apply_server_threads, wait_for_warm_up, warm_up  # noqa: E402
 from app.pages_list import PAGES, SECTIONS  # noqa: E402
 from app.resources import device_description  # noqa: E402
 
@@ -46,6 +46,8 @@ for i, p in enumerate(PAGES):
 nav = st.navigation({t(f"pages.section.{key}"): sections[key] for key in SECTIONS if key in sections})
 current = nav.url_path or PAGES[0].url  # the default page's url_path is ""
 
+if current != PAGES[0].url:  # the first page imports nothing the warm-up does; the others must not import beside it
+    wait_for_warm_up()
 state.begin_page(current)
 if st.query_params.get(state.LANG_PARAM) != i18n.lang():  # the link says which language it shows
     st.query_params[state.LANG_PARAM] = i18n.lang()

@@ -107,3 +107,44 @@ def test_the_warm_up_starts_once_and_skips_a_module_that_fails(monkeypatch):
     jobs.warm_up()
     jobs.warm_up()
     assert started == ["atlas-warm-up"]
+
+
+def test_a_page_runs_after_the_warm_up_not_beside_it():
+    """Two threads importing the same packages at once can each hold a module the other needs: Python then
+    hands one of them a half-initialised module ("partially initialized module 'pandas' has no attribute
+    'Series'", seen on the recipe page's first run while the warm-up imported pandas). So a page other than
+    the first waits until the warm-up's imports are done. Here the warm-up's one import takes 1.5 s; the
+    recipe page opened at once must start only after it finished."""
+    code = f"""
+import sys, time, json, types
+sys.path.insert(0, {str(ROOT)!r})
+import app.jobs as jobs, app.state as state
+finished = []
+def slow_import(name):
+    time.sleep(1.5)
+    finished.append(time.monotonic())
+jobs.WARM_UP_MODULES = ("a_slow_module",)
+jobs.importlib = types.SimpleNamespace(import_module=slow_import)
+seen = []
+begin = state.begin_page
+def spy(page):
+    seen.append((page, time.monotonic(), list(finished)))
+    return begin(page)
+state.begin_page = spy
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file({str(ROOT / 'app' / 'main.py')!r}, default_timeout=120)
+at.session_state["lang"] = "en"
+at.run()
+assert not at.exception, at.exception
+at.switch_page("../pages/recipe.py")
+at.run()
+assert not at.exception, at.exception
+print("RESULT" + json.dumps(seen))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.split("RESULT", 1)[1])
+    assert [s[0] for s in seen] == ["overview", "recipe"], seen
+    (_, _, before_overview), (_, started, before_recipe) = seen
+    assert before_overview == []  # the warm-up starts after the first page
+    assert len(before_recipe) == 1 and before_recipe[0] <= started, "the recipe page ran beside the warm-up"
