@@ -4,8 +4,9 @@ The paper applies dropout to the output of every sub-layer before it is added to
 input and normalised, LayerNorm(x + Dropout(Sublayer(x))) (model.layers.Residual.post), and to the
 sums of the embeddings and the positional encodings (model.layers.Embedding.forward). Here the
 sub-layer output is that of the first encoder layer's self-attention, and the mask comes from
-torch's own nn.Dropout in training mode: each entry is zeroed with probability p, the others are
-multiplied by 1 / (1 - p), so the expected value of every entry is unchanged. Plain PyTorch and
+the models' own dropout (model.dropout.Dropout, the module in every Residual and Embedding) in training mode:
+each entry is zeroed with probability p, the others are multiplied by 1 / (1 - p), so the expected value of
+every entry is unchanged. Plain PyTorch and
 numpy, no streamlit."""
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn as nn
 
+from .dropout import Dropout
 from .transformer import Transformer
 
 # The paper's rates: the base model (section 5.4); the big model (Table 3, EN-DE); the big model
@@ -48,12 +49,12 @@ class ResidualDropout:
     seed: int
     sublayer: np.ndarray  # (L, D) y, before dropout
     kept: np.ndarray  # (L, D) bool: the entries the mask keeps
-    dropped: np.ndarray  # (L, D) nn.Dropout(p)(y) in training mode
+    dropped: np.ndarray  # (L, D) Dropout(p)(y) in training mode
     kept_gap: float  # max |dropped - y / (1 - p)| over the kept entries (0 up to float rounding)
     mean_over_masks: float  # mean entry of dropout(y), averaged over MASKS_AVERAGED masks
     average_gap: float  # max over entries |mean over the masks of dropout(y) - y|
     masks_averaged: int
-    eval_gap: float  # max |nn.Dropout in eval mode (y) - y|: 0, dropout is off at inference
+    eval_gap: float  # max |Dropout in eval mode (y) - y|: 0, dropout is off at inference
 
     @property
     def scale(self) -> float:
@@ -76,12 +77,12 @@ class ResidualDropout:
 
 def residual_dropout(model: Transformer, ids: list[int], p: float, seed: int,
                      masks_averaged: int = MASKS_AVERAGED) -> ResidualDropout:
-    """Draw a seeded dropout mask with nn.Dropout(p) on the sentence's sub-layer output (the global
+    """Draw a seeded dropout mask with the models' Dropout(p) on the sentence's sub-layer output (the global
     random state is left as it was). p must be in [0, 1)."""
     if not 0.0 <= p < 1.0:
         raise ValueError("p must be in [0, 1)")
     y = sublayer_output(model, ids)  # (L, D)
-    drop = nn.Dropout(p).train()
+    drop = Dropout(p).train()
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         torch.manual_seed(seed)
         dropped = drop(y)  # (L, D): zeros where dropped, y / (1 - p) elsewhere
@@ -91,7 +92,7 @@ def residual_dropout(model: Transformer, ids: list[int], p: float, seed: int,
     scaled = y / (1.0 - p)
     average = many.mean(0)
     with torch.no_grad():
-        eval_out = nn.Dropout(p).eval()(y)
+        eval_out = Dropout(p).eval()(y)
     return ResidualDropout(
         p=float(p), seed=int(seed), sublayer=y.numpy(), kept=kept.numpy(), dropped=dropped.numpy(),
         kept_gap=float((dropped - scaled)[kept].abs().max()) if bool(kept.any()) else 0.0,

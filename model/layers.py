@@ -8,6 +8,7 @@ import torch
 import torch.nn as nn
 
 from .attention import MultiHeadAttention
+from .dropout import Dropout
 
 
 def pe_frequencies(d_model: int) -> torch.Tensor:
@@ -56,7 +57,7 @@ class Embedding(nn.Module):
             self.register_buffer("pe", positional_encoding(max_len, d_model, layout=layout), persistent=False)
         self.segment = nn.Embedding(cfg.segment_vocab, d_model) if cfg is not None and cfg.segment_vocab else None
         self.norm = nn.LayerNorm(d_model, eps=cfg.norm_eps) if cfg is not None and cfg.embed_norm else None
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         self.use_positions = True  # the permutation experiment switches this off
 
     def positions(self, L: int, offset: int = 0) -> torch.Tensor:
@@ -113,7 +114,7 @@ class Residual(nn.Module):
     def __init__(self, d_model: int, dropout: float, norm_first: bool, eps: float = 1e-5):
         super().__init__()
         self.norm = nn.LayerNorm(d_model, eps=eps)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         self.norm_first = norm_first
 
     def pre(self, x):

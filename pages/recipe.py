@@ -1,6 +1,6 @@
 """Training recipe (section 5.3-5.4): the warm-up learning-rate schedule, Adam's settings, label
 smoothing and residual dropout — every number computed by model.schedule, torch.optim.Adam,
-F.cross_entropy and nn.Dropout."""
+F.cross_entropy and model.dropout."""
 import streamlit as st
 
 from app.charts.curves import bar_chart, line_chart

@@ -1,4 +1,4 @@
-"""model/dropout_demo.py: residual dropout on a real sentence's sub-layer output, by torch's own nn.Dropout."""
+"""model/dropout_demo.py: residual dropout on a real sentence's sub-layer output, by the models' own Dropout (model/dropout.py)."""
 import numpy as np
 import pytest
 import torch

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 
 from ..attention import MultiHeadAttention
 from ..config import TransformerConfig, from_known_dict
+from ..dropout import Dropout
 from ..layers import EncoderLayer, FeedForward, Residual, positional_encoding
 from . import FamilyTask
 from .shapes import CLASSES, IMAGE_SIZE, Scene, make_batch, make_scene
@@ -279,7 +280,7 @@ class DETR(nn.Module):
         self.decoder_norm = nn.LayerNorm(d)
         self.class_head = nn.Linear(d, config.n_classes + 1)
         self.box_head = nn.Sequential(nn.Linear(d, d), nn.ReLU(), nn.Linear(d, d), nn.ReLU(), nn.Linear(d, 4))
-        self.drop = nn.Dropout(config.dropout)
+        self.drop = Dropout(config.dropout)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -20,6 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..config import ACTIVATIONS, TransformerConfig, from_known_dict
+from ..dropout import Dropout
 from ..layers import EncoderLayer
 from . import FamilyTask
 from .digits import MAX_VALUE, N_CLASSES, SIZE, split, train_batch
@@ -131,7 +132,7 @@ class ViT(nn.Module):
         self.position = nn.Parameter(torch.zeros(cfg.n_tokens, cfg.d_model))
         nn.init.trunc_normal_(self.cls_token, std=0.02)
         nn.init.trunc_normal_(self.position, std=0.02)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
         self.layers = nn.ModuleList(EncoderLayer(enc) for _ in range(cfg.n_layers))
         self.norm = nn.LayerNorm(cfg.d_model, eps=enc.norm_eps)
         self.head = nn.Linear(cfg.d_model, cfg.n_classes)
