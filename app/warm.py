@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 # The element code our pages use, in the order a learner meets it (the first chart page needs the first ones)
-ENTRY_CHUNKS = ("PlotlyChart", "rehype-katex", "ButtonGroup", "Checkbox", "TextInput", "TextArea", "Slider",
+ENTRY_CHUNKS = ("PlotlyChart", "rehype-katex", "remark-emoji", "ButtonGroup", "Checkbox", "TextInput", "TextArea", "Slider",
                 "Selectbox", "NumberInput", "DataFrame", "Metric", "DownloadButton", "Multiselect", "Progress",
                 "StreamlitSyntaxHighlighter")
 # after the element mounts, wait this long (the first page finishes drawing), then one module per idle slot
