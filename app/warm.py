@@ -16,9 +16,9 @@ import json
 from pathlib import Path
 
 # The element code our pages use, in the order a learner meets it (the first chart page needs the first ones)
-ENTRY_CHUNKS = ("PlotlyChart", "rehype-katex", "remark-emoji", "ButtonGroup", "Checkbox", "TextInput", "TextArea", "Slider",
-                "Selectbox", "NumberInput", "DataFrame", "Metric", "DownloadButton", "Multiselect", "Progress",
-                "StreamlitSyntaxHighlighter")
+ENTRY_CHUNKS = ("PlotlyChart", "rehype-katex", "remark-emoji", "ButtonGroup", "Checkbox", "TextInput", "TextArea",
+                "Slider", "Selectbox", "NumberInput", "DataFrame", "Metric", "DownloadButton", "Multiselect",
+                "Progress", "StreamlitSyntaxHighlighter")
 # after the element mounts, wait this long (the first page finishes drawing), then one module per idle slot
 START_AFTER_MS = 2000
 MARKER = "__atlasWarm"  # window.__atlasWarm: {started, done, loaded: [...], failed: [...]} (read by the tests)

@@ -37,12 +37,17 @@ def keep_mask(shape, p: float) -> torch.Tensor:
     return lanes >= drop_threshold(p)
 
 
+def check_p(p: float) -> float:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    return p
+
+
 def dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
     """Dropout(x): the identity outside training or with p = 0; zeros with p = 1."""
     if not training or p == 0.0:
         return x
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    check_p(p)
     if p == 1.0:
         return x * 0.0
     if x.device.type != "cpu":
@@ -56,9 +61,7 @@ class Dropout(nn.Module):
 
     def __init__(self, p: float = 0.5):
         super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p = p
+        self.p = check_p(p)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return dropout(x, self.p, self.training)
