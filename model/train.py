@@ -372,9 +372,11 @@ class _Seq2Seq:
     def loss(self, model, raw, batch):
         src, tin, tout = batch
         pad = self.tok.pad_id
-        logits = model(src, tin, src_pad_mask=src != pad).logits if src is not None else model(tin).logits
+        # The loss comes out of forward() (through DDP's forward, so data-parallel gradients are synchronised),
+        # computed a block of rows at a time without the whole logits tensor (model/output_loss.py).
+        out = model(src, tin, src_pad_mask=src != pad, labels=tout) if src is not None else model(tin, labels=tout)
         n_tok = int((tout != pad).sum()) + (int((src != pad).sum()) if src is not None else 0)
-        return raw.loss(logits, tout), n_tok
+        return out.loss, n_tok
 
     def evaluate(self, model, device):
         from .evaluate import evaluate

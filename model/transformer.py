@@ -14,6 +14,7 @@ from .attention import HeadDetails
 from .config import TransformerConfig, parameter_formula  # noqa: F401 (the count lives beside the config: no torch)
 from .layers import DecoderLayer, Embedding, EncoderLayer, activation
 from .masks import as_key_mask
+from .output_loss import projected_cross_entropy
 
 KINDS = ("encoder_self", "decoder_self", "cross")
 
@@ -46,9 +47,10 @@ class ActivationModule(nn.Module):
 
 @dataclass
 class TransformerOutput:
-    logits: torch.Tensor  # (B, L_out, vocab)
+    logits: torch.Tensor | None  # (B, L_out, vocab); None when forward() was given labels (training)
     attention: Intermediates | None = None
     memory: torch.Tensor | None = None  # encoder output (B, L_src, D)
+    loss: torch.Tensor | None = None  # the training loss, when forward() was given labels
 
 
 class Transformer(nn.Module):
@@ -90,15 +92,26 @@ class Transformer(nn.Module):
     def device(self) -> torch.device:
         return next(self.parameters()).device
 
+    def output_weight(self) -> torch.Tensor:
+        """(vocab, D): the output projection, the shared embedding matrix when tied (section 3.4)."""
+        if self.generator is not None:
+            return self.generator.weight
+        embed = self.tgt_embed if self.tgt_embed is not None else self.src_embed
+        return embed.token.weight
+
     def project(self, x: torch.Tensor) -> torch.Tensor:
         if self.mlm is not None:
             x = self.mlm(x)
-        if self.generator is not None:
-            logits = self.generator(x)
-        else:
-            embed = self.tgt_embed if self.tgt_embed is not None else self.src_embed
-            logits = F.linear(x, embed.token.weight)  # (B, L, vocab)
+        logits = F.linear(x, self.output_weight())  # (B, L, vocab)
         return logits + self.logits_bias if self.logits_bias is not None else logits
+
+    def projected_loss(self, h: torch.Tensor, target: torch.Tensor, label_smoothing: float | None = None):
+        """self.loss(self.project(h), target) without the whole logits tensor (model/output_loss.py)."""
+        if self.mlm is not None:
+            h = self.mlm(h)
+        eps = self.config.label_smoothing if label_smoothing is None else label_smoothing
+        return projected_cross_entropy(h, self.output_weight(), target, bias=self.logits_bias, label_smoothing=eps,
+                                       ignore_index=self.config.pad_id)
 
     def set_positional(self, enabled: bool) -> None:
         """Turn positional encoding on or off (for the permutation experiment)."""
@@ -147,11 +160,14 @@ class Transformer(nn.Module):
         return self.decoder_norm(x)
 
     def forward(self, src, tgt=None, *, src_pad_mask=None, tgt_pad_mask=None,
-                return_attention: bool = False, return_details: bool = False, segments=None) -> TransformerOutput:
+                return_attention: bool = False, return_details: bool = False, segments=None,
+                labels=None, label_smoothing: float | None = None) -> TransformerOutput:
         """encoder-decoder: src (B, Ls), tgt (B, Lt) -> logits (B, Lt, vocab).
         decoder-only: the sequence is `tgt` if given, else `src`; its mask likewise.
         encoder-only: src (B, Ls) -> logits (B, Ls, vocab).
-        segments: (B, Ls) segment ids of the encoder's input, for models with segment embeddings (BERT)."""
+        segments: (B, Ls) segment ids of the encoder's input, for models with segment embeddings (BERT).
+        labels: the targets of the output positions (B, L_out): the output then holds the training loss,
+        self.loss(logits, labels, label_smoothing), computed without the whole logits tensor, and no logits."""
         if segments is not None and (self.src_embed is None or self.src_embed.segment is None):
             raise ValueError("segments given, but this model has no segment embeddings (config.segment_vocab = 0)")
         record = Intermediates() if (return_attention or return_details) else None
@@ -168,6 +184,8 @@ class Transformer(nn.Module):
             h = self.decode(seq, None, None, mask, record, return_details)
         else:
             h = memory = self.encode(src, src_pad_mask, record, return_details, segments)
+        if labels is not None:
+            return TransformerOutput(None, record, memory, self.projected_loss(h, labels, label_smoothing))
         return TransformerOutput(self.project(h), record, memory)
 
     def loss(self, logits: torch.Tensor, target: torch.Tensor, label_smoothing: float | None = None):
