@@ -337,6 +337,25 @@ def locate(tab: Tab, c: dict):
     return None
 
 
+def find_control(tab: Tab, c: dict, quiet_ms: int, timeout_s: float, reset: bool = True):
+    """The control's element; when an earlier control changed what the page shows (a mode, a member, a model),
+    "Reset this page" (if `reset`) brings the defaults back, and with them this control. RuntimeError if it is
+    still missing."""
+    el = locate(tab, c)
+    if (el is None or el.count() == 0) and reset:
+        reset_page(tab, quiet_ms, timeout_s)
+        el = locate(tab, c)
+    if el is None or el.count() == 0:
+        raise RuntimeError("control not on the page (any more)")
+    return el
+
+
+def failed(page: str, lang: str, control: str, e: Exception) -> dict:
+    """The row that records a control the bench could not change or time."""
+    return {"page": page, "lang": lang, "control": control,
+            "error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"}
+
+
 def reveal(tab: Tab, el) -> None:
     """Open the expander or tab a control sits in (no rerun: both are drawn in the browser)."""
     for _ in range(3):
@@ -702,14 +721,7 @@ def main():
                         times = []
                         for i in range(args.repeats):
                             try:
-                                el = locate(tab, c)
-                                if (el is None or el.count() == 0) and i == 0:
-                                    # an earlier control changed what the page shows (a mode, a member, a model):
-                                    # "Reset this page" brings the defaults back, and with them this control
-                                    reset_page(tab, args.quiet_ms, args.timeout)
-                                    el = locate(tab, c)
-                                if el is None or el.count() == 0:
-                                    raise RuntimeError("control not on the page (any more)")
+                                el = find_control(tab, c, args.quiet_ms, args.timeout, reset=i == 0)
                                 reveal(tab, el)
                                 nf = len(tab.py_frames)
                                 times.append(measure(tab, act(tab, el, c, i), args.quiet_ms, args.timeout))
@@ -723,8 +735,7 @@ def main():
                                     tab.page.keyboard.press("Escape")
                                 break
                             except (PWError, RuntimeError, ValueError) as e:
-                                errors.append({"page": info.url, "lang": lang, "control": name,
-                                               "error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"})
+                                errors.append(failed(info.url, lang, name, e))
                                 with contextlib.suppress(PWError):
                                     tab.page.keyboard.press("Escape")
                                     tab.wait_idle(0, 0, args.quiet_ms, args.timeout)
