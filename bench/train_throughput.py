@@ -63,39 +63,40 @@ def ours(s):
                             n_encoder_layers=s["layers"], n_decoder_layers=s["layers"], dropout=0.1, max_len=512,
                             label_smoothing=0.1)  # the batches hold no padding (ids from 4 up), as for the baseline
     m = Transformer(cfg)
-    return m, Loss(lambda src, tgt, out: m(src, tgt, labels=out).loss)
+    return m, (lambda src, tgt, out: m(src, tgt, labels=out).loss)
+
+
+def logits_loss(fwd):
+    """The loss of a contender that returns logits: the whole logits tensor, then F.cross_entropy."""
+    def loss(src, tgt, out):
+        logits = fwd(src, tgt)
+        return F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), out.reshape(-1), label_smoothing=0.1)
+    return loss
 
 
 def ours_logits(s):
     """Lever check: the same model, its whole logits tensor, then F.cross_entropy (the baseline's loss)."""
     m, _ = ours(s)
-    return m, (lambda src, tgt: m(src, tgt).logits)
+    return m, logits_loss(lambda src, tgt: m(src, tgt).logits)
 
 
 def ours_explicit(s):
     """Lever check: the same model forced onto the explicit (weights-returning) attention path."""
     m, _ = ours(s)
-    return m, (lambda src, tgt: m(src, tgt, return_attention=True).logits)
-
-
-class Loss:
-    """A contender that computes its own loss from (src, tgt_in, tgt_out) instead of returning logits."""
-
-    def __init__(self, fn):
-        self.fn = fn
+    return m, logits_loss(lambda src, tgt: m(src, tgt, return_attention=True).logits)
 
 
 def baseline(s):
     m = TorchBaseline(s)
-    return m, m
+    return m, logits_loss(m)
 
 
 def baseline_paper_dropout(s):
     m = TorchBaseline(s, paper_dropout=True)
-    return m, m
+    return m, logits_loss(m)
 
 
-def make_step(module, fwd, device, bf16, fused_adam=True):
+def make_step(module, loss_fn, device, bf16, fused_adam=True):
     # The trainer's Adam (model.train.adam: torch's fused kernel on the CPU and CUDA) for every contender;
     # --plain-adam measures with Adam's per-parameter loop instead (the trainer before issue 13).
     opt = adam(module.parameters(), lr=1e-4) if fused_adam else \
@@ -103,12 +104,7 @@ def make_step(module, fwd, device, bf16, fused_adam=True):
 
     def step(src, tgt_in, tgt_out):
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-            if isinstance(fwd, Loss):
-                loss = fwd.fn(src, tgt_in, tgt_out)
-            else:
-                logits = fwd(src, tgt_in)
-                loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), tgt_out.reshape(-1),
-                                       label_smoothing=0.1)
+            loss = loss_fn(src, tgt_in, tgt_out)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -129,9 +125,9 @@ def run(size: str, device, bf16: bool, repeats: int, steps: int, peak: float, fu
                         ("model.Transformer, explicit path", ours_explicit),
                         ("torch.nn.Transformer", baseline),
                         ("torch.nn.Transformer, paper's dropout placement", baseline_paper_dropout)):
-        module, fwd = build(s)
+        module, loss_fn = build(s)
         module.to(device).train()
-        step = make_step(module, fwd, device, bf16, fused_adam)
+        step = make_step(module, loss_fn, device, bf16, fused_adam)
         for _ in range(3):  # warm-up
             step(src, tgt_in, tgt_out)
         with FlopCounterMode(display=False) as fc:
@@ -177,7 +173,8 @@ def main():
         peak = max(peak, matmul_peak(device, dtype, n=2048 if device.type == "cuda" else 1024))
     print(f"matmul peak ({dtype}): {peak / 1e9:.1f} GFLOP/s")
     print(table(rows))
-    name = args.name or f"train_throughput_{device.type}{'_bf16' if args.bf16 else ''}{'_plain_adam' if args.plain_adam else ''}"
+    name = args.name or (f"train_throughput_{device.type}{'_bf16' if args.bf16 else ''}"
+                         f"{'_plain_adam' if args.plain_adam else ''}")
     print("wrote", write(name, {"machine": machine(), "peak_flops": peak, "dtype": str(dtype), "rows": rows}))
 
 

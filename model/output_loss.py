@@ -80,7 +80,8 @@ def projected_cross_entropy(h: torch.Tensor, weight: torch.Tensor, target: torch
     ignored the loss is 0 (torch's cross-entropy gives NaN there). Not twice differentiable."""
     if torch.is_autocast_enabled(h.device.type):  # the loss in float32, as torch's autocast does for cross-entropy
         with torch.autocast(h.device.type, enabled=False):
-            return projected_cross_entropy(h.float(), weight.float(), target, bias=None if bias is None else bias.float(),
+            return projected_cross_entropy(h.float(), weight.float(), target,
+                                           bias=None if bias is None else bias.float(),
                                            label_smoothing=label_smoothing, ignore_index=ignore_index, block=block)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError("label_smoothing must be in [0, 1]")

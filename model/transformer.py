@@ -109,8 +109,8 @@ class Transformer(nn.Module):
         """self.loss(self.project(h), target) without the whole logits tensor (model/output_loss.py)."""
         if self.mlm is not None:
             h = self.mlm(h)
-        eps = self.config.label_smoothing if label_smoothing is None else label_smoothing
-        return projected_cross_entropy(h, self.output_weight(), target, bias=self.logits_bias, label_smoothing=eps,
+        return projected_cross_entropy(h, self.output_weight(), target, bias=self.logits_bias,
+                                       label_smoothing=self._smoothing(label_smoothing),
                                        ignore_index=self.config.pad_id)
 
     def set_positional(self, enabled: bool) -> None:
@@ -190,9 +190,11 @@ class Transformer(nn.Module):
 
     def loss(self, logits: torch.Tensor, target: torch.Tensor, label_smoothing: float | None = None):
         """Cross-entropy with label smoothing (section 5.4), ignoring padding."""
-        eps = self.config.label_smoothing if label_smoothing is None else label_smoothing
         return F.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1),
-                               ignore_index=self.config.pad_id, label_smoothing=eps)
+                               ignore_index=self.config.pad_id, label_smoothing=self._smoothing(label_smoothing))
+
+    def _smoothing(self, label_smoothing: float | None) -> float:
+        return self.config.label_smoothing if label_smoothing is None else label_smoothing
 
 
 def count_parameters(config: TransformerConfig) -> int:
