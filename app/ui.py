@@ -5,6 +5,7 @@ import re
 
 import streamlit as st
 
+from app import chart_element
 from app.charts.export import matrix_csv
 from app.charts.style import ready_figure
 from app.format import code_span, escape_md, markdown_table
@@ -20,8 +21,14 @@ def _slug(s: str) -> str:
 
 def plot(fig, *, key: str | None = None) -> None:
     """Draw a plotly figure with the app's toolbar (PNG download), its title clear of the toolbar
-    (app.charts.style.ready_figure; `fig` itself is not changed)."""
-    st.plotly_chart(ready_figure(fig), config=PLOT_CONFIG, key=key)
+    (app.charts.style.ready_figure; `fig` itself is not changed): with the app's chart element, which updates
+    a chart in place and draws it when it comes near the screen (app.chart_element), or with st.plotly_chart
+    where the app is served without its static folder."""
+    ready = ready_figure(fig)
+    if chart_element.available():
+        chart_element.draw(ready, PLOT_CONFIG, t("common.chart_failed"), key=key)
+    else:
+        st.plotly_chart(ready, config=PLOT_CONFIG, key=key)
 
 
 def show_figure(fig, *, name: str, csv: str | None = None, key: str | None = None) -> None:

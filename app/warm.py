@@ -51,9 +51,9 @@ _SCRIPT = """<script>
   const w = window;
   if (w.%(marker)s) return;
   const names = %(names)s;
-  const state = w.%(marker)s = {started: false, done: false, loaded: [], failed: []};
+  const state = w.%(marker)s = {started: false, done: false, loaded: [], failed: [], charts: null};
   const main = document.querySelector('script[type="module"][src*="/static/js/index."]');
-  if (!main || !names.length) { state.done = true; return; }
+  if (!main) { state.done = true; return; }
   const idle = w.requestIdleCallback ? (f) => w.requestIdleCallback(f, {timeout: 2000}) : (f) => setTimeout(f, 50);
   let i = 0;
   const next = () => {
@@ -63,11 +63,26 @@ _SCRIPT = """<script>
       .then(() => state.loaded.push(name), () => state.failed.push(name))
       .finally(() => idle(next));
   };
-  setTimeout(() => { state.started = true; idle(next); }, %(delay)d);
+  setTimeout(() => {
+    state.started = true;
+    idle(() => {
+      try {  // the app's chart element first: the next chart page needs Plotly before anything else
+        const p = (() => %(charts_expr)s)();
+        if (p) p.then(() => { state.charts = "loaded"; }, () => { state.charts = "failed"; }).finally(() => idle(next));
+        else idle(next);
+      } catch (e) { state.charts = "failed"; idle(next); }
+    });
+  }, %(delay)d);
 })();
 </script>"""
 
 
 def script() -> str:
     """The <script> for st.html(..., unsafe_allow_javascript=True): idempotent per browser tab."""
-    return _SCRIPT % {"marker": MARKER, "names": json.dumps(list(chunk_files())), "delay": START_AFTER_MS}
+    from app.chart_element import preload_js
+    charts = preload_js()
+    names = list(chunk_files())
+    if charts:  # charts come from the app's chart element; Streamlit's Plotly chunk only for the ViT canvas
+        names.sort(key=lambda name: name.startswith("PlotlyChart."))
+    return _SCRIPT % {"marker": MARKER, "names": json.dumps(names), "delay": START_AFTER_MS,
+                      "charts_expr": charts or "null"}

@@ -24,8 +24,33 @@ def errors(at) -> list[str]:
     return [e.value for e in at.error]
 
 
+class Chart:
+    """One chart of the page: its element id (which holds its key) and the figure it draws, whether the app's
+    chart element drew it (app/chart_element.py: its payload's figure) or st.plotly_chart (its spec)."""
+
+    def __init__(self, id: str, figure: dict, kind: str):
+        self.id, self.figure, self.kind = id, figure, kind
+
+
+def charts(at) -> list[Chart]:
+    """Every chart of the page, in the page's order."""
+    out = []
+
+    def walk(node):
+        kind = getattr(node, "type", None)
+        if kind == "plotly_chart":
+            out.append(Chart(node.proto.id, json.loads(node.proto.spec), kind))
+        elif kind == "bidi_component" and node.proto.component_name == "atlas_chart":
+            out.append(Chart(node.proto.id, json.loads(node.proto.bytes)["figure"], kind))
+        for child in (getattr(node, "children", None) or {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return out
+
+
 def figures(at) -> list[dict]:
-    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+    return [c.figure for c in charts(at)]
 
 
 def title(fig: dict) -> str:

@@ -67,13 +67,25 @@ def streamlit_server(env_extra: dict | None = None, timeout: float = 90):
         yield url
 
 
-def wait_idle(page, timeout=120_000):
-    """Wait until Streamlit's script run has finished (its running indicator is gone)."""
+def wait_idle(page, timeout=120_000, draw_all: bool = True):
+    """Wait until Streamlit's script run has finished (its running indicator is gone); then, unless `draw_all`
+    is false, draw every chart of the page (draw_all_charts)."""
     page.wait_for_selector("[data-testid='stMain'] h1", timeout=timeout)
     page.wait_for_timeout(300)
     page.wait_for_function(
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
     page.wait_for_timeout(800)
+    if draw_all:
+        draw_all_charts(page)
+
+
+def draw_all_charts(page) -> int:
+    """Draw every chart of the page now, also those the app's chart element leaves until they are scrolled
+    near (app/static/atlas_chart.js): a test reads or photographs the whole page. Returns how many."""
+    page.wait_for_function(  # every chart element of the page has reached the element's script
+        """() => { const n = document.querySelectorAll("[class*='st-key-atlas-chart-']").length;
+                   return n === 0 || (window.atlasCharts && window.atlasCharts.count() >= n); }""", timeout=60_000)
+    return page.evaluate("() => window.atlasCharts ? window.atlasCharts.drawAll() : 0") or 0
 
 
 # For every Plotly chart of the page: the margins it was given, the ones Plotly drew it with (a side that grew

@@ -15,6 +15,7 @@ from model.family.detr import (DETR, DetrConfig, DetrShapesTask, box_iou, detect
                                generate, hungarian_match)
 from model.family.shapes import CLASSES, SPLITS, make_scene
 from model.layers import EncoderLayer
+from tests.apptest_read import charts
 
 TINY = DetrConfig(d_model=32, n_heads=2, d_ff=64, n_encoder_layers=1, n_decoder_layers=2, n_queries=6,
                   stem_channels=8)
@@ -301,7 +302,7 @@ def test_section(lang, model_in_runs):
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.header[0].value == words["family_detr.header"]
-    assert len(at.get("plotly_chart")) == 4
+    assert len(charts(at)) == 4
     found = at.metric[0].value
     seed = at.number_input(key="fam_detr_seed").value
     assert seed == 0 and "/" in found
@@ -317,6 +318,6 @@ def test_section(lang, model_in_runs):
     at.selectbox(key="fam_detr_head").set_value(1)
     at.selectbox(key="fam_detr_layer").set_value(0)
     at.selectbox(key="fam_detr_query").set_value(2).run()
-    assert not at.exception and len(at.get("plotly_chart")) == 4
+    assert not at.exception and len(charts(at)) == 4
     at.number_input(key="fam_detr_seed").set_value(123).run()
     assert not at.exception

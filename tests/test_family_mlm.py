@@ -18,6 +18,7 @@ from model.family.mlm import (ACTION_KEEP, ACTION_MASK, ACTION_NONE, ACTION_RAND
                               later_share, mask_sequence, masked_logits, score_batches, shared_tokenizer, tokens)
 from model.messages import UserError
 from model.transformer import Transformer
+from tests.apptest_read import charts
 
 SHIPPED = ASSETS / "models" / "mlm"
 TINY = dict(d_model=32, heads=2, d_ff=64, layers=2, dropout=0.0, max_len=64)
@@ -335,7 +336,7 @@ def test_section(lang, model_in_runs):
     assert at.header[0].value == words["family_mlm.header"]
     assert at.text_input(key="fam_mlm_text").value == prose["family_mlm.default_text"]
     assert at.text_input(key="fam_mlm_pair").value == prose["family_mlm.default_pair"]
-    assert len(at.get("plotly_chart")) == 5  # predictions, two grids, two maps
+    assert len(charts(at)) == 5  # predictions, two grids, two maps
     mlm_later, lm_later = (m.value for m in at.metric)
     assert lm_later == "0.0%" and mlm_later != "0.0%"  # the causal triangle vs the full square
     assert len(at.dataframe[0].value) == 1  # one typed [MASK]
@@ -353,7 +354,7 @@ def test_section(lang, model_in_runs):
     assert pills.key == "fam_mlm_masked" and len(pills.options) == 7 + 5
     pills.set_value([4]).run()
     _clean(at)
-    assert len(at.dataframe[0].value) == 1 and len(at.get("plotly_chart")) == 5
+    assert len(at.dataframe[0].value) == 1 and len(charts(at)) == 5
     at.selectbox(key="fam_mlm_layer").set_value(0)
     at.selectbox(key="fam_mlm_head").set_value(1).run()
     _clean(at)

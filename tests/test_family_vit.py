@@ -17,6 +17,7 @@ from model.family import digits as D
 from model.family.vit import (ViT, ViTConfig, VitDigitsTask, attention_rollout, classify, cls_rollout, image_patches,
                               neighbour_similarity, position_similarity, score_split)
 from model.messages import UserError
+from tests.apptest_read import charts
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "assets" / "models" / "vit-digits"
@@ -418,7 +419,7 @@ def test_section(lang, model_for_section):
     assert grid.value == D.image_to_text(test_images[0])
     labels = [m.label for m in at.metric]
     assert words["family_vit.predicted"] in labels and words["family_vit.neighbours"] in labels
-    n_charts = len(at.get("plotly_chart"))
+    n_charts = len(charts(at))
     assert n_charts == 7  # canvas, tokens, probabilities, tiles, rollout, similarity, one patch
     caption = words["family_vit.is_test_digit"].format(index=0, label=int(test_labels[0]))
     assert caption in [c.value for c in at.caption]
@@ -434,7 +435,7 @@ def test_section(lang, model_for_section):
     at.text_area(key="fam_vit_grid").set_value("...##...\n" * 8).run()
     _clean(at)
     assert words["family_vit.is_drawing"] in [c.value for c in at.caption]
-    assert len(at.get("plotly_chart")) == n_charts
+    assert len(charts(at)) == n_charts
 
     # one layer only, another patch
     at.selectbox(key="fam_vit_layer").set_value(1)

@@ -10,7 +10,7 @@ import pytest
 from app import inspector as ins
 from app.i18n import catalogue
 from app.resources import SHIPPED
-from tests.apptest_read import figures, title, z_of
+from tests.apptest_read import charts, figures, title, z_of
 from tests.apptest_util import assert_clean, run_page
 from tests import apptest_util
 
@@ -160,8 +160,8 @@ def test_step_bars_keep_repeated_source_tokens(lang):
     at = run_page("inspector.py", lang)
     at.text_area(key="insp_text").set_value("The teacher likes the teacher.").run()
     assert_clean(at)
-    bars = [c for c in at.get("plotly_chart") if "steprow" in c.proto.id]
-    names = json.loads(bars[0].proto.spec)["data"][0]["y"]
+    bars = [c for c in charts(at) if "steprow" in c.id]
+    names = bars[0].figure["data"][0]["y"]
     assert len(names) == len(set(names)) and sum("teacher" in n for n in names) == 2
 
 

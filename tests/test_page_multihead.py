@@ -9,7 +9,7 @@ import pytest
 
 from app.attention_lab import heads_csv
 from app.i18n import catalogue
-from tests.apptest_read import figures, rendered_text, title
+from tests.apptest_read import charts, figures, rendered_text, title
 from tests.apptest_util import assert_clean, run_page
 
 SHAPE_COL = {"en": "shape (this run)", "ko": "모양 (이번 실행)"}
@@ -44,7 +44,7 @@ def test_default_page_shapes(lang):
     assert len(figs) == 1 + 2 + 1  # all heads tiled, single head vs mean of heads, one layer's vector lengths
     assert [a["text"] for a in figs[0]["layout"]["annotations"]] == [
         f"<b>{'head' if lang == 'en' else '헤드'} {h}</b>" for h in range(1, 9)]
-    assert len(at.get("download_button")) == len(at.get("plotly_chart"))
+    assert len(at.get("download_button")) == len(charts(at))
     cost = at.dataframe[1].value
     assert list(cost["H"]) == [1, 2, 4, 8, 16, 32, 64]
     assert cost.iloc[:, 7].nunique() == 1  # matmul total is the same for every H

@@ -5,7 +5,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.i18n import catalogue
-from tests.apptest_read import broken_emphasis, errors, figures, metric, title, z_of
+from tests.apptest_read import broken_emphasis, charts, errors, figures, metric, title, z_of
 from tests.apptest_util import assert_clean, run_page
 from tests import apptest_util
 
@@ -74,8 +74,8 @@ def test_positional_waves_survive_a_smaller_d_model(lang):
     assert_clean(at)
     assert errors(at) == []  # the learned table's missing row 99 is shown as a result (st.info)
     assert any("20" in w.value and "15" in w.value for w in at.warning)
-    waves = [c for c in at.get("plotly_chart") if "pe_waves" in c.proto.id]
-    assert len(json.loads(waves[0].proto.spec)["data"]) == 3  # dimensions 0, 1, 6
+    waves = [c for c in charts(at) if "pe_waves" in c.id]
+    assert len(waves[0].figure["data"]) == 3  # dimensions 0, 1, 6
     at.text_input(key="pe_dims").set_value("20, 30").run()  # nothing left to draw: a clear error
     assert_clean(at)
     assert any(("0" in e and "15" in e) for e in errors(at))
@@ -116,8 +116,8 @@ def test_a_good_link_opens_the_view_it_describes():
     # what they drive: the heatmap's size, the waves drawn, the rotation pair, the lookup, the attention maps
     heat = next(f for f in figures(at) if title(f).startswith("PE: 64 positions × 32 dimensions"))
     assert z_of(heat).size == 64 * 32
-    waves = [c for c in at.get("plotly_chart") if "pe_waves" in c.proto.id]
-    assert len(json.loads(waves[0].proto.spec)["data"]) == 3
+    waves = [c for c in charts(at) if "pe_waves" in c.id]
+    assert len(waves[0].figure["data"]) == 3
     assert any(title(f).startswith("Dot product with position p = 10") for f in figures(at))
     assert any(title(f).startswith("Pair 5:") and "+-7" in title(f) for f in figures(at))
     assert metric(at, "max |M_k·PE(pos) − PE(pos+k)|, pair 5, 64 positions") < 1e-12

@@ -16,6 +16,7 @@ from app.train_ui import fmt_duration, plain, status_text
 from model.messages import Message
 from tests.apptest_util import assert_clean, run_page
 from tests import apptest_util
+from tests.apptest_read import charts
 
 PAGE = "train.py"
 
@@ -95,7 +96,7 @@ def test_start_a_tiny_run_and_follow_it(runs):
     table = at.dataframe[0].value
     assert table.iloc[0]["run"] == rid and table.iloc[0]["state"] == "done" and table.iloc[0]["step"] == "20 / 20"
     assert "finished 20 steps" in texts(at)
-    assert len(at.get("plotly_chart")) >= 3  # loss, accuracy, learning rate
+    assert len(charts(at)) >= 3  # loss, accuracy, learning rate
     assert at.get("download_button")
     # Another session (a second browser tab) in Korean sees the same run, the message translated.
     ko = run_page(PAGE, "ko")

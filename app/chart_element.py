@@ -1,0 +1,154 @@
+"""The app's chart element: a Plotly figure drawn by Plotly in the page, updated in place and drawn when it comes
+near the screen (app/static/atlas_chart.js holds the browser's half and says why).
+
+Streamlit's st.plotly_chart keys each chart by its figure: every changed figure is a new element that Plotly
+draws from scratch, and every chart of a page is drawn when the page opens, also those far below the screen.
+This element is a Streamlit custom component (st.components.v2, in the page, no iframe) with a key that stays
+the same from one run to the next, so the browser keeps its plot and gives it each new figure. Its code and
+Plotly itself come from the app's static folder (`server.enableStaticServing`, .streamlit/config.toml):
+app/static/atlas_chart.js and plotly_theme.json are in the repository; plotly.min.js is copied there from the
+installed plotly package the first time a chart is drawn (the version the Python side writes figures for).
+
+Where the app is served without its static folder (another config, a read-only install), `available()` is
+false and app.ui draws with st.plotly_chart instead: the same figures, drawn the slower way."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import streamlit as st
+
+STATIC = Path(__file__).resolve().parent / "static"
+MODULE = "atlas_chart.js"
+THEME = "plotly_theme.json"
+COMPONENT = "atlas_chart"
+DEFAULT_HEIGHT = 450  # Plotly's own default, as Streamlit's chart element uses
+# Toolbar as Streamlit's chart element sets it (no box or lasso selection on these charts)
+REMOVED_BUTTONS = ["lasso2d", "select2d", "sendChartToCloud"]
+
+
+@functools.lru_cache(maxsize=8)
+def _version(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+
+
+@functools.lru_cache(maxsize=1)
+def plotly_file() -> str | None:
+    """The name of plotly.min.js in app/static (copied there once from the installed plotly package, under a
+    name with its version), or None if it cannot be put there."""
+    import plotly
+    name = f"plotly-{plotly.__version__}.min.js"
+    target = STATIC / name
+    if target.is_file():
+        return name
+    source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    try:
+        tmp = target.with_suffix(".tmp")
+        shutil.copyfile(source, tmp)
+        tmp.replace(target)  # atomic: a browser never reads half a file
+    except OSError:
+        return None
+    return name
+
+
+def module_url() -> str:
+    """atlas_chart.js's address relative to the page (the query string changes with the file, so a browser
+    never runs an old copy it kept)."""
+    return f"app/static/{MODULE}?v={_version(STATIC / MODULE)}"
+
+
+# The promise of the module, shared by every chart of the tab and by app/warm.py's preloading
+LOAD_JS = 'window.__atlasChartModule ||= import(new URL("%s", document.baseURI).href)'
+
+
+@functools.lru_cache(maxsize=1)
+def _component():
+    """The registered component; its inline script only imports app/static/atlas_chart.js (once per tab) and
+    hands each figure to it."""
+    stub = """export default function (c) {
+  const load = (%s);
+  load.then((m) => m.render(c));
+  return () => { load.then((m) => m.unmount(c.parentElement)); };
+}""" % (LOAD_JS % module_url())
+    return st.components.v2.component(COMPONENT, js=stub, isolate_styles=False)
+
+
+def preload_js() -> str:
+    """A statement that loads the module, Plotly and the theme without drawing anything (app/warm.py), or ''
+    where charts are drawn by st.plotly_chart."""
+    if not available():
+        return ""
+    return "(%s).then((m) => m.preload(%s, %s))" % (LOAD_JS % module_url(), json.dumps(plotly_file()), json.dumps(THEME))
+
+
+def available() -> bool:
+    """Whether charts can be drawn by this element here: static serving on, and its files in app/static.
+    ATLAS_CHARTS=streamlit in the server's environment asks for st.plotly_chart (bench/ compares the two)."""
+    if os.environ.get("ATLAS_CHARTS") == "streamlit":
+        return False
+    try:
+        serving = bool(st.get_option("server.enableStaticServing"))
+    except Exception:  # noqa: BLE001
+        return False
+    return serving and (STATIC / MODULE).is_file() and (STATIC / THEME).is_file() and plotly_file() is not None
+
+
+@functools.lru_cache(maxsize=1)
+def _streamlit_template() -> dict:
+    """Streamlit's default Plotly template (its placeholder colours), to recognise figures that use it."""
+    from app.charts.style import _default_template
+    return _default_template("streamlit")
+
+
+def payload(fig_dict: dict, config: dict, failed: str) -> bytes:
+    """What the browser gets for one chart: the figure (without Streamlit's template, which the browser
+    replaces with the theme's), its height, the toolbar, the files to load, a message for a chart that cannot
+    be drawn, and a version that changes with all of these (an unchanged chart is not drawn again)."""
+    layout = dict(fig_dict.get("layout") or {})
+    template = layout.get("template")
+    theme = template is None or template == _streamlit_template()
+    if theme:
+        layout.pop("template", None)
+    figure = {"data": fig_dict.get("data") or [], "layout": layout}
+    config = {**config, "modeBarButtonsToRemove": REMOVED_BUTTONS, "responsive": True}
+    spec = {"figure": figure, "theme": theme, "config": config, "height": int(layout.get("height") or DEFAULT_HEIGHT),
+            "plotly": plotly_file(), "themeFile": THEME, "failed": failed}
+    body = json.dumps(spec, separators=(",", ":"), ensure_ascii=False).encode()
+    version = hashlib.sha1(body).hexdigest()[:16]
+    return body[:-1] + b',"version":"' + version.encode() + b'"}'
+
+
+_HELPERS = {Path(__file__).resolve(), Path(__file__).resolve().parent / "ui.py"}  # the places that draw for a page
+
+
+def chart_key(key: str | None) -> str:
+    """A key that names this chart from one run to the next: the caller's, else the place in the page's code
+    that draws it and how many charts that place drew before it in this run."""
+    import sys
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+    if key is not None:
+        return f"atlas-chart-{key}"
+    frame = sys._getframe(1)
+    while frame is not None and Path(frame.f_code.co_filename).resolve() in _HELPERS:
+        frame = frame.f_back
+    where = f"{Path(frame.f_code.co_filename).stem}-{frame.f_lineno}" if frame is not None else "chart"
+    ctx = get_script_run_ctx(suppress_warning=True)
+    used = getattr(ctx, "widget_user_keys_this_run", set()) if ctx is not None else set()
+    n = 0
+    while f"atlas-chart-{where}-{n}" in used:
+        n += 1
+    return f"atlas-chart-{where}-{n}"
+
+
+def draw(fig, config: dict, failed: str, *, key: str | None) -> None:
+    """Draw `fig` (an app.charts.style.ReadyFigure) with this element. Its payload is made once per figure and
+    message (ready figures are shared between reruns and sessions, app.resources.shared_figure)."""
+    made = fig.__dict__.setdefault("_atlas_payloads", {})
+    data = made.get(failed)
+    if data is None:
+        data = made[failed] = payload(fig.to_dict(), config, failed)
+    _component()(key=chart_key(key), data=data, height="content")

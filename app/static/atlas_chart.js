@@ -1,0 +1,188 @@
+// Attention Atlas's chart element, in the browser (app/chart_element.py is its Python half).
+//
+// Streamlit's own chart element draws every changed figure from scratch: it keys the chart by the figure, so a
+// new figure is a new element and Plotly builds it anew (newPlot), and it draws every chart of a page when the
+// page opens, the ones far below the screen too. This element keeps one Plotly plot per chart for as long as
+// the chart is on the page and gives it each new figure with Plotly.react, which changes only what changed; and
+// it draws a chart only when it comes near the screen (IntersectionObserver), so opening a page or switching the
+// language draws the charts the learner can see, and each other chart as it is scrolled to. What is drawn is the
+// same figure, in the same theme as Streamlit's (app/static/plotly_theme.json, tools/capture_plotly_theme.py).
+//
+// window.atlasCharts.drawAll() draws every chart of the page now (printing calls it, and so do the browser
+// tests before they read or photograph a page).
+
+const NEAR = "400px 0px";  // a chart is drawn when it comes this close to the screen
+const charts = new Map();  // the element's parent node -> its chart record
+let plotlyLoad = null;
+let themeLoad = null;
+
+function here(name) {
+  return new URL(name, import.meta.url).href;
+}
+
+function loadPlotly(file) {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (!plotlyLoad) {
+    plotlyLoad = new Promise((resolve, reject) => {
+      const s = document.createElement("script");
+      s.src = here(file);
+      s.async = true;
+      s.onload = () => (window.Plotly ? resolve(window.Plotly) : reject(new Error("Plotly did not load")));
+      s.onerror = () => { plotlyLoad = null; reject(new Error("could not load " + file)); };
+      document.head.appendChild(s);
+    });
+  }
+  return plotlyLoad;
+}
+
+function loadTheme(file) {
+  if (!themeLoad) {
+    themeLoad = fetch(here(file)).then((r) => {
+      if (!r.ok) throw new Error("could not load " + file);
+      return r.json();
+    });
+    themeLoad.catch(() => { themeLoad = null; });
+  }
+  return themeLoad;
+}
+
+function isDark() {
+  const app = document.querySelector("[data-testid='stApp']") || document.body;
+  const m = getComputedStyle(app).backgroundColor.match(/\d+(\.\d+)?/g);
+  if (!m || m.length < 3) return false;
+  const [r, g, b] = m.map(Number);
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b < 128;
+}
+
+function decode(data) {
+  if (data instanceof Uint8Array || data instanceof ArrayBuffer) return JSON.parse(new TextDecoder().decode(data));
+  if (typeof data === "string") return JSON.parse(data);
+  return data;
+}
+
+// The figure as Streamlit's chart element shows it: the theme's template where the figure has Streamlit's
+// default one, and the title in bold.
+function themed(spec, theme) {
+  const fig = spec.figure;
+  const layout = Object.assign({}, fig.layout || {});
+  if (spec.theme) layout.template = theme[isDark() ? "dark" : "light"];
+  const title = layout.title;
+  if (typeof title === "string" && title) layout.title = {text: "<b>" + title + "</b>"};
+  else if (title && typeof title.text === "string" && title.text) layout.title = Object.assign({}, title, {text: "<b>" + title.text + "</b>"});
+  return {data: fig.data || [], layout};
+}
+
+async function draw(rec) {
+  const spec = rec.pending;
+  if (!spec || rec.drawing) return rec.drawing;
+  rec.pending = null;
+  rec.drawing = (async () => {
+    try {
+      const [Plotly, theme] = await Promise.all([loadPlotly(spec.plotly), loadTheme(spec.themeFile)]);
+      if (!charts.has(rec.parent)) return;  // gone while loading
+      const fig = themed(spec, theme);
+      rec.message.hidden = true;
+      await Plotly.react(rec.div, fig.data, fig.layout, spec.config);
+      rec.drawnVersion = spec.version;
+      rec.width = rec.div.clientWidth;
+    } catch (e) {
+      rec.message.textContent = spec.failed + " (" + (e && e.message ? e.message : e) + ")";
+      rec.message.hidden = false;
+    }
+  })();
+  await rec.drawing;
+  rec.drawing = null;
+  if (rec.pending && (rec.visible || rec.all)) return draw(rec);  // a newer figure came while this one drew
+}
+
+// Streamlit's page scrolls inside its main section, not the window; the observer must watch that section
+// (an observer of the window would see every chart below the section's edge as clipped, whatever the margin).
+const observers = new Map();  // scrolling element (null: the window) -> its IntersectionObserver
+function scroller(el) {
+  for (let p = el.parentElement; p; p = p.parentElement) {
+    const y = getComputedStyle(p).overflowY;
+    if (y === "auto" || y === "scroll") return p;
+  }
+  return null;
+}
+function watch(rec) {
+  const root = scroller(rec.div);
+  let o = observers.get(root);
+  if (!o) {
+    o = new IntersectionObserver((entries) => {
+      for (const entry of entries) {
+        const r = charts.get(entry.target.parentNode);
+        if (!r) continue;
+        r.visible = entry.isIntersecting;
+        if (r.visible && r.pending) draw(r);
+      }
+    }, {root, rootMargin: NEAR});
+    observers.set(root, o);
+  }
+  if (rec.observer !== o) {
+    if (rec.observer) rec.observer.unobserve(rec.div);
+    rec.observer = o;
+    o.observe(rec.div);
+  }
+}
+
+const sized = new ResizeObserver((entries) => {
+  for (const entry of entries) {
+    const rec = charts.get(entry.target.parentNode);
+    if (!rec || rec.drawnVersion == null || !window.Plotly) continue;
+    const w = rec.div.clientWidth;
+    if (w > 0 && w !== rec.width) {
+      rec.width = w;
+      window.Plotly.Plots.resize(rec.div);
+    }
+  }
+});
+
+export function render({data, parentElement}) {
+  let rec = charts.get(parentElement);
+  if (!rec) {
+    const div = document.createElement("div");
+    div.className = "atlas-chart";
+    div.style.width = "100%";
+    const message = document.createElement("div");
+    message.className = "atlas-chart-failed";
+    message.hidden = true;
+    parentElement.append(div, message);
+    rec = {parent: parentElement, div, message, visible: false, pending: null, drawing: null, drawnVersion: null};
+    charts.set(parentElement, rec);
+    sized.observe(div);
+  }
+  const spec = decode(data);
+  if (spec.version === rec.drawnVersion && !rec.drawing) return;
+  rec.pending = spec;
+  rec.div.style.height = spec.height + "px";  // the page keeps its length while a chart waits to be drawn
+  if (rec.visible || rec.all) draw(rec);
+  else requestAnimationFrame(() => { if (charts.get(parentElement) === rec) watch(rec); });  // once laid out
+}
+
+export function unmount(parentElement) {
+  const rec = charts.get(parentElement);
+  if (!rec) return;
+  charts.delete(parentElement);
+  if (rec.observer) rec.observer.unobserve(rec.div);
+  sized.unobserve(rec.div);
+  if (window.Plotly) window.Plotly.purge(rec.div);
+}
+
+// Load Plotly and the theme before the first chart needs them (app/warm.py calls this while the learner reads).
+export function preload(plotlyFile, themeFile) {
+  return Promise.all([loadPlotly(plotlyFile), loadTheme(themeFile)]);
+}
+
+export function drawAll() {
+  const waits = [];
+  for (const rec of charts.values()) {
+    rec.all = true;
+    waits.push(draw(rec));
+  }
+  return Promise.all(waits).then(() => charts.size);
+}
+
+window.atlasCharts = {drawAll, count: () => charts.size,
+  debug: () => [...charts.values()].map((r) => ({visible: r.visible, pending: !!r.pending, drawn: r.drawnVersion, top: r.div.getBoundingClientRect().top, h: r.div.getBoundingClientRect().height}))};
+window.addEventListener("beforeprint", () => { drawAll(); });

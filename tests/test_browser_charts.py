@@ -1,0 +1,96 @@
+"""The app's chart element in headless Chromium (app/chart_element.py, app/static/atlas_chart.js): a chart is
+drawn when it comes near the screen, a control's new figure updates the same plot in place, a language switch
+redraws what is seen, and a chart looks exactly as Streamlit's own chart element draws it."""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, served, wait_idle
+
+pytestmark = pytest.mark.slow
+SHOTS = ROOT / "test-artifacts"
+
+DRAWN = "() => document.querySelectorAll('[data-testid=\"stMain\"] .js-plotly-plot').length"
+ELEMENTS = "() => document.querySelectorAll(\"[class*='st-key-atlas-chart-']\").length"
+MARK = "() => document.querySelectorAll('.js-plotly-plot').forEach((gd) => { gd.__atlasMark = 1; })"
+MARKED = "() => [...document.querySelectorAll('.js-plotly-plot')].filter((gd) => gd.__atlasMark).length"
+FIRST_TITLE = "() => { const t = document.querySelector('.js-plotly-plot .gtitle'); return t ? t.textContent : ''; }"
+
+
+def _browser(p):
+    return p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+def _settle(page, ms: int = 1500):
+    wait_idle(page, draw_all=False)
+    page.wait_for_timeout(ms)
+
+
+def test_charts_drawn_near_the_screen_and_updated_in_place():
+    from playwright.sync_api import sync_playwright
+    with served() as (url, _), sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{url}/positional?lang=en")
+        _settle(page)
+        page.wait_for_function(f"() => ({DRAWN})() >= 1", timeout=60_000)
+        n_elements, n_drawn = page.evaluate(ELEMENTS), page.evaluate(DRAWN)
+        assert n_elements >= 12 and 1 <= n_drawn < n_elements  # the first screen's charts only
+        assert page.evaluate(FIRST_TITLE).startswith("PE: 100 positions × 128 dimensions")
+
+        # a control's new figure: the same plot, redrawn with the new numbers
+        page.evaluate(MARK)
+        thumb = page.locator("[data-testid='stSlider'] input[type='range']").nth(1)  # d_model
+        thumb.focus()
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(f"() => ({FIRST_TITLE})().startsWith('PE: 100 positions × 132 dimensions')",
+                               timeout=60_000)
+        assert page.evaluate(MARKED) == n_drawn  # not one plot built anew
+        page.screenshot(path=str(SHOTS / "charts-in-place-en.png"))
+
+        # the language: the charts on screen redrawn in Korean, in place
+        page.locator("[data-testid='stSidebar'] label").filter(has_text="한국어").click()
+        page.wait_for_function(f"() => ({FIRST_TITLE})().includes('위치')", timeout=60_000)
+        assert page.evaluate(MARKED) == n_drawn
+
+        # scrolled to the end, every chart on the way has been drawn
+        page.evaluate("""async () => { const main = document.querySelector('[data-testid="stMain"]');
+            for (let y = 0; y <= main.scrollHeight; y += 600) { main.scrollTop = y;
+              await new Promise((r) => setTimeout(r, 120)); } }""")
+        page.wait_for_function(f"() => ({DRAWN})() === ({ELEMENTS})()", timeout=60_000)
+        page.screenshot(path=str(SHOTS / "charts-scrolled-ko.png"))
+        failed = page.evaluate("() => [...document.querySelectorAll('.atlas-chart-failed')]"
+                               ".filter((e) => !e.hidden).length")
+        assert failed == 0
+        browser.close()
+
+
+def _first_chart_png(url: str, p) -> bytes:
+    browser = _browser(p)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{url}/positional?lang=en")
+    wait_idle(page)
+    page.wait_for_timeout(1000)
+    png = page.locator(".js-plotly-plot").first.screenshot()
+    browser.close()
+    return png
+
+
+def test_a_chart_looks_as_streamlits_own_chart_draws_it():
+    """The same figure drawn by st.plotly_chart (ATLAS_CHARTS=streamlit) and by the app's chart element: the
+    two pictures are the same, pixel for pixel (the theme, the fonts, the title, the margins, the toolbar)."""
+    from PIL import Image
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        with served() as (url, _):
+            ours = _first_chart_png(url, p)
+        with served(env_extra={"ATLAS_CHARTS": "streamlit"}) as (url, _):
+            theirs = _first_chart_png(url, p)
+    a = np.asarray(Image.open(io.BytesIO(ours)).convert("RGB"), dtype=int)
+    b = np.asarray(Image.open(io.BytesIO(theirs)).convert("RGB"), dtype=int)
+    assert a.shape == b.shape
+    differ = (np.abs(a - b).sum(axis=2) > 30).mean()
+    assert differ < 0.002, f"{differ:.2%} of the pixels differ"
