@@ -104,10 +104,11 @@ def _streamlit_template() -> dict:
     return _default_template("streamlit")
 
 
-def payload(fig_dict: dict, config: dict, failed: str) -> bytes:
+def payload(fig_dict: dict, config: dict, failed: str, fullscreen: tuple[str, str] = ("Fullscreen", "Close fullscreen")) -> bytes:
     """What the browser gets for one chart: the figure (without Streamlit's template, which the browser
-    replaces with the theme's), its height, the toolbar, the files to load, a message for a chart that cannot
-    be drawn, and a version that changes with all of these (an unchanged chart is not drawn again)."""
+    replaces with the theme's), its height, the toolbar and its fullscreen button's two titles, the files to
+    load, a message for a chart that cannot be drawn, and a version that changes with all of these (an
+    unchanged chart is not drawn again)."""
     layout = dict(fig_dict.get("layout") or {})
     template = layout.get("template")
     theme = template is None or template == _streamlit_template()
@@ -116,7 +117,8 @@ def payload(fig_dict: dict, config: dict, failed: str) -> bytes:
     figure = {"data": fig_dict.get("data") or [], "layout": layout}
     config = {**config, "modeBarButtonsToRemove": REMOVED_BUTTONS, "responsive": True}
     spec = {"figure": figure, "theme": theme, "config": config, "height": int(layout.get("height") or DEFAULT_HEIGHT),
-            "plotly": plotly_file(), "themeFile": THEME, "failed": failed}
+            "plotly": plotly_file(), "themeFile": THEME, "failed": failed,
+            "fullscreen": fullscreen[0], "closeFullscreen": fullscreen[1]}
     body = json.dumps(spec, separators=(",", ":"), ensure_ascii=False).encode()
     version = hashlib.sha1(body).hexdigest()[:16]
     return body[:-1] + b',"version":"' + version.encode() + b'"}'
@@ -144,11 +146,12 @@ def chart_key(key: str | None) -> str:
     return f"atlas-chart-{where}-{n}"
 
 
-def draw(fig, config: dict, failed: str, *, key: str | None) -> None:
-    """Draw `fig` (an app.charts.style.ReadyFigure) with this element. Its payload is made once per figure and
-    message (ready figures are shared between reruns and sessions, app.resources.shared_figure)."""
+def draw(fig, config: dict, words: tuple[str, str, str], *, key: str | None) -> None:
+    """Draw `fig` (an app.charts.style.ReadyFigure) with this element; `words`: the messages of the page's
+    language (failed, fullscreen, close fullscreen). Its payload is made once per figure and language (ready
+    figures are shared between reruns and sessions, app.resources.shared_figure)."""
     made = fig.__dict__.setdefault("_atlas_payloads", {})
-    data = made.get(failed)
+    data = made.get(words)
     if data is None:
-        data = made[failed] = payload(fig.to_dict(), config, failed)
+        data = made[words] = payload(fig.to_dict(), config, words[0], words[1:])
     _component()(key=chart_key(key), data=data, height="content")

@@ -26,7 +26,8 @@ def plot(fig, *, key: str | None = None) -> None:
     where the app is served without its static folder."""
     ready = ready_figure(fig)
     if chart_element.available():
-        chart_element.draw(ready, PLOT_CONFIG, t("common.chart_failed"), key=key)
+        chart_element.draw(ready, PLOT_CONFIG, (t("common.chart_failed"), t("common.fullscreen"),
+                                                t("common.close_fullscreen")), key=key)
     else:
         st.plotly_chart(ready, config=PLOT_CONFIG, key=key)
 

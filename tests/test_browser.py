@@ -128,6 +128,7 @@ def test_the_first_page_loads_the_next_pages_code_while_the_browser_is_idle(brow
         got = fresh.evaluate(f"window.{warm.MARKER}")
         assert got["failed"] == [] and sorted(got["loaded"]) == sorted(warm.chunk_files()), got
         assert len(got["loaded"]) == len(warm.ENTRY_CHUNKS)
+        assert got["charts"] == "loaded"  # the app's chart element, Plotly and the theme (app/chart_element.py)
         scripts = []
         fresh.on("request", lambda r: scripts.append(r.url.rsplit("/", 1)[-1]) if r.url.endswith(".js") else None)
         for info in PAGES[1:]:

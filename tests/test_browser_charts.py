@@ -51,6 +51,17 @@ def test_charts_drawn_near_the_screen_and_updated_in_place():
         assert page.evaluate(MARKED) == n_drawn  # not one plot built anew
         page.screenshot(path=str(SHOTS / "charts-in-place-en.png"))
 
+        # the toolbar's fullscreen button: the chart fills the window; Escape gives it back its place
+        box = "() => { const r = document.querySelector('.atlas-chart').getBoundingClientRect(); return [r.width, r.height]; }"
+        before = page.evaluate(box)
+        page.locator(".js-plotly-plot").first.hover()
+        page.locator(".modebar-btn[data-title='Fullscreen']").first.click()
+        page.wait_for_function(f"() => ({box})()[1] === window.innerHeight", timeout=10_000)
+        assert page.evaluate(box) == [1400, 1000]
+        page.keyboard.press("Escape")
+        page.wait_for_function(f"() => ({box})()[1] < window.innerHeight", timeout=10_000)
+        assert page.evaluate(box) == before
+
         # the language: the charts on screen redrawn in Korean, in place
         page.locator("[data-testid='stSidebar'] label").filter(has_text="한국어").click()
         page.wait_for_function(f"() => ({FIRST_TITLE})().includes('위치')", timeout=60_000)

@@ -102,6 +102,9 @@ def test_the_warm_up_starts_once_and_skips_a_module_that_fails(monkeypatch):
             self.target()
 
     monkeypatch.setattr(jobs, "_WARM_UP_STARTED", False)
+    # its own "done" event: the process's stays unset until a real warm-up is done (a later page test's
+    # wait_for_warm_up would otherwise not wait, and import beside a real warm-up thread)
+    monkeypatch.setattr(jobs, "_WARM_UP_DONE", jobs.threading.Event())
     monkeypatch.setattr(jobs.threading, "Thread", FakeThread)
     monkeypatch.setattr(jobs, "WARM_UP_MODULES", ("no_such_module_atlas", "json"))
     jobs.warm_up()

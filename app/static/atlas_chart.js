@@ -72,6 +72,40 @@ function themed(spec, theme) {
   return {data: fig.data || [], layout};
 }
 
+// The toolbar's fullscreen button, as Streamlit's chart element has one: the chart fills the window until the
+// button or Escape closes it.
+const EXPAND = {width: 24, height: 24, path: "M3 3h7v2H5v5H3zM14 3h7v7h-2V5h-5zM3 14h2v5h5v2H3zM19 14h2v7h-7v-2h5z"};
+const COLLAPSE = {width: 24, height: 24, path: "M8 3h2v7H3V8h5zM14 3h2v5h5v2h-7zM3 14h7v7H8v-5H3zM14 14h7v2h-5v5h-2z"};
+let full = null;  // the chart record shown fullscreen
+
+function setFullscreen(rec, on) {
+  const Plotly = window.Plotly;
+  if (!Plotly || !rec) return;
+  if (on && full && full !== rec) setFullscreen(full, false);
+  full = on ? rec : null;
+  rec.full = on;
+  const st = rec.div.style;
+  if (on) {
+    Object.assign(st, {position: "fixed", inset: "0", zIndex: "1000010", height: "100vh", width: "100vw",
+                       background: rec.paper || "white"});
+  } else {
+    Object.assign(st, {position: "", inset: "", zIndex: "", height: rec.spec.height + "px", width: "100%", background: ""});
+  }
+  const fig = themed(rec.spec, rec.theme);
+  if (on) fig.layout = Object.assign({}, fig.layout, {height: window.innerHeight});
+  Plotly.react(rec.div, fig.data, fig.layout, config(rec));
+}
+
+document.addEventListener("keydown", (e) => { if (e.key === "Escape" && full) setFullscreen(full, false); });
+
+function config(rec) {
+  const c = Object.assign({}, rec.spec.config);
+  const on = !!rec.full;
+  c.modeBarButtonsToAdd = [{name: on ? rec.spec.closeFullscreen : rec.spec.fullscreen, title: on ? rec.spec.closeFullscreen : rec.spec.fullscreen,
+                            icon: on ? COLLAPSE : EXPAND, click: () => setFullscreen(rec, !on)}];
+  return c;
+}
+
 async function draw(rec) {
   const spec = rec.pending;
   if (!spec || rec.drawing) return rec.drawing;
@@ -80,10 +114,15 @@ async function draw(rec) {
     try {
       const [Plotly, theme] = await Promise.all([loadPlotly(spec.plotly), loadTheme(spec.themeFile)]);
       if (!charts.has(rec.parent)) return;  // gone while loading
+      rec.spec = spec;
+      rec.theme = theme;
       const fig = themed(spec, theme);
+      rec.paper = (fig.layout.template && fig.layout.template.layout && fig.layout.template.layout.paper_bgcolor) || "white";
+      if (rec.full) fig.layout.height = window.innerHeight;
       rec.message.hidden = true;
-      await Plotly.react(rec.div, fig.data, fig.layout, spec.config);
+      await Plotly.react(rec.div, fig.data, fig.layout, config(rec));
       rec.drawnVersion = spec.version;
+      rec.dark = isDark();
       rec.width = rec.div.clientWidth;
     } catch (e) {
       rec.message.textContent = spec.failed + " (" + (e && e.message ? e.message : e) + ")";
@@ -153,9 +192,9 @@ export function render({data, parentElement}) {
     sized.observe(div);
   }
   const spec = decode(data);
-  if (spec.version === rec.drawnVersion && !rec.drawing) return;
+  if (spec.version === rec.drawnVersion && rec.dark === isDark() && !rec.drawing) return;
   rec.pending = spec;
-  rec.div.style.height = spec.height + "px";  // the page keeps its length while a chart waits to be drawn
+  if (!rec.full) rec.div.style.height = spec.height + "px";  // the page keeps its length while a chart waits
   if (rec.visible || rec.all) draw(rec);
   else requestAnimationFrame(() => { if (charts.get(parentElement) === rec) watch(rec); });  // once laid out
 }
@@ -164,6 +203,7 @@ export function unmount(parentElement) {
   const rec = charts.get(parentElement);
   if (!rec) return;
   charts.delete(parentElement);
+  if (full === rec) full = null;
   if (rec.observer) rec.observer.unobserve(rec.div);
   sized.unobserve(rec.div);
   if (window.Plotly) window.Plotly.purge(rec.div);
@@ -183,6 +223,5 @@ export function drawAll() {
   return Promise.all(waits).then(() => charts.size);
 }
 
-window.atlasCharts = {drawAll, count: () => charts.size,
-  debug: () => [...charts.values()].map((r) => ({visible: r.visible, pending: !!r.pending, drawn: r.drawnVersion, top: r.div.getBoundingClientRect().top, h: r.div.getBoundingClientRect().height}))};
+window.atlasCharts = {drawAll, count: () => charts.size};
 window.addEventListener("beforeprint", () => { drawAll(); });
