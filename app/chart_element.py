@@ -40,12 +40,17 @@ def _version(path: Path) -> str:
 def plotly_file() -> str | None:
     """The name of plotly.min.js in app/static (copied there once from the installed plotly package, under a
     name with its version), or None if it cannot be put there."""
-    import plotly
-    name = f"plotly-{plotly.__version__}.min.js"
+    import importlib.metadata
+    import importlib.util
+    try:  # found without importing plotly (the first page imports no chart code)
+        version = importlib.metadata.version("plotly")
+        source = Path(importlib.util.find_spec("plotly").origin).parent / "package_data" / "plotly.min.js"
+    except (importlib.metadata.PackageNotFoundError, AttributeError, TypeError):
+        return None
+    name = f"plotly-{version}.min.js"
     target = STATIC / name
     if target.is_file():
         return name
-    source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
     try:
         tmp = target.with_suffix(".tmp")
         shutil.copyfile(source, tmp)
@@ -115,7 +120,7 @@ def payload(fig_dict: dict, config: dict, failed: str, fullscreen: tuple[str, st
     if theme:
         layout.pop("template", None)
     figure = {"data": fig_dict.get("data") or [], "layout": layout}
-    config = {**config, "modeBarButtonsToRemove": REMOVED_BUTTONS, "responsive": True}
+    config = {**config, "modeBarButtonsToRemove": REMOVED_BUTTONS}  # width: the element follows its box
     spec = {"figure": figure, "theme": theme, "config": config, "height": int(layout.get("height") or DEFAULT_HEIGHT),
             "plotly": plotly_file(), "themeFile": THEME, "failed": failed,
             "fullscreen": fullscreen[0], "closeFullscreen": fullscreen[1]}
