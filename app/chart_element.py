@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import streamlit as st
@@ -51,10 +52,16 @@ def plotly_file() -> str | None:
     target = STATIC / name
     if target.is_file():
         return name
-    try:
-        tmp = target.with_suffix(".tmp")
-        shutil.copyfile(source, tmp)
-        tmp.replace(target)  # atomic: a browser never reads half a file
+    try:  # a file of its own for each copy (two sessions may start at once), renamed whole: atomic
+        fd, tmp = tempfile.mkstemp(dir=STATIC, prefix=".plotly-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as out, open(source, "rb") as src:
+                shutil.copyfileobj(src, out)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
     except OSError:
         return None
     return name

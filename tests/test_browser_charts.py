@@ -105,3 +105,27 @@ def test_a_chart_looks_as_streamlits_own_chart_draws_it():
     assert a.shape == b.shape
     differ = (np.abs(a - b).sum(axis=2) > 30).mean()
     assert differ < 0.002, f"{differ:.2%} of the pixels differ"
+
+
+def test_a_chart_that_cannot_load_plotly_says_so_in_the_pages_language():
+    """Plotly's file blocked (a proxy that drops it, a broken install): each chart on screen shows the catalogue's
+    message in the page's language instead of an empty box, and the rest of the page works."""
+    from playwright.sync_api import sync_playwright
+
+    from app.i18n import catalogue
+    with served() as (url, _), sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.route("**/app/static/plotly-*.min.js", lambda route: route.abort())
+        page.goto(f"{url}/multihead?lang=ko")
+        _settle(page)
+        shown = "() => [...document.querySelectorAll('.atlas-chart-failed')].filter((e) => !e.hidden).map((e) => e.textContent)"
+        page.evaluate("() => window.atlasCharts && window.atlasCharts.drawAll()")
+        page.wait_for_function(f"() => ({shown})().length > 0", timeout=30_000)
+        texts = page.evaluate(shown)
+        page.locator(".atlas-chart-failed:not([hidden])").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / "charts-failed-ko.png"))
+        assert all(t.startswith(catalogue("ko")["common.chart_failed"]) for t in texts), texts
+        assert page.evaluate(DRAWN) == 0
+        assert page.locator("[data-testid='stException']").count() == 0
+        browser.close()

@@ -20,14 +20,22 @@ function here(name) {
   return new URL(name, import.meta.url).href;
 }
 
+// Our own copy of Plotly, always: Streamlit's chart code (loaded for the ViT page's canvas, or by the warm-up)
+// may also put a Plotly of its own on window; the charts must not draw with whichever came first.
+let plotlyLib = null;
 function loadPlotly(file) {
-  if (window.Plotly) return Promise.resolve(window.Plotly);
   if (!plotlyLoad) {
     plotlyLoad = new Promise((resolve, reject) => {
+      const before = window.Plotly;
       const s = document.createElement("script");
       s.src = here(file);
       s.async = true;
-      s.onload = () => (window.Plotly ? resolve(window.Plotly) : reject(new Error("Plotly did not load")));
+      s.onload = () => {
+        const lib = window.Plotly;
+        if (before !== undefined) window.Plotly = before;  // leave the page's global as it was
+        if (!lib || lib === before) reject(new Error("Plotly did not load"));
+        else resolve((plotlyLib = lib));
+      };
       s.onerror = () => { plotlyLoad = null; reject(new Error("could not load " + file)); };
       document.head.appendChild(s);
     });
@@ -79,7 +87,7 @@ const COLLAPSE = {width: 24, height: 24, path: "M8 3h2v7H3V8h5zM14 3h2v5h5v2h-7z
 let full = null;  // the chart record shown fullscreen
 
 function setFullscreen(rec, on) {
-  const Plotly = window.Plotly;
+  const Plotly = plotlyLib;
   if (!Plotly || !rec) return;
   if (on && full && full !== rec) setFullscreen(full, false);
   full = on ? rec : null;
@@ -127,6 +135,7 @@ async function draw(rec) {
     } catch (e) {
       rec.message.textContent = spec.failed + " (" + (e && e.message ? e.message : e) + ")";
       rec.message.hidden = false;
+      if (rec.drawnVersion == null) rec.div.style.height = "0px";  // the message takes the empty chart's place
     }
   })();
   await rec.drawing;
@@ -168,11 +177,11 @@ function watch(rec) {
 const sized = new ResizeObserver((entries) => {
   for (const entry of entries) {
     const rec = charts.get(entry.target.parentNode);
-    if (!rec || rec.drawnVersion == null || !window.Plotly) continue;
+    if (!rec || rec.drawnVersion == null || !plotlyLib) continue;
     const w = rec.div.clientWidth;
     if (w > 0 && w !== rec.width) {
       rec.width = w;
-      window.Plotly.Plots.resize(rec.div);
+      plotlyLib.Plots.resize(rec.div);
     }
   }
 });
@@ -186,6 +195,8 @@ export function render({data, parentElement}) {
     const message = document.createElement("div");
     message.className = "atlas-chart-failed";
     message.hidden = true;
+    Object.assign(message.style, {padding: "0.75rem 1rem", borderRadius: "0.5rem", color: "rgb(146, 108, 5)",
+                                  background: "rgba(255, 227, 18, 0.1)"});
     parentElement.append(div, message);
     rec = {parent: parentElement, div, message, visible: false, pending: null, drawing: null, drawnVersion: null};
     charts.set(parentElement, rec);
@@ -206,7 +217,7 @@ export function unmount(parentElement) {
   if (full === rec) full = null;
   if (rec.observer) rec.observer.unobserve(rec.div);
   sized.unobserve(rec.div);
-  if (window.Plotly) window.Plotly.purge(rec.div);
+  if (plotlyLib) plotlyLib.purge(rec.div);
 }
 
 // Load Plotly and the theme before the first chart needs them (app/warm.py calls this while the learner reads).
