@@ -6,6 +6,8 @@ KaTeX renderer...) the first time a page of the tab shows one. Measured in headl
 docs/benchmarks.md 2026-12-02): the first chart page of a tab took 3.3-3.6 s to open, a second visit 0.3-0.5
 s. This script imports the same modules, from the same URLs, when the browser is idle; the page that later
 needs one finds it loaded (a module is loaded once per document and URL), and does the same work as before.
+First of all it loads the app's chart element with Plotly (4.8 MB) and the chart theme
+(app.chart_element.preload_js): every chart page needs them before it can draw.
 
 It touches no element of the page and sends nothing to the server. A module name that this Streamlit
 version does not have is left out (the page then loads what it needs itself, as without this script)."""

@@ -115,7 +115,7 @@ def test_first_visit_follows_the_browser_locale(browser_page):
 
 def test_the_first_page_loads_the_next_pages_code_while_the_browser_is_idle(browser_page):
     """app/warm.py: in a fresh tab, once the overview has drawn, the browser imports every element module the
-    pages draw with (Plotly's 4.6 MB chunk first); opening every page afterwards fetches no script of its own,
+    pages draw with (the app's chart element and Plotly first); opening every page afterwards fetches no script of its own,
     so a module a page needs and the list lacks fails here (the first chart page waited 1-1.5 s for them)."""
     from app import warm
     url, page = browser_page
