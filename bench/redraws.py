@@ -8,7 +8,12 @@ page (the controls bench/controls.py times, changed the same way) and for the la
 many charts the page holds, how many were drawn anew, and how many of those came back with the same data and
 layout as before (a redraw the learner cannot see: a figure whose JSON changes without its content, e.g. a
 random id or an unfixed seed). Charts are told apart by a property set on each chart's element before the action;
-content is compared by a hash of the chart's data and layout as Plotly holds them."""
+content is compared by a hash of the chart's data and layout as Plotly holds them.
+
+This census describes Streamlit's own chart element: run it with `ATLAS_CHARTS=streamlit` (the numbers of
+2026-12-02 16:00 in docs/benchmarks.md were taken before the app had its own). With the app's chart element
+(app/chart_element.py) a chart updated in place keeps its element, so it counts here as not drawn anew, and a
+chart far below the screen is not drawn until it is scrolled near."""
 from __future__ import annotations
 
 import argparse
