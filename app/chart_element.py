@@ -106,7 +106,23 @@ def available() -> bool:
         serving = bool(st.get_option("server.enableStaticServing"))
     except Exception:  # noqa: BLE001
         return False
-    return serving and (STATIC / MODULE).is_file() and (STATIC / THEME).is_file() and plotly_file() is not None
+    return (serving and _served_folder_is_ours() and (STATIC / MODULE).is_file() and (STATIC / THEME).is_file()
+            and plotly_file() is not None)
+
+
+def _served_folder_is_ours() -> bool:
+    """Streamlit serves the `static` folder beside the script it was started with: app/static only when that
+    script is app/main.py (or a script in a folder whose `static` is app/static, as bench/timed_main.py's is:
+    bench/static links to it). Another entry point (a test's wrapper script) gets st.plotly_chart."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+    ctx = get_script_run_ctx(suppress_warning=True)
+    main = getattr(ctx, "main_script_path", None) if ctx is not None else None
+    if not main:
+        return False
+    try:
+        return (Path(main).resolve().parent / "static").resolve() == STATIC.resolve()
+    except OSError:
+        return False
 
 
 @functools.lru_cache(maxsize=1)

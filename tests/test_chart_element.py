@@ -102,3 +102,20 @@ def test_charts_keep_their_identity_when_a_control_moves():
     changed = [k for k in after if after[k] != before[k]]
     assert changed  # the same elements, new figures
     assert {c.kind for c in charts(at)} == {"bidi_component"}  # all drawn by the app's chart element
+
+
+def test_a_script_started_elsewhere_draws_with_streamlits_chart(tmp_path):
+    """Streamlit serves the static folder beside the script it was started with: started from a script outside
+    app/ (whose `static` is not app/static) the chart element's files would not be found, so charts must go
+    through st.plotly_chart there (tests/test_page_speed_a.py's wrapper in a browser, too)."""
+    from streamlit.testing.v1 import AppTest
+    script = tmp_path / "elsewhere.py"
+    script.write_text(f"""import sys
+sys.path.insert(0, {str(chart_element.STATIC.parent.parent)!r})
+import plotly.graph_objects as go
+from app.ui import plot
+plot(go.Figure(go.Bar(y=[1, 2])))
+""")
+    at = AppTest.from_file(str(script), default_timeout=60).run()
+    assert not at.exception
+    assert [c.kind for c in charts(at)] == ["plotly_chart"]
