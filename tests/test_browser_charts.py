@@ -17,6 +17,7 @@ DRAWN = "() => document.querySelectorAll('[data-testid=\"stMain\"] .js-plotly-pl
 ELEMENTS = "() => document.querySelectorAll(\"[class*='st-key-atlas-chart-']\").length"
 MARK = "() => document.querySelectorAll('.js-plotly-plot').forEach((gd) => { gd.__atlasMark = 1; })"
 MARKED = "() => [...document.querySelectorAll('.js-plotly-plot')].filter((gd) => gd.__atlasMark).length"
+FIRST_CHART = "PE: 100 positions × 128 dimensions"
 FIRST_TITLE = "() => { const t = document.querySelector('.js-plotly-plot .gtitle'); return t ? t.textContent : ''; }"
 
 
@@ -84,8 +85,11 @@ def _first_chart_png(url: str, p) -> bytes:
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{url}/positional?lang=en")
     wait_idle(page)
+    # the same chart in both (Streamlit's element may draw a later chart before the first): found by its title
+    chart = page.locator(".js-plotly-plot").filter(has=page.locator(".gtitle", has_text=FIRST_CHART)).first
+    chart.wait_for(timeout=60_000)
     page.wait_for_timeout(1000)
-    png = page.locator(".js-plotly-plot").first.screenshot()
+    png = chart.screenshot()
     browser.close()
     return png
 
