@@ -113,13 +113,21 @@ _WARM_UP_DONE = threading.Event()
 _THREADS_LOCK = threading.Lock()
 
 
+def _loaded(name: str) -> bool:
+    """Whether module `name` is imported completely. While another thread imports it (the warm-up), it is in
+    sys.modules half initialised, marked by importlib's `__spec__._initializing`; using it then raises
+    "partially initialized module" (the import's own thread finishes the job: the warm-up sets the threads)."""
+    module = sys.modules.get(name)
+    return module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False)
+
+
 def apply_server_threads() -> int:
     """torch.set_num_threads(server_threads()) once per process, as soon as torch is loaded (app/main.py
     calls it on every rerun). Importing torch takes a second or more, so this never imports it: a page that
     shows no tensor draws first, and `warm_up` loads torch in the background afterwards."""
     global _SERVER_THREADS_SET
     n = server_threads()
-    if not _SERVER_THREADS_SET and "torch" in sys.modules:
+    if not _SERVER_THREADS_SET and _loaded("torch"):
         with _THREADS_LOCK:
             if not _SERVER_THREADS_SET:
                 sys.modules["torch"].set_num_threads(n)

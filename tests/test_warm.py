@@ -151,3 +151,45 @@ print("RESULT" + json.dumps(seen))
     (_, _, before_overview), (_, started, before_recipe) = seen
     assert before_overview == []  # the warm-up starts after the first page
     assert len(before_recipe) == 1 and before_recipe[0] <= started, "the recipe page ran beside the warm-up"
+
+
+def test_a_rerun_while_the_warm_up_imports_torch_shows_no_error():
+    """While the warm-up thread imports torch, "torch" is already in sys.modules, half initialised (no
+    set_num_threads yet). A rerun in that second (a language switch on the first page, a second learner's
+    first page) must not touch it: app/main.py's apply_server_threads raised AttributeError ("partially
+    initialized module 'torch'") before the page had even started. Here the warm-up's torch is a stand-in that
+    stays half-initialised for 1.5 s; the first page is run again at once, then the threads are set once the
+    import is done."""
+    code = f"""
+import sys, time, json, types, importlib.machinery
+sys.path.insert(0, {str(ROOT)!r})
+import app.jobs as jobs
+calls = []
+def slow_import(name):
+    fake = types.ModuleType(name)
+    fake.__spec__ = importlib.machinery.ModuleSpec(name, None)
+    fake.__spec__._initializing = True  # what importlib marks a module with while its code runs
+    sys.modules[name] = fake
+    time.sleep(1.5)
+    fake.set_num_threads = calls.append
+    fake.__spec__._initializing = False
+jobs.WARM_UP_MODULES = ("torch",)
+jobs.importlib = types.SimpleNamespace(import_module=slow_import)
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file({str(ROOT / 'app' / 'main.py')!r}, default_timeout=120)
+at.session_state["lang"] = "en"
+at.run()
+assert not at.exception, at.exception
+time.sleep(0.2)
+assert "torch" in sys.modules and sys.modules["torch"].__spec__._initializing
+at.session_state["lang"] = "ko"
+at.run()  # the same first page again, torch still half-imported
+errors = [e.message for e in at.exception]
+jobs._WARM_UP_DONE.wait(30)
+print("RESULT" + json.dumps({{"errors": errors, "calls": calls}}))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.split("RESULT", 1)[1])
+    assert seen["errors"] == [], seen["errors"]
+    assert seen["calls"] == [jobs.server_threads()]  # set once, by the warm-up, when torch was ready
