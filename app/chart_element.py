@@ -117,8 +117,11 @@ def _served_folder_is_ours() -> bool:
     from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
     ctx = get_script_run_ctx(suppress_warning=True)
     main = getattr(ctx, "main_script_path", None) if ctx is not None else None
-    if not main:
-        return False
+    return bool(main) and _static_is_ours(str(main))
+
+
+@functools.lru_cache(maxsize=8)
+def _static_is_ours(main: str) -> bool:  # resolving paths costs 0.3 ms: once per entry point
     try:
         return (Path(main).resolve().parent / "static").resolve() == STATIC.resolve()
     except OSError:
@@ -155,6 +158,11 @@ def payload(fig_dict: dict, config: dict, failed: str, fullscreen: tuple[str, st
 _HELPERS = {Path(__file__).resolve(), Path(__file__).resolve().parent / "ui.py"}  # the places that draw for a page
 
 
+@functools.lru_cache(maxsize=64)
+def _is_helper(filename: str) -> bool:
+    return Path(filename).resolve() in _HELPERS
+
+
 def chart_key(key: str | None) -> str:
     """A key that names this chart from one run to the next: the caller's, else the place in the page's code
     that draws it and how many charts that place drew before it in this run."""
@@ -163,7 +171,7 @@ def chart_key(key: str | None) -> str:
     if key is not None:
         return f"atlas-chart-{key}"
     frame = sys._getframe(1)
-    while frame is not None and Path(frame.f_code.co_filename).resolve() in _HELPERS:
+    while frame is not None and _is_helper(frame.f_code.co_filename):
         frame = frame.f_back
     where = f"{Path(frame.f_code.co_filename).stem}-{frame.f_lineno}" if frame is not None else "chart"
     ctx = get_script_run_ctx(suppress_warning=True)

@@ -24,6 +24,7 @@ from torch.utils.flop_counter import FlopCounterMode
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import machine, matmul_peak, sync, table, write  # noqa: E402
 from model import Transformer, TransformerConfig, positional_encoding  # noqa: E402
+from model.allocator import keep_freed_memory  # noqa: E402
 from model.train import adam  # noqa: E402
 
 SIZES = {
@@ -163,7 +164,10 @@ def main():
     p.add_argument("--sizes", default="tiny,small")
     p.add_argument("--plain-adam", action="store_true", help="Adam's per-parameter loop instead of the fused kernel")
     p.add_argument("--name", default="", help="result file name (default: train_throughput_<device>...)")
+    p.add_argument("--default-malloc", action="store_true",
+                   help="leave glibc's malloc thresholds as they are (the trainer raises them: model/allocator.py)")
     args = p.parse_args()
+    kept = False if args.default_malloc else keep_freed_memory()  # the trainer's process setting, for every contender
     device = torch.device(args.device)
     dtype = torch.bfloat16 if args.bf16 else torch.float32
     peak = matmul_peak(device, dtype, n=2048 if device.type == "cuda" else 1024)
@@ -175,7 +179,7 @@ def main():
     print(table(rows))
     name = args.name or (f"train_throughput_{device.type}{'_bf16' if args.bf16 else ''}"
                          f"{'_plain_adam' if args.plain_adam else ''}")
-    print("wrote", write(name, {"machine": machine(), "peak_flops": peak, "dtype": str(dtype), "rows": rows}))
+    print("wrote", write(name, {"machine": machine(), "keep_freed_memory": kept, "peak_flops": peak, "dtype": str(dtype), "rows": rows}))
 
 
 if __name__ == "__main__":

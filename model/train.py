@@ -40,6 +40,7 @@ from pathlib import Path
 
 import torch
 
+from .allocator import keep_freed_memory
 from .atomic import atomic_write_json
 from .checkpoint import (CheckpointError, average_into, load_training_state, save_model_dir, save_training_state,
                          save_weights)
@@ -194,6 +195,7 @@ def _devices(args) -> tuple[torch.device, int, int]:
         dist.init_process_group(backend)
     if args.threads:
         torch.set_num_threads(args.threads)
+    keep_freed_memory()  # each step's tensors in the last step's pages, not fresh ones (model/allocator.py)
     return device, world, rank
 
 

@@ -1,0 +1,39 @@
+"""The C allocator of a training process: keep freed memory for the next step instead of giving it back.
+
+A training step allocates and frees the same large tensors (activations of 2-8 MB, their gradients) every step.
+glibc's malloc hands blocks above its mmap threshold straight to the kernel and back, and trims the heap's free
+top: so each step's tensors land in fresh pages, and the first write to every 4 KB page is a page fault.
+`keep_freed_memory()` raises the mmap threshold to glibc's maximum (32 MB), the trim threshold to 1 GB and the
+heap's growth step to 64 MB, so a step mostly reuses the last step's pages; the process keeps about its largest
+step's memory, which it needs again at the next step anyway. Measured (2026-12-03, docs/benchmarks.md): page
+faults per step of a small model 5,500 -> 800, a *small* step 2-4% faster (5 alternating pairs of processes).
+Elsewhere than glibc (macOS, musl) it does nothing."""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+
+M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3  # <malloc.h>
+MMAP_THRESHOLD_MAX = 32 * 1024 * 1024  # glibc's ceiling on 64-bit systems (HEAP_MAX_SIZE / 2): larger is refused
+TRIM_THRESHOLD = 1024 * 1024 * 1024
+TOP_PAD = 64 * 1024 * 1024  # the heap grows 64 MB at a time (fewer brk calls, each of them faulting pages in)
+
+
+@functools.lru_cache(maxsize=1)
+def _libc():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc if hasattr(libc, "mallopt") else None
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def keep_freed_memory() -> bool:
+    """Set glibc's thresholds once per process; True where they were taken."""
+    libc = _libc()
+    if libc is None:
+        return False
+    return all(bool(libc.mallopt(option, value)) for option, value in
+               ((M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX), (M_TRIM_THRESHOLD, TRIM_THRESHOLD), (M_TOP_PAD, TOP_PAD)))
