@@ -45,15 +45,18 @@ class _ProjectedCrossEntropy(torch.autograd.Function):
             hb, yb, kb = h[s:s + block], target[s:s + block], counted[s:s + block]
             z = hb @ weight.t() if bias is None else torch.addmm(bias, hb, weight.t())  # (rows, V)
             yc = yb.clamp(0, V - 1)[:, None]  # an ignored row's target may be out of range
-            lse = torch.logsumexp(z, 1)
-            row = lse - (1.0 - eps) * z.gather(1, yc).squeeze(1) - eps * z.mean(1)
-            keep = kb.to(z.dtype)
-            total += (row * keep).sum(dtype=torch.float64)
+            picked, mean = z.gather(1, yc).squeeze(1), z.mean(1)
+            top = z.amax(1, keepdim=True)
+            e = z.sub_(top).exp_()  # exp(z - max z), in place of the logits: log-sum-exp and softmax from one pass
+            sums = e.sum(1)
+            row = top.squeeze(1) + sums.log() - (1.0 - eps) * picked - eps * mean
+            w = kb.to(z.dtype) * scale  # each row's weight in the mean; 0 for an ignored row
+            total += (row * w).sum(dtype=torch.float64)
             if not (want_h or want_w or want_b):
                 continue
-            g = z.sub_(lse[:, None]).exp_()  # softmax, in place of the logits
-            g.sub_(eps / V).scatter_add_(1, yc, torch.full_like(yc, -(1.0 - eps), dtype=g.dtype))
-            g.mul_((keep * scale)[:, None])  # d loss / d z for this block
+            # d loss / d z = w (softmax - eps / V), and -(1 - eps) w more at the target: one pass over the block
+            g = torch.addcmul((-(eps / V) * w)[:, None], e, (w / sums)[:, None], out=e)
+            g.scatter_add_(1, yc, (-(1.0 - eps) * w)[:, None])
             if want_h:
                 torch.mm(g, weight, out=dh[s:s + block])
             if want_w:
@@ -61,7 +64,7 @@ class _ProjectedCrossEntropy(torch.autograd.Function):
             if db is not None:
                 db += g.sum(0)
         ctx.save_for_backward(dh, dw, db)
-        return (total * scale).to(h.dtype)
+        return total.to(h.dtype)
 
     @staticmethod
     def backward(ctx, grad):
