@@ -133,3 +133,29 @@ def test_a_chart_that_cannot_load_plotly_says_so_in_the_pages_language():
         assert page.evaluate(DRAWN) == 0
         assert page.locator("[data-testid='stException']").count() == 0
         browser.close()
+
+
+def test_a_chart_in_a_tab_is_drawn_when_its_tab_opens():
+    """Streamlit keeps only the open tab's content on screen: a chart of another tab is drawn when the learner
+    opens that tab, at the tab's full width (the inspector's four tabs: maps, head view, decoding steps)."""
+    from playwright.sync_api import sync_playwright
+    panel = """() => { const p = [...document.querySelectorAll("[role='tabpanel']")]
+        .filter((e) => e.getBoundingClientRect().height > 0).pop();
+      return [p.querySelectorAll("[class*='st-key-atlas-chart-']").length,
+              [...p.querySelectorAll('.js-plotly-plot')].map((g) => Math.round(g.getBoundingClientRect().width))]; }"""
+    with served() as (url, _), sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{url}/inspector?lang=en")
+        _settle(page)
+        tabs = page.locator("[role='tablist']").last.locator("[role='tab']")
+        seen = []
+        for i in range(tabs.count()):
+            tabs.nth(i).scroll_into_view_if_needed()
+            tabs.nth(i).click()
+            page.wait_for_function(f"() => {{ const [n, w] = ({panel})(); return w.length === n; }}", timeout=30_000)
+            n, widths = page.evaluate(panel)
+            seen.append(n)
+            assert all(w > 300 for w in widths), (i, widths)
+        assert sum(seen) >= 4, seen  # maps, head view, decoding steps hold charts
+        browser.close()
