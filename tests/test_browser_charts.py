@@ -159,3 +159,22 @@ def test_a_chart_in_a_tab_is_drawn_when_its_tab_opens():
             assert all(w > 300 for w in widths), (i, widths)
         assert sum(seen) >= 4, seen  # maps, head view, decoding steps hold charts
         browser.close()
+
+
+def test_charts_follow_the_pages_theme_dark_then_light():
+    """A browser that asks for dark pages gets Streamlit's dark theme, and the charts its dark chart template;
+    when the system turns light, Streamlit's page turns light and every drawn chart is redrawn light."""
+    from playwright.sync_api import sync_playwright
+    paper = "() => [...document.querySelectorAll('.js-plotly-plot')].map((g) => g._fullLayout.paper_bgcolor.toLowerCase())"
+    with served() as (url, _), sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000}, color_scheme="dark")
+        page.goto(f"{url}/positional?lang=en")
+        _settle(page)
+        page.wait_for_function(f"() => ({DRAWN})() >= 1", timeout=60_000)
+        dark = page.evaluate(paper)
+        assert dark and all(c != "#ffffff" and c != "white" for c in dark), dark
+        page.emulate_media(color_scheme="light")
+        page.wait_for_function(f"() => ({paper})().every((c) => c === '#ffffff')", timeout=30_000)
+        assert len(page.evaluate(paper)) == len(dark)  # redrawn in place, none lost
+        browser.close()
