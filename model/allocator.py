@@ -6,7 +6,8 @@ top: so each step's tensors land in fresh pages, and the first write to every 4 
 `keep_freed_memory()` raises the mmap threshold to glibc's maximum (32 MB), the trim threshold to 1 GB and the
 heap's growth step to 64 MB, so a step mostly reuses the last step's pages; the process keeps about its largest
 step's memory, which it needs again at the next step anyway. Measured (2026-12-03, docs/benchmarks.md): page
-faults per step of a small model 5,500 -> 800 (median of runs), a *small* step 2-4% faster (5 alternating pairs of processes).
+faults per step of a small model 5,500 -> 800 (median of runs), a *small* step 2-4% faster (5 alternating pairs
+of processes).
 Elsewhere than glibc (macOS, musl) it does nothing."""
 from __future__ import annotations
 
