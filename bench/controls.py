@@ -429,9 +429,6 @@ def act(tab: Tab, el, c: dict, i: int):
             sel = [j for j in range(n) if opts.nth(j).get_attribute("aria-selected") == "true"]
             if tid == "stSelectbox" and n <= 1:
                 raise OneValue
-            if tid == "stSelectbox" and not sel:  # Streamlit's combo box may mark no option: the one its box shows
-                shown = (box.get_attribute("value") or "").strip()
-                sel = [j for j in range(n) if opts.nth(j).inner_text().strip() == shown]
             if tid == "stSelectbox":
                 j = (sel[0] + 1) % n if sel else (1 if n > 1 else 0)
             else:  # a multiselect's menu lists the options not chosen yet ("No results", no aria-selected, if none)

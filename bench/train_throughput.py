@@ -179,7 +179,8 @@ def main():
     print(table(rows))
     name = args.name or (f"train_throughput_{device.type}{'_bf16' if args.bf16 else ''}"
                          f"{'_plain_adam' if args.plain_adam else ''}")
-    print("wrote", write(name, {"machine": machine(), "keep_freed_memory": kept, "peak_flops": peak, "dtype": str(dtype), "rows": rows}))
+    print("wrote", write(name, {"machine": machine(), "keep_freed_memory": kept, "peak_flops": peak, "dtype": str(dtype),
+                                "rows": rows}))
 
 
 if __name__ == "__main__":

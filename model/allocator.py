@@ -22,19 +22,13 @@ TOP_PAD = 64 * 1024 * 1024  # the heap grows 64 MB at a time (fewer brk calls, e
 
 
 @functools.lru_cache(maxsize=1)
-def _libc():
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc if hasattr(libc, "mallopt") else None
-    except OSError:
-        return None
-
-
-@functools.lru_cache(maxsize=1)
 def keep_freed_memory() -> bool:
     """Set glibc's thresholds once per process; True where they were taken."""
-    libc = _libc()
-    if libc is None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return False
+    if not hasattr(libc, "mallopt"):
         return False
     return all(bool(libc.mallopt(option, value)) for option, value in
                ((M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX), (M_TRIM_THRESHOLD, TRIM_THRESHOLD), (M_TOP_PAD, TOP_PAD)))

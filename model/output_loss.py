@@ -50,10 +50,11 @@ class _ProjectedCrossEntropy(torch.autograd.Function):
             e = z.sub_(top).exp_()  # exp(z - max z), in place of the logits: log-sum-exp and softmax from one pass
             sums = e.sum(1)
             row = top.squeeze(1) + sums.log() - (1.0 - eps) * picked - eps * mean
-            w = kb.to(z.dtype) * scale  # each row's weight in the mean; 0 for an ignored row
-            total += (row * w).sum(dtype=torch.float64)
+            keep = kb.to(z.dtype)
+            total += (row * keep).sum(dtype=torch.float64)
             if not (want_h or want_w or want_b):
                 continue
+            w = keep * scale  # each row's weight in the mean; 0 for an ignored row
             # d loss / d z = w (softmax - eps / V), and -(1 - eps) w more at the target: one pass over the block
             g = torch.addcmul((-(eps / V) * w)[:, None], e, (w / sums)[:, None], out=e)
             g.scatter_add_(1, yc, (-(1.0 - eps) * w)[:, None])
@@ -64,7 +65,7 @@ class _ProjectedCrossEntropy(torch.autograd.Function):
             if db is not None:
                 db += g.sum(0)
         ctx.save_for_backward(dh, dw, db)
-        return total.to(h.dtype)
+        return (total * scale).to(h.dtype)
 
     @staticmethod
     def backward(ctx, grad):
