@@ -217,3 +217,20 @@ def reset_page(page: str) -> None:
     st.query_params.clear()
     if lang is not None:
         st.query_params[LANG_PARAM] = lang
+
+
+def open_box(label: str, *, key: str, open_now: bool = False):
+    """An expander that knows whether it is open (`box.open`), so that a page draws heavy contents (hundreds
+    of buttons) only while a learner looks at them. It stays as the learner left it across reruns, language
+    switches and page visits; Streamlit alone would forget: a language switch changes the label, and with it
+    the expander's identity. `open_now` opens it (e.g. a sentence with new unknown words)."""
+    ss = st.session_state
+    memo = f"{key}__open"
+    if open_now:
+        ss[memo] = True
+    ss[key] = ss.get(memo, False)
+    return st.expander(label, key=key, on_change=_remember_box, args=(key, memo))
+
+
+def _remember_box(key: str, memo: str) -> None:
+    st.session_state[memo] = bool(st.session_state.get(key))

@@ -219,7 +219,7 @@ def test_unknown_input_names_whole_words_and_marks_the_translation():
 @pytest.mark.slow
 def test_word_palette_builds_a_sentence_and_examples_show_the_kinds():
     en = catalogue("en")
-    at = run_page("inspector.py", "en", setup=with_text(""))
+    at = run_page("inspector.py", "en", setup=with_text("", insp_vocab__open=True))  # the box opened by hand
     assert_clean(at)
     pills = {w.key: w for w in at.get("button_group")}
     assert {"insp_pal_subject", "insp_pal_verb", "insp_pal_object"} <= set(pills)
@@ -232,6 +232,33 @@ def test_word_palette_builds_a_sentence_and_examples_show_the_kinds():
     assert all(w.value is None for w in at.get("button_group")), "the palette is ready for the next click"
     shown = "\n".join(m.value for m in at.markdown)
     assert en["inspector.example_kind.negation"] in shown and "`I go to school.`" in shown
+
+
+@pytest.mark.slow
+def test_the_palette_is_drawn_only_while_its_box_is_open_and_the_box_keeps_its_state():
+    """Issue 13: the palette's ~350 word buttons cost the browser ~0.3 s each time the page opened, in a box
+    nobody had opened. Now they are drawn when the box is open; the box stays as the learner left it
+    (reruns, a language switch that renames it), and new unknown words open it once."""
+    at = run_page("inspector.py", "en", setup=with_text("I go to school."))
+    assert_clean(at)
+    assert not at.get("button_group"), "a closed box draws no palette"
+    assert catalogue("en")["inspector.vocabulary_title"] in [e.label for e in at.expander]
+    at.session_state["insp_vocab__open"] = True  # what the box's on_change records when a learner opens it
+    at.run()
+    assert len(at.get("button_group")) > 5
+    at.session_state["lang"] = "ko"
+    at.run()
+    assert_clean(at)
+    assert at.get("button_group")[0].label == catalogue("ko")["inspector.pos.subject"], "open after the switch"
+    at.session_state["insp_vocab__open"] = False  # closed by hand
+    at.run()
+    assert not at.get("button_group")
+    at.text_area(key="insp_text").set_value("I go to the zebras.").run()  # "zebras": a word it never saw
+    assert at.get("button_group") and at.session_state["insp_vocab__open"], "new unknown words open the box"
+    at.session_state["insp_vocab__open"] = False
+    at.run()
+    at.text_area(key="insp_text").set_value("I go to the zebras today.").run()  # the same unknown word
+    assert not at.get("button_group"), "closed by hand, it stays closed for words it already named"
 
 
 @pytest.mark.slow
@@ -348,6 +375,7 @@ def test_uploaded_corpus_run_gets_its_own_words(empty_runs):
 
     def setup(at):
         at.session_state["insp_model"] = "run: tsv-run"
+        at.session_state["insp_vocab__open"] = True
     at = run_page("inspector.py", "en", setup=setup)
     assert_clean(at)
     assert at.text_area(key="insp_text").value.startswith("the bird sings song")  # examples from its corpus
