@@ -176,6 +176,25 @@ REVEAL_JS = """e => {
 }"""
 
 
+# The expanders and tabs of stMain that are closed now: each a possible lazy container (st.expander / st.tabs with
+# on_change: drawn only when open, and opening one reruns the page). `open`: the tab that is open now in its group.
+OPENERS_JS = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const out = [];
+  main.querySelectorAll('[data-testid="stExpander"] details').forEach(d => {
+    const s = d.querySelector('summary'), m = s.querySelector('[data-testid="stMarkdownContainer"]');
+    if (!d.open) out.push({kind: 'expander', label: (m || s).innerText.trim().split('\\n').pop().slice(0, 60)});
+  });
+  main.querySelectorAll('[data-testid="stTabs"]').forEach(tabs => {
+    const own = Array.from(tabs.querySelectorAll('[role="tab"]')).filter(x => x.closest('[data-testid="stTabs"]') === tabs);
+    const sel = own.find(x => x.getAttribute('aria-selected') === 'true');
+    own.forEach(b => { if (b !== sel) out.push({kind: 'tab', label: b.innerText.trim().slice(0, 60),
+                                                   open: sel ? sel.innerText.trim().slice(0, 60) : null}); });
+  });
+  return out;
+}"""
+
+
 def pct(xs, q):
     """The median for q = .5; otherwise the nearest rank (with 3 repeats the p95 is the slowest)."""
     xs = sorted(x for x in xs if x is not None)
@@ -365,6 +384,66 @@ def reveal(tab: Tab, el) -> None:
             break
         tab.page.wait_for_timeout(150)
     el.scroll_into_view_if_needed(timeout=5000)
+
+
+def opener(tab: Tab, o: dict, label: str | None = None):
+    """The clickable part of a lazy container: an expander's summary, or the tab named `label` (default: o's)."""
+    main = tab.page.locator("[data-testid='stMain']")
+    if o["kind"] == "expander":
+        return main.locator("[data-testid='stExpander'] summary").filter(has_text=o["label"]).first
+    return main.get_by_role("tab", name=label or o["label"], exact=True).first
+
+
+def is_open(tab: Tab, o: dict) -> bool:
+    el = opener(tab, o)
+    if o["kind"] == "expander":
+        return el.evaluate("s => s.closest('details').open")
+    return el.get_attribute("aria-selected") == "true"
+
+
+def click_and_settle(tab: Tab, el, quiet_ms: int, timeout_s: float) -> bool:
+    """Click; True (once the page is idle again) if the click reran the page, False if it changed the browser only."""
+    n0 = tab.n()
+    tab.arm()
+    el.click()
+    tab.page.wait_for_timeout(400)
+    if not any(f["kind"] in BUSY for f in tab.page.evaluate("(n0) => window.__ws.slice(n0)", n0)):
+        return False
+    tab.wait_idle(n0, None, quiet_ms, timeout_s)
+    return True
+
+
+def set_open(tab: Tab, o: dict, want: bool, quiet_ms: int, timeout_s: float) -> None:
+    """Open (or close: an expander; a tab goes back to the one that was open) a lazy container."""
+    if is_open(tab, o) == want:
+        return
+    el = opener(tab, o) if (want or o["kind"] == "expander") else opener(tab, o, o["open"])
+    click_and_settle(tab, el, quiet_ms, timeout_s)
+
+
+def lazy_controls(tab: Tab, base: list[dict], quiet_ms: int, timeout_s: float) -> tuple[list[dict], list[dict]]:
+    """Controls that a page draws only inside an opened expander or tab (issue 13: the inspector's palette, the
+    printed example's tabs). Each closed expander and tab is opened once: one whose opening reruns the page is
+    lazy; opening it is a control of its own, and the controls it adds are measured with it open (`via`)."""
+    seen = {(c["tid"], c["key"], c["label"]) for c in base}
+    openers, extra = [], []
+    for o in tab.page.evaluate(OPENERS_JS):
+        try:
+            if not click_and_settle(tab, opener(tab, o), quiet_ms, timeout_s):
+                if o["kind"] == "expander":
+                    opener(tab, o).click()  # closed again (drawn in the browser only)
+                elif o["open"]:
+                    opener(tab, o, o["open"]).click()
+                continue
+            openers.append(o)
+            for c in tab.page.evaluate(LIST_JS, WIDGETS):
+                if (c["tid"], c["key"], c["label"]) not in seen:
+                    seen.add((c["tid"], c["key"], c["label"]))
+                    extra.append({**c, "via": o})
+            set_open(tab, o, False, quiet_ms, timeout_s)
+        except (PWError, RuntimeError):
+            continue
+    return openers, extra
 
 
 def next_text(key: str | None, current: str, i: int) -> str:
@@ -715,8 +794,13 @@ def main():
                             langsw.setdefault((info.url, lang), []).append(switch_lang(tab, lang, args.quiet_ms, 120))
                         except (PWError, RuntimeError) as e:
                             errors.append({"page": info.url, "lang": lang, "control": "(language)", "error": str(e)[:200]})
+                    if not args.no_controls:
+                        openers, inside = lazy_controls(tab, controls, args.quiet_ms, args.timeout)
+                        controls = controls + [{"tid": "stTab" if o["kind"] == "tab" else "stExpander", "key": None,
+                                                "label": o["label"], "nth": 0, "inForm": False, "opener": o}
+                                               for o in openers] + inside
                     for c in ([] if args.no_controls else controls):
-                        name = c["key"] or f"{c['tid']}:{c['label']}"
+                        name = c["key"] or (f"open:{c['label']}" if c.get("opener") else f"{c['tid']}:{c['label']}")
                         if c["tid"] in SKIP_TESTIDS or (c["key"] in SKIP_KEYS) or c.get("inForm"):
                             skipped.append({"page": info.url, "lang": lang, "control": name, "label": c["label"],
                                             "kind": c["tid"], "why": "download/link/upload" if c["tid"] in SKIP_TESTIDS
@@ -727,6 +811,15 @@ def main():
                         times = []
                         for i in range(args.repeats):
                             try:
+                                if c.get("opener"):  # a lazy expander or tab: open it, close it (or the tab before)
+                                    o = c["opener"]
+                                    el = opener(tab, o) if o["kind"] == "expander" or not is_open(tab, o) \
+                                        else opener(tab, o, o["open"])
+                                    times.append(measure(tab, lambda: (tab.arm(), el.click()), args.quiet_ms,
+                                                         args.timeout))
+                                    continue
+                                if c.get("via"):
+                                    set_open(tab, c["via"], True, args.quiet_ms, args.timeout)
                                 el = find_control(tab, c, args.quiet_ms, args.timeout, reset=i == 0)
                                 reveal(tab, el)
                                 nf = len(tab.py_frames)

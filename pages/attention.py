@@ -10,7 +10,7 @@ from app.format import vector
 from app.i18n import UserError, lang, t
 from app.resources import device_description, shared_figure, shared_view
 from app.state import OneBased, keep
-from app.ui import error, show_figure, show_matrix, text
+from app.ui import error, show_figure, show_matrix, table, text
 from model import lab as mlab
 from model import worked_example as wx
 from model.device import best_device
@@ -179,8 +179,12 @@ def printed_section():
     text("attention.check_yourself", decimals=wx.PRINTED_DECIMALS, half_unit=half_unit)
     reveal = st.toggle(t("attention.printed.reveal"), **keep("att_reveal", False))
     ex_labels = wx.EXAMPLE_TOKENS
-    for tab, (name, stage) in zip(st.tabs([lab.DISPLAY[key] for key in wx.PRINTED_STAGE]),
-                                  wx.PRINTED_STAGE.items()):
+    # Only the open tab is drawn (a tab's click reruns this section): four tabs drawn at once were a fifth of
+    # the browser's work when the page opened (issue 13). The tabs' names are formulas, the same in both languages.
+    tabs = st.tabs([lab.DISPLAY[key] for key in wx.PRINTED_STAGE], key="att_printed_tab", on_change="rerun")
+    for tab, (name, stage) in zip(tabs, wx.PRINTED_STAGE.items()):
+        if not tab.open:
+            continue
         printed = report.printed[name]
         shown, slug = lab.DISPLAY[name], name.replace("'", "-prime")
         ex_cols = ex_labels if name != "O" else [str(j + 1) for j in range(printed.shape[1])]
@@ -215,7 +219,7 @@ def printed_section():
         st.subheader(t("attention.chain.header"))
         text("attention.chain_intro", half_unit=half_unit)
         rows = wx.chain_rows(report)
-        st.dataframe(lab.chain_table(rows), hide_index=True)
+        table(lab.chain_table(rows), key="att-chain")
         for sentence in lab.chain_sentences(rows):
             st.markdown("- " + sentence)
         st.markdown(f"**{lab.chain_verdict(report)}**")
@@ -253,12 +257,12 @@ def additive_section(work, view, q_labels, k_labels, causal):
                     key="att-add-weights")
     st.caption(t("common.rows_cols") + " " + t("attention.additive.maps_differ"))
     flops = mlab.scoring_flops(n, m, work.d_k, hidden)
-    st.dataframe([{t("attention.additive.col_scoring"): t(f"attention.additive.{kind}"),
-                   t("attention.additive.col_formula"): formula,
-                   t("attention.additive.col_flops"): flops[kind],
-                   t("attention.additive.col_memory"): flops[f"{kind}_memory"]}
-                  for kind, formula in (("dot", "2·n·m·dₖ + n·m"),
-                                        ("additive", "2·n·dₖ·h + 2·m·dₖ·h + 4·n·m·h"))], hide_index=True)
+    table([{t("attention.additive.col_scoring"): t(f"attention.additive.{kind}"),
+            t("attention.additive.col_formula"): formula,
+            t("attention.additive.col_flops"): f"{flops[kind]:,}",
+            t("attention.additive.col_memory"): f"{flops[f'{kind}_memory']:,}"}
+           for kind, formula in (("dot", "2·n·m·dₖ + n·m"), ("additive", "2·n·dₖ·h + 2·m·dₖ·h + 4·n·m·h"))],
+          key="att-flops")
     st.caption(t("attention.additive.flops_note", n=n, m=m, d_k=work.d_k, hidden=hidden))
     timing_part(hidden)
 

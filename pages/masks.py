@@ -9,9 +9,9 @@ from app.charts.style import lift_title
 from app.inputs import piece_label
 from app.i18n import Message, UserError, lang, options, say, t
 from app.resources import (available_models, demo_model, load_model, model_stamp, parameter_count, shared_figure,
-                           shared_table, shared_tokenizer, shared_view)
+                           shared_tokenizer, shared_view)
 from app.state import OneBased, keep
-from app.ui import error, show_matrix, text
+from app.ui import error, show_matrix, table, text
 from model.checkpoint import CheckpointError
 from model.config import PRESETS
 from model.mask_demo import SCORES_OF, mask_demo_batch
@@ -140,9 +140,9 @@ def masks_section(model, tok, cfg):
         B, L = len(mb.ids), len(mb.ids[0])
         labels = [labs + ["<pad>"] * (L - len(labs)) for _, labs in toks]
         st.markdown(t("masks.token_ids", pad=tok.pad_id, length=L))
-        st.dataframe(shared_table("masks-ids", (model_key, batch_ids, tuple(map(tuple, labels))), lambda: [
+        table(shared_view("masks-ids", (model_key, batch_ids, tuple(map(tuple, labels))), lambda: [
             {"#": b + 1, **{str(j): f"{labels[b][j]} ({mb.ids[b][j]})" for j in range(L)}} for b in range(B)]),
-            hide_index=True)
+            key="masks-ids")
         rows, cols = [f"#{b + 1}" for b in range(B)], [str(j) for j in range(L)]
         fig = fig_once("padding", (batch_ids,), lambda: _padding_figure(mb, rows, cols))
         show_matrix(fig, mb.keep_matrix, name="padding-mask", row_labels=rows, col_labels=cols, key="pad-mask")
@@ -243,7 +243,7 @@ def architectures_section():
                   col["examples"]: known,
                   **{col[c]: t(f"masks.arch.{arch}.{c}") for c in ("attentions", "masks", "use")}}
                  for arch, known in ARCHITECTURES.items()]
-    st.dataframe(shared_table("masks-arch", (lang(), preset), lambda: arch_rows), hide_index=True)
+    table(arch_rows, key="masks-arch")
     st.download_button(t("common.download_csv"), rows_csv(arch_rows), file_name="architectures.csv", mime="text/csv",
                        key="arch_csv")
     text("masks.arch_note")

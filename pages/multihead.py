@@ -7,9 +7,9 @@ from app.charts.curves import line_chart
 from app.charts.export import series_csv
 from app.charts.heatmaps import head_grid, head_tiles, stage_figure
 from app.i18n import UserError, t
-from app.resources import shared_figure, shared_table, shared_view
+from app.resources import shared_figure, shared_view
 from app.state import keep
-from app.ui import error, show_figure, show_matrix, text
+from app.ui import error, show_figure, show_matrix, table, text
 from model import lab as mlab
 from model import layer_walk as mwalk
 from model.config import PRESETS
@@ -77,11 +77,11 @@ text("multihead.shapes")
 SYMBOLS = {"input": "[B, L, D]", "q_proj": "[B, L, D]", "k_proj": "[B, L, D]", "v_proj": "[B, L, D]",
            "split": "[B, L, H, d_h]", "transpose": "[B, H, L, d_h]", "scores": "[B, H, L, L]",
            "weights": "[B, H, L, L]", "heads": "[B, H, L, d_h]", "concat": "[B, L, D]", "output": "[B, L, D]"}
-st.dataframe(shared_table("mh-shapes", (*view, t("multihead.col_stage")), lambda: [{
+table(shared_view("mh-shapes", (*view, t("multihead.col_stage")), lambda: [{
     t("multihead.col_stage"): t(f"multihead.step.{s.name}"),
     t("multihead.col_symbols"): SYMBOLS[s.name],
     t("multihead.col_shape"): str(list(s.shape)),
-} for s in demo.steps]), hide_index=True, height=35 * (len(demo.steps) + 1) + 3)
+} for s in demo.steps]), key="mh-shapes")
 st.caption(t("multihead.shapes_note", L=L, D=D, H=H, d_h=d_h, gap=demo.module_gap))
 
 # ---------------------------------------------------------------- 3. heads
@@ -125,15 +125,15 @@ st.caption(t("multihead.compare.same_params", count=demo.param_formula,
 # ---------------------------------------------------------------- 5. cost
 st.header(t("multihead.cost.header"))
 text("multihead.cost")
-st.dataframe(shared_table("mh-costs", (*view, t("multihead.cost.projections")), lambda: [{
+table(shared_view("mh-costs", (*view, t("multihead.cost.projections")), lambda: [{
     "H": c.heads, "d_h": c.d_head,
     t("multihead.cost.scores_shape"): str(list(c.scores_shape)),
-    t("multihead.cost.projections"): c.projections,
-    "QKᵀ": c.scores, t("multihead.cost.weighted_sum"): c.weighted_sum,
-    "W^O": c.output_projection, t("multihead.cost.matmul"): c.matmul,
-    t("multihead.cost.softmax_entries"): c.softmax_entries,
-    t("multihead.cost.parameters"): c.parameters,
-} for c in demo.costs]), hide_index=True)
+    t("multihead.cost.projections"): f"{c.projections:,}",
+    "QKᵀ": f"{c.scores:,}", t("multihead.cost.weighted_sum"): f"{c.weighted_sum:,}",
+    "W^O": f"{c.output_projection:,}", t("multihead.cost.matmul"): f"{c.matmul:,}",
+    t("multihead.cost.softmax_entries"): f"{c.softmax_entries:,}",
+    t("multihead.cost.parameters"): f"{c.parameters:,}",
+} for c in demo.costs]), key="mh-costs")
 totals = demo.matmul_totals
 st.caption(t("multihead.cost.same" if len(totals) == 1 else "multihead.cost.differ", L=L, D=D,
              values=", ".join(f"{v:,}" for v in totals)))
@@ -149,7 +149,7 @@ st.latex(r"n_1=\mathrm{LayerNorm}(x+\mathrm{MultiHead}(x,x,x)),\quad "
 LAYER_FORMULAS = {"input": "x", "attention": "a = MultiHead(x, x, x)", "sum1": "x + a",
                   "norm1": "n₁ = LayerNorm(x + a)", "hidden": "h = ReLU(n₁W₁ + b₁)", "ffn": "f = hW₂ + b₂",
                   "sum2": "n₁ + f", "output": "y = LayerNorm(n₁ + f)"}
-st.dataframe(shared_table("mh-layer-steps", (*view, t("multihead.layer.col_stage")), lambda: [{
+table(shared_view("mh-layer-steps", (*view, t("multihead.layer.col_stage")), lambda: [{
     t("multihead.layer.col_stage"): t(f"multihead.layer.stage.{s.name}"),
     t("multihead.layer.col_formula"): LAYER_FORMULAS[s.name],
     t("multihead.col_shape"): str(list(s.shape)),
@@ -157,7 +157,7 @@ st.dataframe(shared_table("mh-layer-steps", (*view, t("multihead.layer.col_stage
     t("multihead.layer.col_mean"): f"{abs(s.means).max():.3f}",
     t("multihead.layer.col_std"): f"{s.stds.min():.3f} – {s.stds.max():.3f}",
     t("multihead.layer.col_change"): t(f"multihead.layer.change.{s.name}"),
-} for s in walk.steps]), hide_index=True, height=35 * (len(walk.steps) + 1) + 3)
+} for s in walk.steps]), key="mh-layer-steps")
 m1, m2, m3 = st.columns(3)
 m1.metric(t("multihead.layer.d_ff"), f"{walk.d_ff}")
 m2.metric(t("multihead.layer.relu_total"), f"{walk.relu_zero_total:.1%}")
@@ -173,7 +173,7 @@ fig = shared_figure("mh-layer-norms", (*view, *lengths, *chart_titles), lambda: 
     positions, lengths, mode="lines+markers", title=chart_titles[0], x_title=chart_titles[1], y_title="‖v‖"))
 show_figure(fig, name=f"layer-vector-lengths-D{D}-H{H}", csv=series_csv("position", positions, lengths),
             key="mh-layer-norms")
-st.dataframe(shared_table("mh-layer-tokens", (*view, t("multihead.layer.col_token")), lambda: [{
+table(shared_view("mh-layer-tokens", (*view, t("multihead.layer.col_token")), lambda: [{
     "#": i + 1, t("multihead.layer.col_token"): labels[i],
     "‖x‖": f"{walk.step('input').norms[i]:.2f}", "‖a‖": f"{walk.step('attention').norms[i]:.2f}",
     t("multihead.layer.col_share_attn"): f"{walk.residual_share['attention'][i]:.1%}",
@@ -182,7 +182,7 @@ st.dataframe(shared_table("mh-layer-tokens", (*view, t("multihead.layer.col_toke
     "‖f‖": f"{walk.step('ffn').norms[i]:.2f}",
     t("multihead.layer.col_share_ffn"): f"{walk.residual_share['ffn'][i]:.1%}",
     "‖y‖": f"{walk.step('output').norms[i]:.2f}",
-} for i in range(L)]), hide_index=True)
+} for i in range(L)]), key="mh-layer-tokens")
 text("multihead.layer_result", root=walk.normed_length, D=D, d_ff=walk.d_ff,
      share_attn=float(walk.residual_share["attention"].mean()), share_ffn=float(walk.residual_share["ffn"].mean()),
      relu=walk.relu_zero_total)

@@ -11,7 +11,7 @@ from app.i18n import Message, UserError, options, t
 from app.inputs import parse_int_list, split_words
 from app.resources import shared_figure, shared_view
 from app.state import keep
-from app.ui import error, show_figure, show_matrix, text
+from app.ui import error, show_figure, show_matrix, table, text
 from model import positions as mpos
 from model.positions import EXPERIMENT_MODEL, ORDERS, SINUSOIDAL_LOOKUP_LIMIT, per_word_differences, unshuffled_attention
 
@@ -241,7 +241,7 @@ def permutation_section() -> None:
                  t("positional.permutation.col_attention"): f"{r['attn_diff']:.3e}",
                  t("positional.permutation.col_same"): yes_no[r["same_order"]]}
                 for pe_on, r in runs.items()]
-        st.dataframe(rows, hide_index=True)
+        table(rows, key="pos-perm")
         permutation_maps(words, exp)
         names = {False: t("positional.permutation.diff_without"), True: t("positional.permutation.diff_with")}
         diffs = {names[pe_on]: per_word_differences(runs[pe_on], perm) for pe_on in (False, True)}

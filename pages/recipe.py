@@ -11,7 +11,7 @@ from app.i18n import UserError, lang, t
 from app.inputs import parse_pairs, piece_label
 from app.resources import demo_model, shared_figure, shared_tokenizer, shared_view
 from app.state import between, keep
-from app.ui import error, show_figure, show_matrix, text
+from app.ui import error, show_figure, show_matrix, table, text
 from model.config import PRESETS
 from model.dropout_demo import MASKS_AVERAGED, PAPER_RATES, TABLE3_DROPOUT, residual_dropout
 from model.optim_demo import adam_trace
@@ -75,10 +75,10 @@ def schedule_section():
         sched["steps"], series, markers=peaks, log_x=log_x, x_title=t("recipe.schedule.x"), y_title=t("recipe.schedule.y"),
         height=430, title=t("recipe.schedule.title")))
     show_figure(fig, name="warmup-schedule", csv=series_csv("step", sched["steps"], series), key="sch_fig")
-    st.dataframe([{"d_model": c["d_model"], "warmup": c["warmup"], t("recipe.schedule.peak_step"): c["peak_step"],
-                   t("recipe.schedule.peak_lr"): f"{c['peak_lr']:.4e}", "d^-0.5 · w^-0.5": f"{c['closed_form']:.4e}",
-                   t("recipe.schedule.lr_end", step=sched["end"]): f"{c['lr_end']:.4e}"} for c in sched["curves"]],
-                 hide_index=True)
+    table([{"d_model": c["d_model"], "warmup": c["warmup"], t("recipe.schedule.peak_step"): c["peak_step"],
+            t("recipe.schedule.peak_lr"): f"{c['peak_lr']:.4e}", "d^-0.5 · w^-0.5": f"{c['closed_form']:.4e}",
+            t("recipe.schedule.lr_end", step=sched["end"]): f"{c['lr_end']:.4e}"} for c in sched["curves"]],
+          key="sch-peaks")
     first = sched["curves"][0]
     text("recipe.schedule_result", d_model=d_model, warmup=warmup, peak_step=first["peak_step"], peak_lr=first["peak_lr"])
 
@@ -103,7 +103,7 @@ def adam_section():
                   "m": f"{r['m']:.4g}", "v": f"{r['v']:.4g}", "m̂": f"{r['m_hat']:.4g}", "v̂": f"{r['v_hat']:.4g}",
                   t("recipe.adam.update"): f"{r['update']:.4g}", t("recipe.adam.new_theta"): f"{r['new_theta']:.6g}"}
                  for r in trace["rows"]]
-    st.dataframe(adam_rows, hide_index=True)
+    table(adam_rows, key="adam-steps")
     st.download_button(t("common.download_csv"), rows_csv(adam_rows), file_name="adam-steps.csv", mime="text/csv",
                        key="adam_csv")
     c1, c2 = st.columns(2)
@@ -161,10 +161,10 @@ smoothing_section()
 # ----------------------------------------------------------------------------- 4. dropout
 st.header(t("recipe.dropout.header"))
 text("recipe.dropout", base=PAPER_RATES["base"], big=PAPER_RATES["big_en_de"], big_fr=PAPER_RATES["big_en_fr"])
-st.dataframe([{"P_drop": f"{rate:.1f}", t("recipe.dropout.ppl"): f"{ppl:.2f}", "BLEU": f"{bleu:.1f}",
-               t("recipe.dropout.row"): t("recipe.dropout.base_row" if rate == PRESETS["paper_base"].dropout
-                                          else "recipe.dropout.ablation_row")}
-              for rate, ppl, bleu in TABLE3_DROPOUT], hide_index=True)
+table([{"P_drop": f"{rate:.1f}", t("recipe.dropout.ppl"): f"{ppl:.2f}", "BLEU": f"{bleu:.1f}",
+        t("recipe.dropout.row"): t("recipe.dropout.base_row" if rate == PRESETS["paper_base"].dropout
+                                   else "recipe.dropout.ablation_row")}
+       for rate, ppl, bleu in TABLE3_DROPOUT], key="dropout-table3")
 st.caption(t("recipe.dropout.table_note"))
 
 st.subheader(t("recipe.dropout.demo_header"))

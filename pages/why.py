@@ -11,7 +11,7 @@ from app.i18n import Message, UserError, t
 from app.inputs import parse_int_list
 from app.resources import device_description, shared_figure, shared_view
 from app.state import keep
-from app.ui import error, show_figure, text
+from app.ui import error, show_figure, table, text
 from model import complexity as mcx
 from model.complexity import TIMED, complexity_table, time_layers, timing_summary
 from model.device import best_device
@@ -65,15 +65,15 @@ d = int(c2.number_input("d", 1, 100_000, **keep("cx_d", 512, url="d", valid=rang
 k = c3.slider("k", 2, 64, **keep("cx_k", 3, url="k", valid=range(2, 65)))
 r = c4.slider("r", 1, 1024, **keep("cx_r", 16, url="r", valid=range(1, 1025)))
 rows = complexity_table(n, d, k, r)
-table = [{t("why.table.layer"): name(row.layer),
-          t("why.table.cost_formula"): row.cost_formula,
-          t("why.table.cost"): large(row.cost),
-          t("why.table.sequential_formula"): row.sequential_formula,
-          t("why.table.sequential"): large(row.sequential),
-          t("why.table.path_formula"): row.path_formula,
-          t("why.table.path"): large(round(row.path, 2))} for row in rows]
-st.dataframe(table, hide_index=True)
-st.download_button(t("common.download_csv"), rows_csv(table), file_name="complexity-table.csv", mime="text/csv",
+cx_rows = [{t("why.table.layer"): name(row.layer),
+            t("why.table.cost_formula"): row.cost_formula,
+            t("why.table.cost"): large(row.cost),
+            t("why.table.sequential_formula"): row.sequential_formula,
+            t("why.table.sequential"): large(row.sequential),
+            t("why.table.path_formula"): row.path_formula,
+            t("why.table.path"): large(round(row.path, 2))} for row in rows]
+table(cx_rows, key="why-complexity")
+st.download_button(t("common.download_csv"), rows_csv(cx_rows), file_name="complexity-table.csv", mime="text/csv",
                    key="cx_csv")
 sa, rnn = rows[0].cost, rows[1].cost
 text("why.table_result", n=n, d=d, attention=large(sa), recurrent=large(rnn), ratio=sa / rnn,
@@ -193,7 +193,7 @@ def timing_section() -> None:
                    t("why.timing.per_position"): f"{row['recurrent_us_per_position']:.1f}",
                    t("why.timing.ratio"): f"{row['ratio']:.2f}×"}
                   for i, row in enumerate(summary["rows"])]
-        st.dataframe(rows_t, hide_index=True)
+        table(rows_t, key="why-timing")
         st.download_button(t("common.download_csv"), rows_csv(rows_t), file_name="measured-times.csv",
                            mime="text/csv", key="tm_csv")
         if summary["growth"]:

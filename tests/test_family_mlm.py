@@ -18,7 +18,7 @@ from model.family.mlm import (ACTION_KEEP, ACTION_MASK, ACTION_NONE, ACTION_RAND
                               later_share, mask_sequence, masked_logits, score_batches, shared_tokenizer, tokens)
 from model.messages import UserError
 from model.transformer import Transformer
-from tests.apptest_read import charts
+from tests.apptest_read import charts, tables
 
 SHIPPED = ASSETS / "models" / "mlm"
 TINY = dict(d_model=32, heads=2, d_ff=64, layers=2, dropout=0.0, max_len=64)
@@ -339,12 +339,12 @@ def test_section(lang, model_in_runs):
     assert len(charts(at)) == 5  # predictions, two grids, two maps
     mlm_later, lm_later = (m.value for m in at.metric)
     assert lm_later == "0.0%" and mlm_later != "0.0%"  # the causal triangle vs the full square
-    assert len(at.dataframe[0].value) == 1  # one typed [MASK]
+    assert len(tables(at)[0]) == 1  # one typed [MASK]
     # a typed [MASK] in an English sentence alone
     at.text_input(key="fam_mlm_pair").set_value("").run()
     at.text_input(key="fam_mlm_text").set_value("She [MASK] to school [MASK].").run()
     _clean(at)
-    assert len(at.dataframe[0].value) == 2
+    assert len(tables(at)[0]) == 2
     # clicked masks on a pair without typed masks
     at.text_input(key="fam_mlm_text").set_value("I see the sea every day.").run()
     _clean(at)
@@ -354,14 +354,14 @@ def test_section(lang, model_in_runs):
     assert pills.key == "fam_mlm_masked" and len(pills.options) == 7 + 5
     pills.set_value([4]).run()
     _clean(at)
-    assert len(at.dataframe[0].value) == 1 and len(charts(at)) == 5
+    assert len(tables(at)[0]) == 1 and len(charts(at)) == 5
     at.selectbox(key="fam_mlm_layer").set_value(0)
     at.selectbox(key="fam_mlm_head").set_value(1).run()
     _clean(at)
     # a new text clears the clicked masks; every token masked (nothing left to click); empty text
     at.text_input(key="fam_mlm_text").set_value("She [MASK] to school.").run()
     _clean(at)
-    assert at.get("button_group")[0].value == [] and len(at.dataframe[0].value) == 1
+    assert at.get("button_group")[0].value == [] and len(tables(at)[0]) == 1
     at.text_input(key="fam_mlm_text").set_value("[MASK] [MASK]").run()
     at.text_input(key="fam_mlm_pair").set_value("").run()
     _clean(at)
@@ -380,7 +380,7 @@ def test_section_in_the_app_from_a_link(lang, model_in_runs):
                                  "mlm_masked": "4", "mlm_layer": "1", "mlm_head": "2"}, lang=lang)
     _clean(at)
     assert at.session_state["fam_mlm_masked"] == [4] and at.session_state["fam_mlm_head"] == 1
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     assert list(table.iloc[:, 2]) == ["▁sea"]  # the hidden token
     assert at.query_params.get("mlm_masked") in ("4", ["4"])
     bad = open_link("family.py", {"member": "mlm", "mlm_masked": "x,99", "mlm_layer": "9"}, lang=lang)

@@ -13,7 +13,7 @@ from app.charts.style import MODEBAR_ROOM
 from app.i18n import t
 from model import lab as mlab
 from model import worked_example as wx
-from tests.apptest_read import figures, title, z_of
+from tests.apptest_read import figures, tables, title, z_of
 from tests.apptest_util import assert_clean, run_page
 from tests import apptest_util
 
@@ -45,7 +45,7 @@ def by_key(elements, key):
 
 
 def chain_tables(at) -> list:
-    return [d.value for d in at.dataframe if t("attention.chain.col_stage") in d.value.columns]
+    return [d for d in tables(at) if t("attention.chain.col_stage") in d.columns]
 
 
 def with_inputs(q=None, k=None, v=None, tokens_q=None, tokens_k=None, lang="en", extra=None):
@@ -153,6 +153,13 @@ ARTICLE = "[딥러닝, 논문리뷰] Attention Is All You Need 2 - Attention Mec
 GUESS_KEYS = ["att_guess_S", "att_guess_S-prime", "att_guess_A", "att_guess_O"]
 
 
+def open_printed_tab(at, label: str) -> None:
+    """What a click on one of section 4's tabs does: the section draws that tab only (issue 13)."""
+    at.session_state["att_printed_tab"] = label
+    at.run()
+    assert_clean(at)
+
+
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_printed_example_is_an_exercise_that_names_its_source(lang):
     """Section 4 names the blog post and says its example has errors; the answer stays hidden (no
@@ -167,7 +174,11 @@ def test_printed_example_is_an_exercise_that_names_its_source(lang):
     assert outlined(printed_s) == set()
     computed = "S computed from Q, K, V" if lang == "en" else "Q, K, V로 계산한 S"
     assert computed not in [title(f) for f in figures(at)]
-    assert [m.key for m in at.multiselect] == GUESS_KEYS
+    assert [m.key for m in at.multiselect] == GUESS_KEYS[:1], "only the open tab is drawn"
+    for label, key in zip(["S", "S′", "A", "O"], GUESS_KEYS):  # each tab, opened, draws its own exercise
+        open_printed_tab(at, label)
+        assert [m.key for m in at.multiselect] == [key]
+        assert fig_by_title(at, f"{label} as printed" if lang == "en" else f"인쇄된 {label}")
     assert not chain_tables(at)  # the chain check is part of the answer
 
 
@@ -183,12 +194,15 @@ def test_guess_then_reveal_the_answer(lang, monkeypatch):
     assert not at.warning
     printed_s = fig_by_title(at, "S as printed" if lang == "en" else "인쇄된 S")
     assert outlined(printed_s) == {(i, j) for i in range(3) for j in range(3)} - {(2, 0)}
-    printed_a = fig_by_title(at, "A as printed" if lang == "en" else "인쇄된 A")
-    assert len(outlined(printed_a)) == 9
     computed = fig_by_title(at, "S computed from Q, K, V" if lang == "en" else "Q, K, V로 계산한 S")
     assert computed["data"][0]["text"][2][2] == "1.51"
     text = page_text(at)
     assert t("attention.printed.score", found=1, wrong=8, false_alarms=1, name="S") in text
+    assert len(at.get("download_button")) == len(figures(at))
+    open_printed_tab(at, "A")
+    printed_a = fig_by_title(at, "A as printed" if lang == "en" else "인쇄된 A")
+    assert len(outlined(printed_a)) == 9
+    text = page_text(at)
     # the chain check, now shown, with its generated verdict (not a warning box)
     table = chain_tables(at)[0]
     assert list(table.iloc[:, -1]) == (["inconsistent", "consistent", "inconsistent", "inconsistent"] if lang == "en"

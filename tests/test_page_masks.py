@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from app.resources import SHIPPED
-from tests.apptest_read import errors, figures, metric, title, z_of
+from tests.apptest_read import errors, figures, metric, tables, title, z_of
 from tests.apptest_util import assert_clean, run_page
 from tests import apptest_util
 
@@ -59,7 +59,7 @@ def test_masks_page_en():
     assert_clean(at)
     assert any("untrained" in c.value for c in at.caption)
     assert metric(at, "decoder self: largest weight on a future token") == 0.0
-    table = at.dataframe[-1].value
+    table = tables(at)[-1]
     assert list(table.iloc[:, 0]) == ["encoder-only", "decoder-only", "encoder-decoder"]
     assert table.iloc[2, 1] == "63,082,496"  # paper_base, same as the overview page
 
@@ -95,7 +95,7 @@ def test_every_kind_and_tab_in_both_languages(lang):
     for kind in ("encoder_self", "decoder_self", "cross"):
         at.radio(key="kind").set_value(kind).run()
         assert_clean(at)
-    table = at.dataframe[-1].value
+    table = tables(at)[-1]
     assert len(table) == 3 and len(table.columns) == 6
 
 
@@ -235,7 +235,7 @@ def test_a_link_opens_the_view_it_describes():
     assert at.radio(key="kind").value == "cross"
     assert (at.slider(key="kind_layer").value, at.slider(key="kind_head").value) == (2, 4)
     assert at.selectbox(key="arch_preset").value == "paper_big"
-    assert len(at.dataframe[0].value) == 2  # one row of token ids per sentence
+    assert len(tables(at)[0]) == 2  # one row of token ids per sentence
 
     tok = load_tokenizer()
     model = probe_model(tok.vocab_size)
@@ -248,7 +248,7 @@ def test_a_link_opens_the_view_it_describes():
     cross = next(f for f in figures(at) if title(f).startswith("encoder–decoder attention"))
     assert "layer 2 · head 4" in title(cross)
     assert np.allclose(z_of(cross), maps["cross"][1, 3], atol=1e-5)
-    assert at.dataframe[-1].value.iloc[2, 1] != "63,082,496"  # paper_big, not paper_base
+    assert tables(at)[-1].iloc[2, 1] != "63,082,496"  # paper_big, not paper_base
 
 
 BAD_LINK = {"model": "no-such-model", "batch": "x" * 100_000, "which": "<b>x</b>", "head": "99",

@@ -9,14 +9,14 @@ import pytest
 
 from app.attention_lab import heads_csv
 from app.i18n import catalogue
-from tests.apptest_read import charts, figures, rendered_text, title
+from tests.apptest_read import charts, figures, rendered_text, tables, title
 from tests.apptest_util import assert_clean, run_page
 
 SHAPE_COL = {"en": "shape (this run)", "ko": "모양 (이번 실행)"}
 
 
 def shapes_shown(at, lang="en") -> list[str]:
-    return list(at.dataframe[0].value[SHAPE_COL[lang]])
+    return list(tables(at)[0][SHAPE_COL[lang]])
 
 
 def expected_shapes(L, D, H) -> list[str]:
@@ -45,7 +45,7 @@ def test_default_page_shapes(lang):
     assert [a["text"] for a in figs[0]["layout"]["annotations"]] == [
         f"<b>{'head' if lang == 'en' else '헤드'} {h}</b>" for h in range(1, 9)]
     assert len(at.get("download_button")) == len(charts(at))
-    cost = at.dataframe[1].value
+    cost = tables(at)[1]
     assert list(cost["H"]) == [1, 2, 4, 8, 16, 32, 64]
     assert cost.iloc[:, 7].nunique() == 1  # matmul total is the same for every H
     assert cost.iloc[:, -1].nunique() == 1  # and so is the parameter count
@@ -124,13 +124,13 @@ def test_one_layer_end_to_end(lang, monkeypatch):
     headers = [h.value for h in at.header]
     assert headers[-1] == t("multihead.layer.header")
     assert headers.index(t("multihead.layer.header")) > headers.index(t("multihead.maps.header"))
-    steps = next(d.value for d in at.dataframe if t("multihead.layer.col_change") in d.value.columns)
+    steps = next(d for d in tables(at) if t("multihead.layer.col_change") in d.columns)
     assert list(steps[t("multihead.layer.col_stage")]) == [t(f"multihead.layer.stage.{s}") for s in LAYER_STEPS]
     assert list(steps[t("multihead.col_shape")]) == [str([1, 6, 64])] * 4 + [str([1, 6, 256])] + [str([1, 6, 64])] * 3
     walk = layer_walk("the cat sat on the mat".split(), 64, 8, seed=0)
     norms = [float(x) for x in steps[t("multihead.layer.col_norm")]]
     assert norms == pytest.approx([float(s.norms.mean()) for s in walk.steps], abs=6e-3)
-    tokens = next(d.value for d in at.dataframe if t("multihead.layer.col_token") in d.value.columns)
+    tokens = next(d for d in tables(at) if t("multihead.layer.col_token") in d.columns)
     assert list(tokens[t("multihead.layer.col_token")]) == "the cat sat on the mat".split()
     assert [float(x) for x in tokens[t("multihead.layer.col_relu")]] == pytest.approx(
         list(walk.relu_zero_share), abs=6e-4)
@@ -148,7 +148,7 @@ def test_one_layer_follows_d_and_h():
     assert_clean(at)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["d_ff = 4 · D"] == "64"
-    steps = at.dataframe[2].value
+    steps = tables(at)[2]
     assert list(steps["shape (this run)"])[4] == str([1, 3, 64])
 
 

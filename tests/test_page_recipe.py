@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from model.schedule import noam_peak
-from tests.apptest_read import broken_emphasis, errors, figures, metric, title, z_of
+from tests.apptest_read import broken_emphasis, errors, figures, metric, tables, title, z_of
 from tests.apptest_util import assert_clean, run_page
 from tests import apptest_util
 
@@ -12,7 +12,7 @@ def test_recipe_page_en():
     at = run_page("recipe.py", "en")
     assert_clean(at)
     assert at.title[0].value == "Training recipe"
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     assert len(table) == 3
     for _, row in table.iterrows():
         d, w = int(row["d_model"]), int(row["warmup"])
@@ -22,7 +22,7 @@ def test_recipe_page_en():
     assert metric(at, "largest gap torch vs by-hand") < 1e-12
     assert metric(at, "first update |Δθ|") == pytest.approx(0.1, rel=1e-6)
     assert metric(at, "best confidence, found numerically") == pytest.approx(1 - 0.1 + 0.1 / 10, abs=1e-5)
-    assert len(at.dataframe[1].value) == 5  # one row per Adam step
+    assert len(tables(at)[1]) == 5  # one row per Adam step
     # invalid list, a changed ε and V, and a gradient scale that does not change the first step
     at.text_input(key="sch_pairs").set_value("512, abc")
     at.slider(key="ls_eps").set_value(0.3)
@@ -31,7 +31,7 @@ def test_recipe_page_en():
     at.run()
     assert_clean(at)
     assert any("abc" in e for e in errors(at))
-    assert len(at.dataframe[0].value) == 1  # the slider curve is still drawn
+    assert len(tables(at)[0]) == 1  # the slider curve is still drawn
     assert metric(at, "best confidence, found numerically") == pytest.approx(1 - 0.3 + 0.3 / 5, abs=1e-5)
     assert metric(at, "first update |Δθ|") == pytest.approx(0.1, rel=1e-6)
     at.text_input(key="sch_pairs").set_value("1e30, 4000; 512 8000").run()
@@ -49,7 +49,7 @@ def test_recipe_page_ko():
     at.number_input(key="ls_V").set_value(40_000)
     at.run()
     assert_clean(at)
-    row = at.dataframe[0].value.iloc[0]
+    row = tables(at)[0].iloc[0]
     assert int(row["최고점 스텝"]) == 8000
     assert float(row["최고 학습률"]) == pytest.approx(1024 ** -0.5 * 8000 ** -0.5, rel=1e-4)
     assert any("나머지 토큰 39,988개" in c.value for c in at.caption)  # V beyond the 12 bars shown
@@ -113,11 +113,11 @@ def test_a_link_opens_the_view_it_describes():
     assert at.text_input(key="drop_sentence").value == "the boy eats an apple"
     assert (at.slider(key="drop_p").value, at.number_input(key="drop_seed").value) == (0.5, 3)
     # the numbers they drive
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     assert len(table) == 1 and int(table.iloc[0]["peak step"]) == 2000
     assert float(table.iloc[0]["peak learning rate"]) == pytest.approx(256 ** -0.5 * 2000 ** -0.5, rel=1e-4)
     assert "rate at step 50,000" in table.columns
-    assert len(at.dataframe[1].value) == 7  # Adam steps
+    assert len(tables(at)[1]) == 7  # Adam steps
     assert metric(at, "first update |Δθ|") == pytest.approx(0.01, rel=1e-6)
     assert metric(at, "best confidence, found numerically") == pytest.approx(1 - 0.2 + 0.2 / 5, abs=1e-5)
     assert any(title(f).startswith("Dropout(y), P_drop = 0.5, seed 3") for f in figures(at))
@@ -143,7 +143,7 @@ def test_bad_link_values_fall_back_to_the_defaults_with_a_notice():
                       ("number_input", "ls_V"), ("text_input", "drop_sentence"), ("slider", "drop_p"),
                       ("number_input", "drop_seed")):
         assert getattr(at, kind)(key=key).value == getattr(fresh, kind)(key=key).value, key
-    assert [d.value.to_dict() for d in at.dataframe[:2]] == [d.value.to_dict() for d in fresh.dataframe[:2]]
+    assert [d.to_dict() for d in tables(at)[:2]] == [d.to_dict() for d in tables(fresh)[:2]]
     assert at.query_params["d_model"] == "512" and at.query_params["seed"] == "0"
     assert not any("<b>" in m.value for m in at.markdown)
 

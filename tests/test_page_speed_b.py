@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from tests.apptest_read import figures, metrics, title
+from tests.apptest_read import figures, metrics, tables, title
 from tests.apptest_util import assert_clean, run_page
 
 
@@ -214,7 +214,7 @@ def test_measuring_rebuilds_only_its_figure_and_moving_n_measures_nothing(monkey
     assert_clean(at)
     assert calls[-1] == [8, 16] and len(calls) == made + 1
     assert len(built) == 1 and built[0].startswith("Measured: batch 2")  # only the new timing figure
-    assert list(at.dataframe[1].value["n"]) == [8, 16]
+    assert list(tables(at)[1]["n"]) == [8, 16]
     at.number_input(key="cx_n").set_value(100)
     at.run()
     assert any("Kept from a measurement made on this server" in c.value for c in at.caption)

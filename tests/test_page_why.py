@@ -5,7 +5,7 @@ from streamlit.testing.v1 import AppTest
 
 from app.i18n import catalogue
 from model.complexity import LAYERS
-from tests.apptest_read import broken_emphasis, errors, figures, title
+from tests.apptest_read import broken_emphasis, errors, figures, tables, title
 from tests.apptest_util import assert_clean, run_page
 from tests import apptest_util
 
@@ -14,11 +14,11 @@ def test_why_page_en():
     at = run_page("why.py", "en")
     assert_clean(at)
     assert at.title[0].value == "Why self-attention"
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     assert list(table["complexity per layer"]) == ["O(n²·d)", "O(n·d²)", "O(k·n·d²)", "O(r·n·d)"]
-    assert list(table["= steps"]) == ["1", "100", "1", "1"]
+    assert [str(v) for v in table["= steps"]] == ["1", "100", "1", "1"]
     assert table["= operations"][0] == f"{100 * 100 * 512:.3g}"
-    timing = at.dataframe[1].value
+    timing = tables(at)[1]
     assert list(timing["n"]) == [16, 64, 256]  # first view: small sizes, measured at once
     for col in timing.columns[1:4]:
         assert all(float(v) > 0 and math.isfinite(float(v)) for v in timing[col])
@@ -27,7 +27,7 @@ def test_why_page_en():
     at.select_slider(key="tm_d").set_value(32)
     at.button[0].click().run()
     assert_clean(at)
-    assert list(at.dataframe[1].value["n"]) == [8, 32]
+    assert list(tables(at)[1]["n"]) == [8, 32]
     at.text_input(key="tm_ns").set_value("16, abc")
     at.button[0].click().run()
     assert_clean(at)
@@ -41,10 +41,10 @@ def test_why_page_ko():
     assert broken_emphasis(ko) == []  # Korean particles after **bold** render
     ko.number_input(key="cx_n").set_value(10_000_000).run()
     assert_clean(ko)
-    assert ko.dataframe[0].value["= 스텝 수"][1] == "1e+07"
+    assert tables(ko)[0]["= 스텝 수"][1] == "1e+07"
     layer_names = [catalogue("ko")[f"why.layers.{layer}"] for layer in LAYERS]
     assert layer_names == ["셀프 어텐션", "순환(RNN)", "합성곱(CNN)", "셀프 어텐션 (제한)"]
-    assert list(ko.dataframe[0].value["레이어 종류"]) == layer_names
+    assert list(tables(ko)[0]["레이어 종류"]) == layer_names
 
 
 # ----------------------------------------------------------------------------- links (issue 16)
@@ -66,7 +66,7 @@ def test_a_good_link_opens_the_view_it_describes():
     assert toasts(at) == []
     assert at.number_input(key="cx_n").value == 2000 and at.number_input(key="cx_d").value == 64
     assert at.slider(key="cx_k").value == 5 and at.slider(key="cx_r").value == 7
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     assert table["= operations"][0] == f"{2000 * 2000 * 64:.3g}"  # n²·d at the linked n and d
     assert list(table["= steps"]) == ["1", "2,000", "1", "1"]
     assert any("d = 64, k = 5, r = 7" in title(f) for f in figures(at))
@@ -75,10 +75,10 @@ def test_a_good_link_opens_the_view_it_describes():
     assert at.select_slider(key="tm_d").value == 128
     assert at.slider(key="tm_b").value == 3 and at.slider(key="tm_rep").value == 2
     assert at.radio(key="tm_rnn").value == "lstm"
-    assert list(at.dataframe[1].value["n"]) == [16, 64, 256]  # the first view, until "measure"
+    assert list(tables(at)[1]["n"]) == [16, 64, 256]  # the first view, until "measure"
     at.button[0].click().run()
     assert_clean(at)
-    assert list(at.dataframe[1].value["n"]) == [8, 32]
+    assert list(tables(at)[1]["n"]) == [8, 32]
     assert any("LSTM" in name for f in figures(at) for name in (tr.get("name", "") for tr in f["data"]))
     assert {k: at.query_params[k] for k in GOOD_LINK} == GOOD_LINK
 
@@ -100,7 +100,7 @@ def test_bad_link_values_fall_back_to_the_defaults_with_a_notice():
     assert at.select_slider(key="tm_d").value == 64
     assert at.slider(key="tm_b").value == 2 and at.slider(key="tm_rep").value == 3
     assert at.radio(key="tm_rnn").value == "gru"
-    assert at.dataframe[0].value["= 스텝 수"][1] == "100"
+    assert str(tables(at)[0]["= 스텝 수"][1]) == "100"
     assert at.query_params["n"] == "100" and at.query_params["r"] == "16" and at.query_params["recurrent"] == "gru"
 
 

@@ -17,7 +17,7 @@ from app.inspector import label, labels
 from app.resources import model_stamp, shared_figure
 from app.state import OneBased, keep
 from app.train_ui import plain
-from app.ui import error, show_figure, show_matrix, text
+from app.ui import error, show_figure, show_matrix, table, text
 from model.checkpoint import CheckpointError
 from model.family.mlm import fill_masks, later_share, tokens
 
@@ -132,7 +132,7 @@ def render() -> None:
                 csv=csv_text(["position", "rank", "piece", "probability"],
                              [(p.position, r + 1, pc, pr) for p in result.predictions for r, (pc, pr) in enumerate(p.top)]),
                 key="fam-mlm-predictions")
-    st.dataframe(rows, hide_index=True)
+    table(rows, key="fam-mlm-rows")
     text("family_mlm.predictions_note")
 
     # ------------------------------------------------------------------ attention: bidirectional vs causal
