@@ -401,14 +401,17 @@ def is_open(tab: Tab, o: dict) -> bool:
     return el.get_attribute("aria-selected") == "true"
 
 
-def click_and_settle(tab: Tab, el, quiet_ms: int, timeout_s: float) -> bool:
-    """Click; True (once the page is idle again) if the click reran the page, False if it changed the browser only."""
+def click_and_settle(tab: Tab, el, quiet_ms: int, timeout_s: float, rerun_expected: bool = False) -> bool:
+    """Click; True (once the page is idle again) if the click reran the page, False if it changed the browser only
+    (no run began within 1 s; with `rerun_expected`, within timeout_s)."""
     n0 = tab.n()
     tab.arm()
     el.click()
-    tab.page.wait_for_timeout(400)
-    if not any(f["kind"] in BUSY for f in tab.page.evaluate("(n0) => window.__ws.slice(n0)", n0)):
-        return False
+    deadline = time.time() + (timeout_s if rerun_expected else 1.0)
+    while not any(f["kind"] in BUSY for f in tab.page.evaluate("(n0) => window.__ws.slice(n0)", n0)):
+        if time.time() > deadline:
+            return False
+        tab.page.wait_for_timeout(100)
     tab.wait_idle(n0, None, quiet_ms, timeout_s)
     return True
 
@@ -418,7 +421,7 @@ def set_open(tab: Tab, o: dict, want: bool, quiet_ms: int, timeout_s: float) -> 
     if is_open(tab, o) == want:
         return
     el = opener(tab, o) if (want or o["kind"] == "expander") else opener(tab, o, o["open"])
-    click_and_settle(tab, el, quiet_ms, timeout_s)
+    click_and_settle(tab, el, quiet_ms, timeout_s, rerun_expected=True)
 
 
 def lazy_controls(tab: Tab, base: list[dict], quiet_ms: int, timeout_s: float) -> tuple[list[dict], list[dict]]:
