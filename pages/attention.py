@@ -191,6 +191,7 @@ def printed_section():
         with tab:
             cells = lab.cell_options(shown, printed, ex_labels, ex_cols)
             picked = st.multiselect(t("attention.printed.pick", name=shown), list(cells), format_func=cells.get,
+                                    placeholder=t("common.choose_options"),
                                     **keep(f"att_guess_{slug}", [], valid=cells))
             left, right = st.columns(2)
             with left:

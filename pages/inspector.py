@@ -266,6 +266,7 @@ def head_view_tab(view, weights, kind, q_labels, k_labels, q_title, k_title):
                       **keep("insp_hv_layer", 0, valid=range(n_layers)))
     head_word = t("common.head")
     on = st.multiselect(t("inspector.heads_shown"), list(range(n_heads)), format_func=lambda i: f"{head_word} {i + 1}",
+                        placeholder=t("common.choose_options"),
                         **keep("insp_hv_heads", list(range(n_heads)), valid=range(n_heads)))
     if on:
         show_figure(shared_figure("headview", (*view, kind, hl, tuple(on)), lambda: head_view(

@@ -171,6 +171,7 @@ def rerun_panel() -> None:
     row_labels = {k: (t("study.table.base") if k == "base" else f"({paper_row(k).group}) {paper_row(k).label}")
                   for k in STUDY_ROWS}
     chosen = st.multiselect(t("study.rerun.rows"), list(STUDY_ROWS), format_func=row_labels.__getitem__,
+                            placeholder=t("common.choose_options"),
                             **keep("study_rows", ["base", "A-h1"],
                                    valid=lambda v: isinstance(v, list) and all(r in STUDY_ROWS for r in v)))
     seeds = int(st.number_input(t("study.rerun.seeds"), 1, study.MAX_SEEDS,

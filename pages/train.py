@@ -381,7 +381,8 @@ def compare(runs: list[dict]) -> None:
     kept = st.session_state.get("train_compare_select")
     if isinstance(kept, list) and any(i not in ids for i in kept):  # a deleted run leaves the others chosen
         st.session_state["train_compare_select"] = [i for i in kept if i in ids]
-    chosen = st.multiselect(t("train.compare_select"), ids, **keep("train_compare_select", ids[:2], valid=ids))
+    chosen = st.multiselect(t("train.compare_select"), ids, placeholder=t("common.choose_options"),
+                            **keep("train_compare_select", ids[:2], valid=ids))
     metrics = list(COMPARE_METRICS)
     metric = st.radio(t("train.compare_metric_label"), metrics, format_func=labels("train.compare_metric", metrics),
                       horizontal=True, **keep("train_compare_metric", "val_loss", valid=metrics))

@@ -119,3 +119,21 @@ def test_no_page_relies_on_magic(path):
                         continue  # a docstring
                     bare.append(child.lineno)
     assert not bare, f"{rel(path)}: bare expressions on lines {bare} (draw them with st.write)"
+
+
+@pytest.mark.parametrize("path", PAGES + APP, ids=rel)
+def test_no_streamlit_placeholder_in_english(path):
+    """Streamlit's own placeholder ("Choose options", "Choose an option") is English in both languages: it showed
+    in the Korean printed-example exercise. A multiselect, and a select box that can be empty (index=None), pass
+    their own `placeholder=t(...)`."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bad = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        names = {k.arg for k in node.keywords}
+        empty_select = node.func.attr == "selectbox" and any(
+            k.arg == "index" and isinstance(k.value, ast.Constant) and k.value.value is None for k in node.keywords)
+        if (node.func.attr == "multiselect" or empty_select) and "placeholder" not in names:
+            bad.append(f"line {node.lineno}: {node.func.attr}")
+    assert bad == [], "Streamlit's English placeholder: " + "; ".join(bad)
