@@ -29,6 +29,8 @@ from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, served, wait_idle  #
 
 APP = '''
 import os
+import sys
+sys.path.insert(0, os.environ["ATLAS_ROOT"])
 import streamlit as st
 KIND, N = os.environ["KIND"], int(os.environ["N"])
 
@@ -56,12 +58,20 @@ def elements():
         elif KIND == "pills(10 options)": st.pills(f"pills {i}", [f"word {j}" for j in range(10)], key=f"w{i}")
         elif KIND == "dataframe(2x2)": st.dataframe([{"a": 1, "b": 2}, {"a": 3, "b": 4}], hide_index=True)
         elif KIND == "markdown table(2x2)": st.markdown("| a | b |\\n|---:|---:|\\n| 1 | 2 |\\n| 3 | 4 |")
+        elif KIND.startswith("chart"):  # the app's chart element (a bar chart; most of the 30 below the screen)
+            from app.charts.curves import bar_chart
+            from app.ui import plot, show_figure
+            fig = bar_chart(["a", "b", "c"], [0.2, 0.5, 0.3], title=f"chart {i}")
+            if KIND == "chart element":
+                plot(fig, key=f"w{i}")
+            else:
+                show_figure(fig, name=f"chart{i}", csv="a,b", key=f"w{i}")
 
 st.navigation([st.Page(empty, title="Empty", default=True), st.Page(elements, title="Elements", url_path="elements")]).run()
 '''
 KINDS = ["none", "markdown", "caption", "header", "columns(2)+2 markdown", "slider", "selectbox", "multiselect",
          "number_input", "text_area", "toggle", "button", "download_button", "metric", "info", "pills(10 options)",
-         "dataframe(2x2)", "markdown table(2x2)"]
+         "dataframe(2x2)", "markdown table(2x2)", "chart element", "chart element + CSV button (show_figure)"]
 
 
 def js_ms(page, cdp, link) -> float:
@@ -83,13 +93,15 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=4)
     ap.add_argument("--name", default=f"element-cost-{date.today().isoformat()}")
     args = ap.parse_args()
-    app = Path(tempfile.mkdtemp(prefix="atlas-elements-")) / "app.py"
+    folder = Path(tempfile.mkdtemp(prefix="atlas-elements-"))
+    app = folder / "app.py"
     app.write_text(APP, encoding="utf-8")
+    (folder / "static").symlink_to(ROOT / "app" / "static")  # the app's chart element draws from app/static
     medians: dict[str, float] = {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for kind in ["none", *[k for k in args.kinds if k != "none"]]:
-            with served(script=app, env_extra={"KIND": kind, "N": str(args.n)}) as (url, _):
+            with served(script=app, env_extra={"KIND": kind, "N": str(args.n), "ATLAS_ROOT": str(ROOT)}) as (url, _):
                 page = browser.new_page(viewport={"width": 1400, "height": 1000})
                 page.goto(f"{url}/")
                 wait_idle(page, draw_all=False)

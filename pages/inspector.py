@@ -14,7 +14,7 @@ from app.resources import (available_models, card, fill_mask, forward_pass, lm_p
                            vocabulary)
 from app.state import OneBased, between, keep, open_box
 from model.hub.fetch import FetchError, fetch
-from app.ui import error, show_figure, show_matrix, text
+from app.ui import error, show_figure, show_matrix, table, text
 from model.checkpoint import CheckpointError
 from model.decode import lm_sample, top_candidates
 from model.metrics import layer_averages, summarize_heads
@@ -65,8 +65,8 @@ arch = cfg.architecture
 facts = card(path)
 st.caption(" · ".join(ins.summary(facts)))
 with st.expander(t("inspector.card.expander")):
-    st.dataframe(shared_table("card_rows", (str(path), model_stamp(path), lang()), lambda: ins.card_rows(facts)),
-                 hide_index=True)
+    table(shared_view("card_rows", (str(path), model_stamp(path), lang()), lambda: ins.card_rows(facts)),
+          key="insp-card")
     if ins.score_note(facts):
         st.caption(ins.score_note(facts))
 card_file = Path(path) / "CARD.md"
@@ -126,9 +126,10 @@ if len(ids) > limit:
     st.warning(t("inspector.too_many_tokens", n=len(ids), limit=limit))
     ids = ids[:limit]
 pieces = [tok.id_to_piece(i) for i in ids]
-with st.expander(t("inspector.tokenization_title", n=len(ids)), expanded=False):
+with open_box(t("inspector.tokenization_title", n=len(ids)), key="insp_tokens") as token_box:
     text("inspector.tokenization")
-    st.dataframe(ins.token_table(ids, pieces, tok, vocab.pieces if vocab.found else None), hide_index=True)
+    if token_box.open:  # a data grid (its ticks for "seen in training"): drawn when someone looks at it
+        st.dataframe(ins.token_table(ids, pieces, tok, vocab.pieces if vocab.found else None), hide_index=True)
 
 # ----------------------------------------------------------------------------- run the model
 src_labels = tgt_labels = None
@@ -344,5 +345,5 @@ with tab_stats:
     stats = shared_view("stats", (*view, kind), lambda: summarize_heads(att, kind))
     st.dataframe(shared_table("stats_rows", (*view, kind), lambda: ins.stats_rows(stats)), hide_index=True)
     st.markdown(t("inspector.averages_title"))
-    st.dataframe(shared_table("averages_rows", (*view, kind), lambda: ins.averages_rows(layer_averages(stats))),
-                 hide_index=True)
+    table(shared_view("averages_rows", (*view, kind), lambda: ins.averages_rows(layer_averages(stats))),
+          key="insp-averages")

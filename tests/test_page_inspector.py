@@ -10,7 +10,7 @@ import pytest
 from app import inspector as ins
 from app.i18n import catalogue
 from app.resources import SHIPPED
-from tests.apptest_read import charts, figures, title, z_of
+from tests.apptest_read import charts, figures, tables, title, z_of
 from tests.apptest_util import assert_clean, run_page
 from tests import apptest_util
 
@@ -29,6 +29,7 @@ def with_text(text, **state):
         at.session_state["insp_for"] = "en-ko"
         at.session_state["insp_model"] = "en-ko"
         at.session_state["insp_text"] = text
+        at.session_state["insp_tokens__open"] = True  # the tokenization box, opened (its table is read below)
         for k, v in state.items():
             at.session_state[k] = v
     return setup
@@ -40,9 +41,18 @@ def translation_of(at) -> str | None:
     return shown[0] if shown else None
 
 
+def stats_and_averages(at, lang: str):
+    """The head statistics (a data grid: sortable) and the layer averages (a Markdown table)."""
+    c = catalogue(lang)
+    stats = next(d.value for d in at.dataframe if c["common.head"] in d.value.columns)
+    averages = next(d for d in tables(at)
+                    if c["inspector.stat.entropy"] in d.columns and c["common.head"] not in d.columns)
+    return stats, averages
+
+
 def table_with(at, column: str):
-    """The first table that has this column."""
-    return next(d.value for d in at.dataframe if column in d.value.columns)
+    """The first table that has this column: a data grid, else a Markdown table (tests.apptest_read.tables)."""
+    return next(d for d in [d.value for d in at.dataframe] + tables(at) if column in d.columns)
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
@@ -57,7 +67,7 @@ def test_translates_and_shows_all_kinds(lang):
     for kind in ("encoder_self", "decoder_self", "cross"):
         at.radio(key="insp_kind").set_value(kind).run()
         assert_clean(at)
-        assert len(at.dataframe) >= 2  # head statistics and averages
+        assert all(len(x) for x in stats_and_averages(at, lang))
 
 
 def test_average_over_heads_and_layers():
@@ -110,7 +120,7 @@ def test_language_model():
     at = run_page("inspector.py", "ko", setup=setup)
     assert_clean(at)
     assert at.radio(key="insp_kind").options == ["마스크드 디코더 셀프 어텐션"]
-    assert len(at.dataframe) >= 2
+    assert all(len(x) for x in stats_and_averages(at, "ko"))
     before = at.text_area(key="insp_text").value
     at.button(key="insp_append").click().run()
     assert_clean(at)
@@ -170,7 +180,7 @@ def test_korean_tables_legends_and_tabs():
     ko = catalogue("ko")
     at = run_page("inspector.py", "ko", setup=with_text("I go to school."))
     assert_clean(at)
-    stats, averages = at.dataframe[-2].value, at.dataframe[-1].value
+    stats, averages = stats_and_averages(at, "ko")
     assert list(stats.columns[:3]) == [ko["common.layer"], ko["common.head"], ko["inspector.stat.entropy"]]
     assert averages.iloc[-1, 0] == ko["inspector.all"]
     tokens = table_with(at, ko["inspector.table.seen"])
@@ -259,6 +269,18 @@ def test_the_palette_is_drawn_only_while_its_box_is_open_and_the_box_keeps_its_s
     at.run()
     at.text_area(key="insp_text").set_value("I go to the zebras today.").run()  # the same unknown word
     assert not at.get("button_group"), "closed by hand, it stays closed for words it already named"
+
+
+def test_the_tokenization_grid_is_drawn_only_while_its_box_is_open():
+    en = catalogue("en")
+    at = run_page("inspector.py", "en", setup=with_text("I go to school.", insp_tokens__open=False))
+    assert_clean(at)
+    assert not [d for d in at.dataframe if en["inspector.table.seen"] in d.value.columns]
+    assert any(e.label.startswith(en["inspector.tokenization_title"].split("{")[0]) for e in at.expander)
+    at.session_state["insp_tokens__open"] = True
+    at.run()
+    tokens = table_with(at, en["inspector.table.seen"])
+    assert len(tokens) > 3 and en["inspector.table.piece"] in tokens.columns
 
 
 @pytest.mark.slow

@@ -47,7 +47,7 @@ def use(pretrained, monkeypatch, tmp_path):
 
 
 def card(at) -> dict:
-    table = next(d.value for d in at.dataframe if d.value.shape[1] == 2)
+    table = next(d for d in tables(at) if d.shape[1] == 2)  # the card's facts: a Markdown table
     return dict(zip(table.iloc[:, 0], table.iloc[:, 1]))
 
 
