@@ -219,6 +219,9 @@ def reset_page(page: str) -> None:
         st.query_params[LANG_PARAM] = lang
 
 
+BOXES: set[str] = set()  # the keys open_box has drawn (tests open every box to reach what is inside)
+
+
 def open_box(label: str, *, key: str, open_now: bool = False):
     """An expander that knows whether it is open (`box.open`), so that a page draws heavy contents (hundreds
     of buttons) only while a learner looks at them. It stays as the learner left it across reruns, language
@@ -226,6 +229,7 @@ def open_box(label: str, *, key: str, open_now: bool = False):
     the expander's identity. `open_now` opens it (e.g. a sentence with new unknown words)."""
     ss = st.session_state
     memo = f"{key}__open"
+    BOXES.add(memo)
     if open_now:
         ss[memo] = True
     ss[key] = ss.get(memo, False)

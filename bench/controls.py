@@ -386,12 +386,19 @@ def reveal(tab: Tab, el) -> None:
     el.scroll_into_view_if_needed(timeout=5000)
 
 
+def _name_pattern(label: str) -> re.Pattern:
+    """A container's name with any number in it (a count that follows the sentence: "Tokenization: 9 pieces")."""
+    return re.compile("^" + re.sub(r"\d+", r"\\d+", re.escape(label)) + "$")
+
+
 def opener(tab: Tab, o: dict, label: str | None = None):
     """The clickable part of a lazy container: an expander's summary, or the tab named `label` (default: o's)."""
     main = tab.page.locator("[data-testid='stMain']")
+    name = _name_pattern(label or o["label"])
     if o["kind"] == "expander":
-        return main.locator("[data-testid='stExpander'] summary").filter(has_text=o["label"]).first
-    return main.get_by_role("tab", name=label or o["label"], exact=True).first
+        return main.locator("[data-testid='stExpander'] summary [data-testid='stMarkdownContainer']").filter(
+            has_text=name).first.locator("xpath=ancestor::summary[1]")
+    return main.get_by_role("tab", name=name).first
 
 
 def is_open(tab: Tab, o: dict) -> bool:
