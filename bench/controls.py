@@ -17,6 +17,9 @@ with playwright. Measured, each as p50 / p95 over the repeats:
   started (whole or fragment reruns), timed inside the server by bench/timed_main.py; frames = the first
   websocket frame after the action -> the rerun's `script_finished` in the page's clock (an upper bound: a
   frame is stamped only when the page's main thread is free of drawing);
+- every expander and tab whose opening reruns the page (a lazy container: drawn only while open), timed as a
+  control `open:<name>` (opened, then closed or back to the tab before), and the controls it holds, timed with
+  it open;
 - the bare page's slider round trip (ArrowRight on its thumb, same measurement), a few times before every page,
   so the ratio compares like with like under the same load.
 
