@@ -220,21 +220,48 @@ def reset_page(page: str) -> None:
 
 
 BOXES: set[str] = set()  # the keys open_box has drawn (tests open every box to reach what is inside)
+TABS: dict[str, list[str]] = {}  # open_tabs' keys and their tab names (tests open every tab in turn: open_tab)
 
 
-def open_box(label: str, *, key: str, open_now: bool = False):
+def open_box(label: str, *, key: str):
     """An expander that knows whether it is open (`box.open`), so that a page draws heavy contents (hundreds
     of buttons) only while a learner looks at them. It stays as the learner left it across reruns, language
     switches and page visits; Streamlit alone would forget: a language switch changes the label, and with it
-    the expander's identity. `open_now` opens it (e.g. a sentence with new unknown words)."""
+    the expander's identity. open_box_now opens it (e.g. a sentence with new unknown words)."""
     ss = st.session_state
     memo = f"{key}__open"
     BOXES.add(memo)
-    if open_now:
-        ss[memo] = True
     ss[key] = ss.get(memo, False)
     return st.expander(label, key=key, on_change=_remember_box, args=(key, memo))
 
 
+def open_box_now(key: str) -> None:
+    """Open the open_box `key` from the next time it is drawn (e.g. from outside the fragment it is drawn in)."""
+    st.session_state[f"{key}__open"] = True
+
+
 def _remember_box(key: str, memo: str) -> None:
     st.session_state[memo] = bool(st.session_state.get(key))
+
+
+def open_tabs(labels: dict[str, str], *, key: str):
+    """Tabs of which the page draws only the open one (`tab.open`): a click on another tab reruns the page.
+    `labels` maps a fixed name to its label in the current language. The open tab is remembered by name in
+    `{key}__open`, so that it stays open across reruns, language switches and page visits (a language switch
+    changes the labels, and with them the tabs' identity). Returns (name, tab) pairs."""
+    ss = st.session_state
+    memo = f"{key}__open"
+    names = list(labels)
+    TABS[key] = names
+    by_label = {label: name for name, label in labels.items()}
+    if ss.get(key) in by_label:  # the tab a learner opened in this language
+        ss[memo] = by_label[ss[key]]
+    name = ss.get(memo) if ss.get(memo) in labels else names[0]
+    ss[key], ss[memo] = labels[name], name
+    return list(zip(names, st.tabs(list(labels.values()), default=labels[name], key=key, on_change="rerun")))
+
+
+def open_tab(session_state, key: str, name: str) -> None:
+    """What a click on open_tabs' tab `name` does, for tests (AppTest's session_state, or Streamlit's)."""
+    session_state[f"{key}__open"] = name
+    session_state[key] = None  # no label of any language: the remembered name decides

@@ -406,7 +406,8 @@ def opener(tab: Tab, o: dict, label: str | None = None):
 
 def is_open(tab: Tab, o: dict) -> bool:
     el = opener(tab, o)
-    if o["kind"] == "expander":
+    if o["kind"] == "expander":  # a closing <details> stays open while it animates (~0.4 s here): read after it
+        tab.page.wait_for_timeout(500)
         return el.evaluate("s => s.closest('details').open")
     return el.get_attribute("aria-selected") == "true"
 
@@ -427,32 +428,53 @@ def click_and_settle(tab: Tab, el, quiet_ms: int, timeout_s: float, rerun_expect
 
 
 def set_open(tab: Tab, o: dict, want: bool, quiet_ms: int, timeout_s: float) -> None:
-    """Open (or close: an expander; a tab goes back to the one that was open) a lazy container."""
+    """Open (or close: an expander; a tab goes back to the one that was open) a lazy container; opening one
+    inside another (`o["via"]`: the palette's word groups inside its box) opens the outer ones first."""
+    if want:
+        for outer in o.get("via", []):
+            set_open(tab, outer, True, quiet_ms, timeout_s)
     if is_open(tab, o) == want:
         return
     el = opener(tab, o) if (want or o["kind"] == "expander") else opener(tab, o, o["open"])
     click_and_settle(tab, el, quiet_ms, timeout_s, rerun_expected=True)
 
 
-def lazy_controls(tab: Tab, base: list[dict], quiet_ms: int, timeout_s: float) -> tuple[list[dict], list[dict]]:
-    """Controls that a page draws only inside an opened expander or tab (issue 13: the inspector's palette, the
-    printed example's tabs). Each closed expander and tab is opened once: one whose opening reruns the page is
-    lazy; opening it is a control of its own, and the controls it adds are measured with it open (`via`)."""
+def lazy_controls(tab: Tab, base: list[dict], quiet_ms: int, timeout_s: float, via: tuple = (),
+                  known: set | None = None) -> tuple[list[dict], list[dict]]:
+    """Controls that a page draws only inside an opened expander or tab (issue 13: the inspector's palette and
+    its word groups, the printed example's tabs). Each closed expander and tab is opened once: one whose
+    opening reruns the page is lazy; opening it is a control of its own, and the controls it adds are measured
+    with it open (`via`: the lazy containers to open first, outermost first). Lazy containers inside a lazy
+    container are found the same way with it open."""
     seen = {(c["tid"], c["key"], c["label"]) for c in base}
+    found = tab.page.evaluate(OPENERS_JS)
+    known = set() if known is None else known
+    todo = [o for o in found if (o["kind"], o["label"]) not in known]
+    known |= {(o["kind"], o["label"]) for o in found}
     openers, extra = [], []
-    for o in tab.page.evaluate(OPENERS_JS):
+    for o in todo:
         try:
+            for outer in via:
+                set_open(tab, outer, True, quiet_ms, timeout_s)
             if not click_and_settle(tab, opener(tab, o), quiet_ms, timeout_s):
                 if o["kind"] == "expander":
                     opener(tab, o).click()  # closed again (drawn in the browser only)
                 elif o["open"]:
                     opener(tab, o, o["open"]).click()
                 continue
+            o = {**o, "via": list(via)}
             openers.append(o)
-            for c in tab.page.evaluate(LIST_JS, WIDGETS):
+            now = tab.page.evaluate(LIST_JS, WIDGETS)
+            for c in now:
                 if (c["tid"], c["key"], c["label"]) not in seen:
                     seen.add((c["tid"], c["key"], c["label"]))
-                    extra.append({**c, "via": o})
+                    extra.append({**c, "via": [*via, o]})
+            inner_openers, inner = lazy_controls(tab, base + now, quiet_ms, timeout_s, (*via, o), known)
+            openers += inner_openers
+            for c in inner:
+                if (c["tid"], c["key"], c["label"]) not in seen:
+                    seen.add((c["tid"], c["key"], c["label"]))
+                    extra.append(c)
             set_open(tab, o, False, quiet_ms, timeout_s)
         except (PWError, RuntimeError):
             continue
@@ -826,13 +848,15 @@ def main():
                             try:
                                 if c.get("opener"):  # a lazy expander or tab: open it, close it (or the tab before)
                                     o = c["opener"]
+                                    for outer in o["via"]:
+                                        set_open(tab, outer, True, args.quiet_ms, args.timeout)
                                     el = opener(tab, o) if o["kind"] == "expander" or not is_open(tab, o) \
                                         else opener(tab, o, o["open"])
                                     times.append(measure(tab, lambda: (tab.arm(), el.click()), args.quiet_ms,
                                                          args.timeout))
                                     continue
-                                if c.get("via"):
-                                    set_open(tab, c["via"], True, args.quiet_ms, args.timeout)
+                                for outer in c.get("via", []):
+                                    set_open(tab, outer, True, args.quiet_ms, args.timeout)
                                 el = find_control(tab, c, args.quiet_ms, args.timeout, reset=i == 0)
                                 reveal(tab, el)
                                 nf = len(tab.py_frames)

@@ -9,7 +9,7 @@ from app.charts.heatmaps import stage_figure
 from app.format import vector
 from app.i18n import UserError, lang, t
 from app.resources import device_description, shared_figure, shared_view
-from app.state import OneBased, keep
+from app.state import OneBased, keep, open_tabs
 from app.ui import error, show_figure, show_matrix, table, text
 from model import lab as mlab
 from model import worked_example as wx
@@ -181,10 +181,10 @@ def printed_section():
     ex_labels = wx.EXAMPLE_TOKENS
     # Only the open tab is drawn (a tab's click reruns this section): four tabs drawn at once were a fifth of
     # the browser's work when the page opened (issue 13). The tabs' names are formulas, the same in both languages.
-    tabs = st.tabs([lab.DISPLAY[key] for key in wx.PRINTED_STAGE], key="att_printed_tab", on_change="rerun")
-    for tab, (name, stage) in zip(tabs, wx.PRINTED_STAGE.items()):
+    for name, tab in open_tabs({key: lab.DISPLAY[key] for key in wx.PRINTED_STAGE}, key="att_printed_tab"):
         if not tab.open:
             continue
+        stage = wx.PRINTED_STAGE[name]
         printed = report.printed[name]
         shown, slug = lab.DISPLAY[name], name.replace("'", "-prime")
         ex_cols = ex_labels if name != "O" else [str(j + 1) for j in range(printed.shape[1])]

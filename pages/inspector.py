@@ -12,7 +12,7 @@ from app.i18n import UserError, lang, options, t
 from app.resources import (available_models, card, fill_mask, forward_pass, lm_positions, load_model, model_stamp,
                            next_token, pretrained_dir, shared_figure, shared_table, shared_view, translation,
                            vocabulary)
-from app.state import OneBased, between, keep, open_box
+from app.state import OneBased, between, keep, open_box, open_box_now, open_tabs
 from model.hub.fetch import FetchError, fetch
 from app.ui import error, show_figure, show_matrix, table, text
 from model.checkpoint import CheckpointError
@@ -93,22 +93,34 @@ def _add_word(key: str) -> None:
     st.session_state[key] = None
 
 
-# The palette (a button for each of the model's ~350 words) is drawn only while its box is open: drawn closed,
-# its buttons took ~0.3 s of the browser's work each time the page opened (issue 13, docs/benchmarks.md).
-# Words the model never saw open the box once (the palette offers the ones it knows).
-new_unknown = bool(unknown) and st.session_state.get("insp_unknown_seen") != unknown
+# The palette (a button for each of the model's ~350 words) is drawn only while its box is open, and only its
+# open word group: drawn closed, its buttons took ~0.3 s of the browser's work each time the page opened (issue
+# 13, docs/benchmarks.md). The box is a fragment: opening it or another word group reruns the box only; a word
+# click changes the sentence, so the whole page then reruns.
+@st.fragment
+def palette_box(groups, palette: dict, shown_text: str) -> None:
+    if st.session_state.get("insp_text", "") != shown_text:  # a word was added: the page above must show it
+        st.rerun()
+    box = open_box(t("inspector.vocabulary_title"), key="insp_vocab")
+    with box:
+        text("inspector.vocabulary")
+        st.markdown(ins.example_lines(groups))
+        if palette and box.open:
+            group_labels = {group: ins.known_label(f"inspector.pos.{group}", group) for group in palette}
+            for group, tab in open_tabs(group_labels, key="insp_pal_tab"):
+                if tab.open:
+                    tab.pills(group_labels[group], palette[group], key=f"insp_pal_{group}", on_change=_add_word,
+                              args=(f"insp_pal_{group}",), label_visibility="collapsed")
+        elif not palette:
+            st.caption(t("inspector.palette_none"))
+
+
+# Words the model never saw open the box once (the palette offers the ones it knows); opened here, not by an
+# argument of the fragment, which its own reruns would pass again after the learner closed the box.
+if unknown and st.session_state.get("insp_unknown_seen") != unknown:
+    open_box_now("insp_vocab")
 st.session_state["insp_unknown_seen"] = unknown
-vocab_box = open_box(t("inspector.vocabulary_title"), key="insp_vocab", open_now=new_unknown)
-with vocab_box:
-    text("inspector.vocabulary")
-    st.markdown(ins.example_lines(groups))
-    if vocab.palette and vocab_box.open:
-        group_labels = [ins.known_label(f"inspector.pos.{group}", group) for group in vocab.palette]
-        for tab, group_label, (group, entries) in zip(st.tabs(group_labels), group_labels, vocab.palette.items()):
-            tab.pills(group_label, entries, key=f"insp_pal_{group}", on_change=_add_word, args=(f"insp_pal_{group}",),
-                      label_visibility="collapsed")
-    elif not vocab.palette:
-        st.caption(t("inspector.palette_none"))
+palette_box(groups, vocab.palette, raw)
 
 if cut:
     st.warning(t("inspector.cut", n=ins.MAX_CHARS))

@@ -234,3 +234,45 @@ def test_a_language_switch_keeps_every_choice_on_screen(browser, info):
         assert_no_exception(page, f"{info.url}: language switch")
     finally:
         ctx.close()
+
+
+def test_the_word_palette_draws_its_open_group_and_keeps_its_place(browser):
+    """Issue 13: the inspector's palette box is a fragment that draws only its open word group. In a real
+    browser: opening the box and another group shows that group's words only; a word click reaches the
+    sentence box and the translation (the whole page reruns), and the box and its group stay open, also
+    through a language switch; closed by hand, it stays closed."""
+    info = BY_URL["inspector"]
+    ctx, page = page_in_english(browser, info)
+    try:
+        main = page.locator("[data-testid='stMain']")
+        words = main.locator("[data-testid='stButtonGroup'] button")  # every word button drawn
+        summary = main.locator("[data-testid='stExpander'] summary").filter(has_text="Words and sentences")
+        assert words.count() == 0, "a closed box draws no word buttons"
+        summary.click()
+        wait_idle(page)
+        assert main.locator(".st-key-insp_pal_subject button").count() > 10
+        assert words.count() == main.locator(".st-key-insp_pal_subject button").count(), "the open group only"
+        main.get_by_role("tab", name="verbs", exact=True).click()
+        wait_idle(page)
+        assert main.locator(".st-key-insp_pal_verb button").count() > 10
+        assert main.locator(".st-key-insp_pal_subject button").count() == 0
+        pieces = main.locator("[data-testid='stExpander'] summary").filter(has_text="Tokenization")
+        before = pieces.inner_text()  # "Tokenization: 9 pieces", drawn by the page above the box
+        main.locator(".st-key-insp_pal_verb button").filter(has_text="like").first.click()
+        wait_idle(page)
+        assert main.locator(".st-key-insp_text textarea").input_value().rstrip().lower().endswith("like")
+        assert pieces.inner_text() != before, "the page above the box follows the new sentence"
+        assert main.locator(".st-key-insp_pal_verb button").count() > 10, "the box and its group stay open"
+        assert_no_exception(page, "palette word click")
+        set_language(page, "ko")
+        assert main.get_by_role("tab", name="동사", exact=True).get_attribute("aria-selected") == "true"
+        assert main.locator(".st-key-insp_pal_verb button").count() > 10
+        main.locator("[data-testid='stExpander'] summary").filter(has_text="이 모델이 아는").click()
+        wait_idle(page)
+        assert words.count() == 0
+        main.locator(".st-key-insp_kind label:has(input)").nth(1).click()  # a rerun of the whole page
+        wait_idle(page)
+        assert words.count() == 0, "closed by hand, it stays closed"
+        assert_no_exception(page, "palette closed")
+    finally:
+        ctx.close()

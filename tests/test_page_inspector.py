@@ -10,6 +10,7 @@ import pytest
 from app import inspector as ins
 from app.i18n import catalogue
 from app.resources import SHIPPED
+from app.state import open_tab
 from tests.apptest_read import charts, figures, tables, title, z_of
 from tests.apptest_util import assert_clean, run_page
 from tests import apptest_util
@@ -232,12 +233,15 @@ def test_word_palette_builds_a_sentence_and_examples_show_the_kinds():
     at = run_page("inspector.py", "en", setup=with_text("", insp_vocab__open=True))  # the box opened by hand
     assert_clean(at)
     pills = {w.key: w for w in at.get("button_group")}
-    assert {"insp_pal_subject", "insp_pal_verb", "insp_pal_object"} <= set(pills)
+    assert list(pills) == ["insp_pal_subject"], "only the open word group is drawn"
     assert pills["insp_pal_subject"].label == en["inspector.pos.subject"]
-    for key, word in (("insp_pal_subject", "the teacher"), ("insp_pal_verb", "like"), ("insp_pal_object", "the sea"),
-                      ("insp_pal_punctuation", ".")):
-        next(w for w in at.get("button_group") if w.key == key).set_value(word).run()
+    for group, word in (("subject", "the teacher"), ("verb", "like"), ("object", "the sea"), ("punctuation", ".")):
+        open_tab(at.session_state, "insp_pal_tab", group)  # a click on the group's tab
+        at.run()
+        assert [w.key for w in at.get("button_group")] == [f"insp_pal_{group}"]
+        at.get("button_group")[0].set_value(word).run()
         assert_clean(at)
+        assert at.session_state["insp_pal_tab__open"] == group, "the group stays open after a word click"
     assert at.text_area(key="insp_text").value == "The teacher like the sea."
     assert all(w.value is None for w in at.get("button_group")), "the palette is ready for the next click"
     shown = "\n".join(m.value for m in at.markdown)
@@ -255,11 +259,16 @@ def test_the_palette_is_drawn_only_while_its_box_is_open_and_the_box_keeps_its_s
     assert catalogue("en")["inspector.vocabulary_title"] in [e.label for e in at.expander]
     at.session_state["insp_vocab__open"] = True  # what the box's on_change records when a learner opens it
     at.run()
-    assert len(at.get("button_group")) > 5
+    assert len(at.get("button_group")) == 1, "the open word group only"
+    at.session_state["insp_pal_tab"] = catalogue("en")["inspector.pos.verb"]  # the browser's tab click
+    at.run()
+    assert [w.key for w in at.get("button_group")] == ["insp_pal_verb"]
     at.session_state["lang"] = "ko"
     at.run()
     assert_clean(at)
-    assert at.get("button_group")[0].label == catalogue("ko")["inspector.pos.subject"], "open after the switch"
+    assert at.get("button_group")[0].label == catalogue("ko")["inspector.pos.verb"], "the box and its group stay open"
+    open_tab(at.session_state, "insp_pal_tab", "subject")
+    at.run()
     at.session_state["insp_vocab__open"] = False  # closed by hand
     at.run()
     assert not at.get("button_group")

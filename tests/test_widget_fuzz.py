@@ -116,9 +116,16 @@ def _drive_every_control(at, page: str, second: str) -> None:
             at.session_state[memo] = True
         at.run()
         assert not at.exception, ("boxes opened", [e.value for e in at.exception])
+    from app.state import TABS, open_tab
     done: set = set()
     switched = False
-    for _ in range(2):  # a second pass drives the widgets that appeared after the first
+    # What a page draws only in an open tab (app.state.open_tabs): each tab in turn, then its new controls.
+    turns = [None, None] + [(key, name) for key, names in dict(TABS).items() for name in names[1:]]
+    for turn in turns:  # the second turn drives the widgets that appeared after the first
+        if turn is not None:
+            open_tab(at.session_state, *turn)
+            at.run()
+            assert not at.exception, ("tab opened", turn, [e.value for e in at.exception])
         todo = [kw for kw in _keyed(at) if kw not in done]
         if page in NO_BUTTONS:
             todo = [kw for kw in todo if kw[0] != "button"]
