@@ -70,7 +70,7 @@ assert not at.exception, at.exception
 for th in threading.enumerate():
     if th.name == "atlas-warm-up":
         th.join(120)
-missing = [m for m in jobs.WARM_UP_MODULES if m not in sys.modules]
+missing = [m for m in (*jobs.WARM_UP_MODULES, *jobs.page_modules()) if m not in sys.modules]
 out = {{"missing": missing, "pages": {{}}}}
 for p in PAGES[1:]:
     before = {{m.split(".")[0] for m in sys.modules}}
@@ -127,6 +127,7 @@ def slow_import(name):
     time.sleep(1.5)
     finished.append(time.monotonic())
 jobs.WARM_UP_MODULES = ("a_slow_module",)
+jobs.page_modules = lambda: []
 jobs.importlib = types.SimpleNamespace(import_module=slow_import)
 seen = []
 begin = state.begin_page
@@ -193,3 +194,11 @@ print("RESULT" + json.dumps({{"errors": errors, "calls": calls}}))
     seen = json.loads(done.stdout.split("RESULT", 1)[1])
     assert seen["errors"] == [], seen["errors"]
     assert seen["calls"] == [jobs.server_threads()]  # set once, by the warm-up, when torch was ready
+
+
+def test_the_warm_up_knows_the_modules_the_pages_import():
+    """page_modules reads the pages' own import statements: our modules the next pages import at the top."""
+    mods = jobs.page_modules()
+    assert {"app.attention_lab", "app.inspector", "model.positions", "model.worked_example", "app.charts.heatmaps",
+            "model.decode"} <= set(mods)
+    assert all(m.split(".")[0] in ("app", "model") for m in mods) and len(mods) == len(set(mods))
