@@ -15,6 +15,7 @@ from model.family import FAMILY_TASKS
 from model.messages import Message, UserError
 
 ALL_TASKS = TASKS + ("tsv",) + tuple(FAMILY_TASKS)  # the family members train their own architecture
+DEFAULT_TASK = "copy"  # what the training page offers first
 SIZES = ("tiny", "small", "custom")
 SIZE_PRESET = {"tiny": "tiny", "small": "teaching", "custom": "teaching"}  # model.config.PRESETS names
 # A recipe per size that works on a CPU (the tiny one learns the copy task in ~300 steps).

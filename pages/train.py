@@ -12,8 +12,8 @@ from app.charts import export, training as charts
 from app.i18n import Message, UserError, options, prose, say, t
 from app.jobs import (ACTIVE, COMPARE_METRICS, MB, compare_label, get_manager, is_starting, new_owner_token,
                       runs_dir)
-from app.jobs_options import (ALL_TASKS, CUSTOM_DEFAULTS, LIMITS, MAX_PARAMETERS, MAX_UPLOAD_BYTES, POSITIONALS,
-                              SIZES, TASK_RECIPES, TrainOptions, check_upload, is_family, recipe_dropout,
+from app.jobs_options import (ALL_TASKS, CUSTOM_DEFAULTS, DEFAULT_TASK, LIMITS, MAX_PARAMETERS, MAX_UPLOAD_BYTES,
+                              POSITIONALS, SIZES, TASK_RECIPES, TrainOptions, check_upload, is_family, recipe_dropout,
                               task_recipe)
 from app.pages_list import PAGES
 from app.state import between, keep
@@ -64,7 +64,7 @@ text("train.intro")
 # 1. task
 st.header(t("train.section.task"))
 task = st.selectbox(t("train.task_question"), ALL_TASKS, format_func=labels("train.task", ALL_TASKS),
-                    **keep("train_task", "copy", url="task", valid=ALL_TASKS))
+                    **keep("train_task", DEFAULT_TASK, url="task", valid=ALL_TASKS))
 st.caption(t(f"train.task_help.{task}"))
 upload_bytes, upload_name, upload_ok, pairs = None, "", True, None
 if task == "tsv":

@@ -58,7 +58,7 @@ def test_after_the_warm_up_no_page_first_run_imports_a_package_of_its_own():
     In a fresh process: the overview's first run, the warm-up thread to its end, then each page's first run;
     none may load a top-level package that was not loaded yet (our own app/ and model/ aside)."""
     code = f"""
-import sys, threading, json
+import sys, threading, json, time
 sys.path.insert(0, {str(ROOT)!r})
 from streamlit.testing.v1 import AppTest
 from app.pages_list import PAGES
@@ -67,11 +67,19 @@ at = AppTest.from_file({str(ROOT / 'app' / 'main.py')!r}, default_timeout=120)
 at.session_state["lang"] = "en"
 at.run()
 assert not at.exception, at.exception
+import gc
+frozen_before = gc.get_freeze_count()  # the warm-up thread has just begun (importing torch takes seconds)
 for th in threading.enumerate():
     if th.name == "atlas-warm-up":
         th.join(120)
 missing = [m for m in (*jobs.WARM_UP_MODULES, *jobs.page_modules()) if m not in sys.modules]
-out = {{"missing": missing, "pages": {{}}}}
+import app.jobs_estimate as est
+from app.jobs_options import DEFAULT_TASK
+frozen = gc.get_freeze_count() - frozen_before
+t0 = time.perf_counter()
+est.tokens_per_example(DEFAULT_TASK)  # computed by the warm-up: now at once
+estimate_s = time.perf_counter() - t0
+out = {{"missing": missing, "pages": {{}}, "frozen": frozen, "estimate_s": estimate_s}}
 for p in PAGES[1:]:
     before = {{m.split(".")[0] for m in sys.modules}}
     at.switch_page("../pages/" + p.file)
@@ -85,6 +93,8 @@ print("RESULT" + json.dumps(out))
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.split("RESULT", 1)[1])
     assert out["missing"] == [], f"the warm-up did not load {out['missing']}"
+    assert out["frozen"] > 100_000, f"what the warm-up loaded is frozen (app.resources.settle_heap): {out['frozen']}"
+    assert out["estimate_s"] < 0.01, "the training page's first estimate was computed by the warm-up"
     offenders = {page: new for page, new in out["pages"].items() if new}
     assert not offenders, f"first runs that import a package the warm-up does not: {offenders} (add it to " \
                           "app.jobs.WARM_UP_MODULES)"
