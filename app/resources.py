@@ -14,12 +14,13 @@ from model.device import DeviceParts, best_device, cpu_only_machine, device_part
 
 
 def settle_heap() -> None:
-    """Make Streamlit's collection after every script run cheap. Streamlit runs a full garbage collection
-    after each run (runner.postScriptGC); with torch, plotly and a model loaded that walks ~250k long-lived
-    objects: 0.3-0.6 s holding the GIL, on every rerun of every session. Collect once, then move what is
-    alive now (modules, loaded models) into the permanent generation (gc.freeze): later collections only
-    walk what the runs themselves create, so memory stays flat and reruns stop queueing behind the
-    collector. Called when this module is first imported and after each model load."""
+    """Make full garbage collections cheap. With torch, plotly and a model loaded one walks ~300k long-lived
+    objects: 0.17-0.6 s holding the GIL (Streamlit's collection after every run, runner.postScriptGC, is off
+    in .streamlit/config.toml for that reason; Python still starts full collections of its own). Collect
+    once, then move what is alive now (modules, loaded models) into the permanent generation (gc.freeze):
+    later collections only walk what the runs themselves create, so memory stays flat and reruns stop
+    queueing behind the collector. Called when this module is first imported, at the end of the warm-up
+    (app.jobs.warm_up) and after each model load."""
     gc.collect()
     gc.freeze()
 
