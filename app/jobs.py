@@ -111,6 +111,7 @@ _SERVER_THREADS_SET = False
 _WARM_UP_STARTED = False
 _WARM_UP_DONE = threading.Event()
 _THREADS_LOCK = threading.Lock()
+_PAGE_RUNS = 0  # script runs of pages in progress (page_running); the warm-up waits for them between its steps
 
 
 def _loaded(name: str) -> bool:
@@ -173,6 +174,28 @@ def page_modules() -> list[str]:
     return out
 
 
+@contextlib.contextmanager
+def page_running():
+    """Around a page's script run (app/main.py): the warm-up lets it finish before its next step."""
+    global _PAGE_RUNS
+    with _THREADS_LOCK:
+        _PAGE_RUNS += 1
+    try:
+        yield
+    finally:
+        with _THREADS_LOCK:
+            _PAGE_RUNS -= 1
+
+
+def _yield_to_pages(limit_s: float = 2.0) -> None:
+    """Before each step of the warm-up: wait (up to limit_s) while a page runs. A rerun of the first page (a
+    language switch while the warm-up works) would otherwise share the interpreter with it and take 2-4x
+    longer; the steps are short, except the imports of torch and torch._dynamo (~1 s each here)."""
+    end = time.monotonic() + limit_s
+    while _PAGE_RUNS > 0 and time.monotonic() < end:
+        time.sleep(0.01)
+
+
 def warm_up() -> None:
     """Once per process, after the first page has drawn: import, in a background thread, what the next
     pages' first runs would otherwise import themselves (WARM_UP_MODULES), and give torch the server's
@@ -186,6 +209,7 @@ def warm_up() -> None:
     def load():
         try:
             for name in WARM_UP_MODULES:
+                _yield_to_pages()
                 try:
                     importlib.import_module(name)
                 except Exception:  # noqa: BLE001 - a warm-up must never take the server down
@@ -193,16 +217,20 @@ def warm_up() -> None:
                 if name == "torch":
                     apply_server_threads()
             for name in page_modules():  # then our own modules the next pages import
+                _yield_to_pages()
                 with contextlib.suppress(Exception):  # noqa: BLE001 - as above
                     importlib.import_module(name)
+            _yield_to_pages()
             with contextlib.suppress(Exception):  # noqa: BLE001 - as above
                 # the training page's estimate for its first task reads 40,000 generated examples (0.15 s)
                 jobs_estimate.tokens_per_example(DEFAULT_TASK)
+            _yield_to_pages()
             with contextlib.suppress(Exception):  # noqa: BLE001 - as above
                 from app.charts import warm_up as warm_figures
                 warm_figures()
             # all of that stays for the server's life: one collection now, then frozen, so that the collection
             # after a page's first model load walks only what came since (it took that page 0.13 s here)
+            _yield_to_pages()
             with contextlib.suppress(Exception):  # noqa: BLE001 - as above
                 from app.resources import settle_heap
                 settle_heap()

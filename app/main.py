@@ -12,7 +12,7 @@ import streamlit as st  # noqa: E402
 
 from app import i18n, state, warm  # noqa: E402
 from app.i18n import t  # noqa: E402
-from app.jobs import apply_server_threads, wait_for_warm_up, warm_up  # noqa: E402
+from app.jobs import apply_server_threads, page_running, wait_for_warm_up, warm_up  # noqa: E402
 from app.pages_list import PAGES, SECTIONS  # noqa: E402
 from app.resources import device_description  # noqa: E402
 
@@ -59,7 +59,8 @@ with st.sidebar:
     st.caption(f"**{t('common.device')}:** {device_description()}")
 
 try:
-    nav.run()
+    with page_running():  # the warm-up waits for this run between its steps
+        nav.run()
 finally:  # the page has drawn (or stopped): torch's thread budget if the page loaded it; then, in the background, what the next pages import
     apply_server_threads()
     warm_up()

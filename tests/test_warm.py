@@ -217,3 +217,29 @@ def test_the_warm_up_knows_the_modules_the_pages_import():
     assert {"app.attention_lab", "app.inspector", "model.positions", "model.worked_example", "app.charts.heatmaps",
             "model.decode"} <= set(mods)
     assert all(m.split(".")[0] in ("app", "model") for m in mods) and len(mods) == len(set(mods))
+
+
+def test_the_warm_up_lets_a_running_page_finish_between_its_steps(monkeypatch):
+    """A rerun of the first page while the warm-up works (a language switch) shared the interpreter with it and
+    once took 1.1-1.3 s (docs/benchmarks.md 2026-12-03). Between its steps the warm-up now waits while a page
+    runs (app.jobs.page_running, around every page's run in app/main.py)."""
+    import threading
+    import time
+    import types
+
+    imported = []
+    monkeypatch.setattr(jobs, "_WARM_UP_STARTED", False)
+    monkeypatch.setattr(jobs, "_WARM_UP_DONE", threading.Event())
+    monkeypatch.setattr(jobs, "WARM_UP_MODULES", ("json",))
+    monkeypatch.setattr(jobs, "page_modules", lambda: ["app.format"])
+    monkeypatch.setattr(jobs, "importlib", types.SimpleNamespace(
+        import_module=lambda name: imported.append((name, time.monotonic()))))
+    with jobs.page_running():
+        jobs.warm_up()
+        time.sleep(0.4)
+        assert imported == [], "nothing while the page runs"
+        page_done = time.monotonic()
+    assert jobs._WARM_UP_DONE.wait(30)
+    assert [name for name, _ in imported] == ["json", "app.format"]
+    assert all(at >= page_done for _, at in imported)
+    assert jobs._PAGE_RUNS == 0
