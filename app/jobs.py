@@ -140,9 +140,10 @@ def apply_server_threads() -> int:
 # each page's first run, torch already loaded): pandas for st.dataframe (attention, positional, multi-head,
 # why: 0.25-0.31 s), Streamlit's emoji catalogue for icons in alerts and segmented controls (0.09-0.16 s),
 # and torch._dynamo, which torch imports the first time a model is built on the meta device (every checkpoint
-# load counts its parameters there) or an Adam optimiser is made (1.1-1.9 s: masks, inspector, recipe, family).
+# load counts its parameters there) or an Adam optimiser is made (1.1-1.9 s: masks, inspector, recipe, family),
+# and scipy.optimize for DETR's matching (0.46 s of the family page's DETR view).
 WARM_UP_MODULES = ("torch", "pandas", "streamlit.emojis", "plotly.io", "orjson", "torch._dynamo", "safetensors.torch",
-                   "sentencepiece")
+                   "sentencepiece", "scipy.optimize")
 
 
 def page_modules() -> list[str]:

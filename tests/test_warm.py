@@ -81,13 +81,18 @@ t0 = time.perf_counter()
 est.tokens_per_example(DEFAULT_TASK)  # computed by the warm-up: now at once
 estimate_s = time.perf_counter() - t0
 out = {{"missing": missing, "pages": {{}}, "frozen": frozen, "walked": walked, "estimate_s": estimate_s}}
-for p in PAGES[1:]:
+from pathlib import Path
+members = sorted(f.stem for f in Path({str(ROOT / 'app' / 'family')!r}).glob("*.py") if f.stem != "__init__")
+runs = [(p.file, None) for p in PAGES[1:]] + [("family.py", m) for m in members]  # each member: a view of its own
+for file, member in runs:
     before = {{m.split(".")[0] for m in sys.modules}}
-    at.switch_page("../pages/" + p.file)
+    at.switch_page("../pages/" + file)
+    if member:
+        at.session_state["fam_member"] = member
     at.run()
-    assert not at.exception, (p.file, at.exception)
+    assert not at.exception, (file, member, at.exception)
     new = {{m.split(".")[0] for m in sys.modules}} - before - {{"app", "model"}}
-    out["pages"][p.file] = sorted(new)
+    out["pages"][file + (f" ({{member}})" if member else "")] = sorted(new)
 print("RESULT" + json.dumps(out))
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=ROOT)
