@@ -20,6 +20,8 @@ the same again backwards; a block of ~256 rows stays in the processor's cache. T
 are unchanged (same FLOPs; checked by tests/test_output_loss.py with torch's FLOP counter)."""
 from __future__ import annotations
 
+import math
+
 import torch
 
 BLOCK_ELEMENTS = 1 << 21  # logits per block (8 MiB in float32): the size that measured fastest on the CPU
@@ -41,15 +43,30 @@ class _ProjectedCrossEntropy(torch.autograd.Function):
         dw = torch.zeros_like(weight) if want_w else None
         db = torch.zeros_like(bias) if (bias is not None and want_b) else None
         total = h.new_zeros((), dtype=torch.float64)
+        # mean(z) of a row is h · mean(W) + mean(b): a matrix-vector product instead of a pass over the logits
+        w_mean = weight.mean(0)
+        b_mean = 0.0 if bias is None else bias.mean()
+        # |z| ≤ ‖h‖·‖W_j‖ + |b_j| (Cauchy–Schwarz). While that bound keeps exp(z), a row's sum of them and the
+        # gradient's weight / sum well inside the float range (|z| + log V under half the largest exponent: 44
+        # in float32), the logits are exponentiated as they are; beyond it they are first shifted by the row
+        # maximum (the usual guard: a pass and a subtraction more per block). The same values either way.
+        w_norm = weight.norm(dim=1).max() + (0.0 if bias is None else bias.abs().max())
+        safe = math.log(torch.finfo(h.dtype).max) / 2 - math.log(V)
         for s in range(0, h.size(0), block):
             hb, yb, kb = h[s:s + block], target[s:s + block], counted[s:s + block]
             z = hb @ weight.t() if bias is None else torch.addmm(bias, hb, weight.t())  # (rows, V)
             yc = yb.clamp(0, V - 1)[:, None]  # an ignored row's target may be out of range
-            picked, mean = z.gather(1, yc).squeeze(1), z.mean(1)
-            top = z.amax(1, keepdim=True)
-            e = z.sub_(top).exp_()  # exp(z - max z), in place of the logits: log-sum-exp and softmax from one pass
+            picked, mean = z.gather(1, yc).squeeze(1), torch.mv(hb, w_mean) + b_mean
+            if float(hb.norm(dim=1).max() * w_norm) < safe:
+                top = None
+                e = z.exp_()  # exp(z), in place of the logits: log-sum-exp and softmax from one pass
+            else:
+                top = z.amax(1, keepdim=True)
+                e = z.sub_(top).exp_()  # exp(z - max z), the same in place
             sums = e.sum(1)
-            row = top.squeeze(1) + sums.log() - (1.0 - eps) * picked - eps * mean
+            row = sums.log() - (1.0 - eps) * picked - eps * mean
+            if top is not None:
+                row += top.squeeze(1)
             keep = kb.to(z.dtype)
             total += (row * keep).sum(dtype=torch.float64)
             if not (want_h or want_w or want_b):

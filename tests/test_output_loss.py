@@ -161,3 +161,18 @@ def test_under_autocast_the_loss_is_float32():
     assert abs(got.item() - ref.item()) < 1e-5
     gh, gw = _grads(got, h, w)
     assert gh.dtype == h.dtype and gw.dtype == w.dtype
+
+
+@pytest.mark.parametrize("scale", [0.3, 3.0, 30.0, 300.0])
+def test_float32_logits_small_and_huge(scale):
+    """Logits up to ±1.5 and ±15 stay under the bound that lets the loss skip the max-shift; ±150 and ±1,500
+    exceed it and are shifted first (unshifted, exp overflows there). Both give torch's loss and gradients."""
+    g = torch.Generator().manual_seed(3)
+    h = (torch.randn(90, 16, generator=g) * scale).requires_grad_()
+    w = (torch.randn(700, 16, generator=g) / 4).requires_grad_()
+    y = torch.randint(0, 700, (90,), generator=g)
+    ref = F.cross_entropy(F.linear(h, w), y, label_smoothing=0.1)
+    got = projected_cross_entropy(h, w, y, label_smoothing=0.1, block=32)
+    assert torch.isfinite(got) and abs(got.item() - ref.item()) <= 1e-5 * max(1.0, abs(ref.item()))
+    for a, r in zip(_grads(got, h, w), _grads(ref, h, w)):
+        assert torch.isfinite(a).all() and (a - r).abs().max() <= 1e-6 * max(1.0, r.abs().max().item())
