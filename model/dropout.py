@@ -25,16 +25,27 @@ def drop_threshold(p: float) -> int:
     return round(p * _LANES) - 2 ** 31
 
 
+def _lanes(shape: torch.Size) -> torch.Tensor:
+    """Uniform int32 values of `shape`, two per 64-bit draw of numpy's PCG64 generator, seeded by one draw of
+    torch's generator."""
+    n = shape.numel()
+    seed = int(torch.empty((), dtype=torch.int64).random_())
+    words = np.random.PCG64(seed).random_raw((n + 1) // 2)  # uint64: two uniform 32-bit lanes each
+    return torch.from_numpy(words.view(np.int32)[:n]).view(shape)
+
+
 def keep_mask(shape, p: float) -> torch.Tensor:
     """A bool CPU tensor of `shape`: True (kept) with probability 1 - p, independently per entry. The bits come
     from numpy's PCG64 generator, seeded by one draw of torch's generator, so torch.manual_seed repeats the
     mask (and each call advances torch's generator by one draw)."""
-    shape = torch.Size(shape)
-    n = shape.numel()
-    seed = int(torch.empty((), dtype=torch.int64).random_())
-    words = np.random.PCG64(seed).random_raw((n + 1) // 2)  # uint64: two uniform 32-bit lanes each
-    lanes = torch.from_numpy(words.view(np.int32)[:n]).view(shape)
-    return lanes >= drop_threshold(p)
+    return _lanes(torch.Size(shape)) >= drop_threshold(p)
+
+
+def scaled_keep_mask(shape, p: float, dtype=torch.float32) -> torch.Tensor:
+    """keep_mask as numbers: 1 / (1 - p) where kept, 0 where dropped (the same entries for the same seed). The
+    comparison writes its 0 / 1 straight into a float tensor: one pass fewer than a bool mask then a cast."""
+    lanes = _lanes(torch.Size(shape))
+    return torch.ge(lanes, drop_threshold(p), out=torch.empty(lanes.shape, dtype=dtype)).mul_(1.0 / (1.0 - p))
 
 
 def check_p(p: float) -> float:
@@ -52,8 +63,8 @@ def dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
         return x * 0.0
     if x.device.type != "cpu":
         return F.dropout(x, p, True)
-    scaled = keep_mask(x.shape, p).to(x.dtype).mul_(1.0 / (1.0 - p))  # 0 or 1 / (1 - p); autograd keeps it for
-    return x * scaled  # the backward pass, which is one multiplication, as with nn.Dropout
+    scaled = scaled_keep_mask(x.shape, p, x.dtype)  # 0 or 1 / (1 - p); autograd keeps it for the backward pass,
+    return x * scaled  # which is one multiplication, as with nn.Dropout
 
 
 class Dropout(nn.Module):

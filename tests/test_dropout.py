@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 
 from model import Transformer, TransformerConfig
-from model.dropout import Dropout, drop_threshold, dropout, keep_mask
+from model.dropout import Dropout, drop_threshold, dropout, keep_mask, scaled_keep_mask
 
 
 @pytest.mark.parametrize("p", [0.1, 0.3, 0.5, 0.9])
@@ -107,3 +107,20 @@ def test_every_dropout_of_the_models_is_this_one():
         kinds = {type(x) for x in m.modules()}
         assert nn.Dropout not in kinds, type(m).__name__
         assert Dropout in kinds, type(m).__name__
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_scaled_mask_is_the_bool_mask_times_the_scale(dtype):
+    """The dropout's numeric mask (written by one comparison into a float tensor) drops the same entries as
+    keep_mask for the same seed and scales the kept ones by 1 / (1 - p) in the input's dtype."""
+    torch.manual_seed(7)
+    kept = keep_mask((64, 33), 0.3)
+    torch.manual_seed(7)
+    scaled = scaled_keep_mask((64, 33), 0.3, dtype)
+    assert scaled.dtype == dtype
+    assert torch.equal(scaled, kept.to(dtype) * torch.tensor(1 / 0.7, dtype=dtype))
+    torch.manual_seed(7)
+    x = torch.randn(64, 33, dtype=dtype)
+    torch.manual_seed(7)
+    y = dropout(x, 0.3)
+    assert torch.equal(y, x * scaled)
