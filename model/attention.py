@@ -14,6 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .linear import Linear
 from .masks import causal_mask
 
 
@@ -85,11 +86,11 @@ class MultiHeadAttention(nn.Module):
         hk, hv = n_heads * self.d_k, n_heads * self.d_v
         self.self_attention = self_attention
         if self_attention:
-            self.qkv = nn.Linear(d_model, 2 * hk + hv)  # [W^Q | W^K | W^V] side by side
+            self.qkv = Linear(d_model, 2 * hk + hv)  # [W^Q | W^K | W^V] side by side
         else:
-            self.q = nn.Linear(d_model, hk)
-            self.kv = nn.Linear(d_model, hk + hv)
-        self.out = nn.Linear(hv, d_model)  # W^O: (h d_v) -> d_model
+            self.q = Linear(d_model, hk)
+            self.kv = Linear(d_model, hk + hv)
+        self.out = Linear(hv, d_model)  # W^O: (h d_v) -> d_model
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         B, L, width = x.shape

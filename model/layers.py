@@ -9,6 +9,7 @@ import torch.nn as nn
 
 from .attention import MultiHeadAttention
 from .dropout import Dropout
+from .linear import Linear
 
 
 def pe_frequencies(d_model: int) -> torch.Tensor:
@@ -100,8 +101,8 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, act: str = "relu"):
         super().__init__()
-        self.w1 = nn.Linear(d_model, d_ff)
-        self.w2 = nn.Linear(d_ff, d_model)
+        self.w1 = Linear(d_model, d_ff)
+        self.w2 = Linear(d_ff, d_model)
         self.act = activation(act)
 
     def forward(self, x):
