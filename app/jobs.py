@@ -63,6 +63,7 @@ from pathlib import Path
 
 from app import jobs_estimate
 from app.jobs_options import DEFAULT_TASK, MAX_PARAMETERS, TrainOptions, train_arguments, validate_options
+from model.allocator import HUGE_PAGES
 from model.atomic import atomic_write_json
 from model.messages import Message, UserError
 from model.run_files import (ACTIVE, STATES, clean_metrics, message_code, read_json_object, read_metrics,
@@ -712,8 +713,9 @@ class JobManager:
                     proc.wait()
 
     def trainer_env(self) -> dict:
-        """The trainer's environment: this manager's thread budget for OpenMP too, the repository importable."""
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": str(self.threads),
+        """The trainer's environment: this manager's thread budget for OpenMP too, the repository importable,
+        torch's large tensors on huge pages (model/allocator.py)."""
+        env = {**HUGE_PAGES, **os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": str(self.threads),
                "MKL_NUM_THREADS": str(self.threads)}
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         return env

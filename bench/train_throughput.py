@@ -11,17 +11,24 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-from torch.utils.flop_counter import FlopCounterMode
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from model.allocator import HUGE_PAGES  # noqa: E402  (imports no torch)
+
+if "--default-malloc" not in sys.argv:  # the trainer's process settings for every contender (model/allocator.py):
+    for _k, _v in HUGE_PAGES.items():  # torch reads this one at its first allocation, so before importing it
+        os.environ.setdefault(_k, _v)
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+
 from bench.common import machine, matmul_peak, sync, table, write  # noqa: E402
 from model import Transformer, TransformerConfig, positional_encoding  # noqa: E402
 from model.allocator import keep_freed_memory  # noqa: E402
@@ -165,7 +172,8 @@ def main():
     p.add_argument("--plain-adam", action="store_true", help="Adam's per-parameter loop instead of the fused kernel")
     p.add_argument("--name", default="", help="result file name (default: train_throughput_<device>...)")
     p.add_argument("--default-malloc", action="store_true",
-                   help="leave glibc's malloc thresholds as they are (the trainer raises them: model/allocator.py)")
+                   help="leave glibc's malloc thresholds and torch's page size as they are (the trainer "
+                        "raises the one and asks for huge pages: model/allocator.py)")
     args = p.parse_args()
     kept = False if args.default_malloc else keep_freed_memory()  # the trainer's process setting, for every contender
     device = torch.device(args.device)
@@ -179,7 +187,8 @@ def main():
     print(table(rows))
     name = args.name or (f"train_throughput_{device.type}{'_bf16' if args.bf16 else ''}"
                          f"{'_plain_adam' if args.plain_adam else ''}")
-    print("wrote", write(name, {"machine": machine(), "keep_freed_memory": kept, "peak_flops": peak, "dtype": str(dtype),
+    print("wrote", write(name, {"machine": machine(), "keep_freed_memory": kept,
+                                "huge_pages": os.environ.get("THP_MEM_ALLOC_ENABLE"), "peak_flops": peak, "dtype": str(dtype),
                                 "rows": rows}))
 
 

@@ -64,3 +64,15 @@ def test_the_trainer_keeps_freed_memory(monkeypatch):
     monkeypatch.setattr(train, "keep_freed_memory", lambda: calls.append(1) or True)
     train._devices(argparse.Namespace(device="cpu", threads=0))
     assert calls == [1]
+
+
+def test_the_trainer_process_asks_torch_for_huge_pages(tmp_path, monkeypatch):
+    """torch reads THP_MEM_ALLOC_ENABLE once, at its first allocation: only the environment of the trainer's
+    process can carry it (model.allocator.HUGE_PAGES). A value the user set wins."""
+    from app.jobs import JobManager
+    from model.allocator import HUGE_PAGES
+    monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False)
+    env = JobManager(tmp_path / "runs", python="/bin/false").trainer_env()
+    assert HUGE_PAGES == {"THP_MEM_ALLOC_ENABLE": "1"} and env["THP_MEM_ALLOC_ENABLE"] == "1"
+    monkeypatch.setenv("THP_MEM_ALLOC_ENABLE", "0")
+    assert JobManager(tmp_path / "runs2", python="/bin/false").trainer_env()["THP_MEM_ALLOC_ENABLE"] == "0"
