@@ -15,12 +15,12 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.train_throughput import SIZES, make_step, ours  # noqa: E402
+from bench.train_throughput import SIZES, make_step, ours  # noqa: E402  (first: it sets the trainer's environment)
 from model.allocator import keep_freed_memory  # noqa: E402
+
+import torch  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 MATMULS = {"mm": (0, 1), "addmm": (1, 2)}  # op: positions of its two matrices
 
