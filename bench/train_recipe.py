@@ -24,9 +24,15 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from model.allocator import HUGE_PAGES, keep_freed_memory  # noqa: E402  (imports no torch)
+
+if "--default-malloc" not in sys.argv:  # the trainer process's settings (model/allocator.py, app/jobs.py); torch
+    for _k, _v in HUGE_PAGES.items():  # reads this one at its first allocation, so before it is imported
+        os.environ.setdefault(_k, _v)
+
+import torch  # noqa: E402
+
 from bench.common import machine, table, write  # noqa: E402
 from app.jobs_options import RECIPES, task_recipe, train_arguments, TrainOptions  # noqa: E402
 from model.decode import greedy_decode_batch  # noqa: E402
@@ -246,7 +252,12 @@ def main():
                                                              "recipe's steps)")
     p.add_argument("--extra", action="append", default=[], metavar="NAME=OPTIONS",
                    help="another recipe: a name and trainer options, e.g. 'x=--batch-tokens 2048 --warmup 200'")
+    p.add_argument("--default-malloc", action="store_true",
+                   help="leave glibc's malloc thresholds and torch's page size as they are (the trainer's process "
+                        "keeps freed memory and asks for huge pages: model/allocator.py)")
+    p.add_argument("--name", default="train_recipe", help="result file name")
     args = p.parse_args()
+    kept = False if args.default_malloc else keep_freed_memory()
     if args.first_step:
         if args.via_manager:
             return first_step_via_manager(args.repeats, args.threads)
@@ -303,10 +314,11 @@ def main():
                      else "-"})
     print(table(rows))
     print(f"load average at start {load0[0]:.2f} / {load0[1]:.2f}, at end {load1[0]:.2f} / {load1[1]:.2f}")
-    print("wrote", write("train_recipe", {"machine": machine(), "threads": args.threads, "target": args.target,
-                                          "load_start": load0, "load_end": load1, "rows": rows,
-                                          "recipes": {c.name: c.argv for c in contenders},
-                                          "checks": {c.name: c.checks for c in contenders}}))
+    print("wrote", write(args.name, {"machine": machine(), "threads": args.threads, "target": args.target,
+                                     "keep_freed_memory": kept, "huge_pages": os.environ.get("THP_MEM_ALLOC_ENABLE"),
+                                     "load_start": load0, "load_end": load1, "rows": rows,
+                                     "recipes": {c.name: c.argv for c in contenders},
+                                     "checks": {c.name: c.checks for c in contenders}}))
 
 
 if __name__ == "__main__":
