@@ -34,6 +34,7 @@ def _count_cpu_flash_attention():
         if op is not None and op not in fc.flop_registry:
             fc.register_flop_formula(op)(formula)
 
+
 _count_cpu_flash_attention()
 
 

@@ -25,11 +25,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from model.allocator import HUGE_PAGES, keep_freed_memory  # noqa: E402  (imports no torch)
+from model.allocator import keep_freed_memory, request_huge_pages  # noqa: E402  (imports no torch)
 
-if "--default-malloc" not in sys.argv:  # the trainer process's settings (model/allocator.py, app/jobs.py); torch
-    for _k, _v in HUGE_PAGES.items():  # reads this one at its first allocation, so before it is imported
-        os.environ.setdefault(_k, _v)
+if "--default-malloc" not in sys.argv:  # the trainer process's settings (model/allocator.py); before torch's import
+    request_huge_pages()
 
 import torch  # noqa: E402
 

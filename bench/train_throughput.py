@@ -18,11 +18,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from model.allocator import HUGE_PAGES  # noqa: E402  (imports no torch)
+from model.allocator import keep_freed_memory, request_huge_pages  # noqa: E402  (imports no torch)
 
-if "--default-malloc" not in sys.argv:  # the trainer's process settings for every contender (model/allocator.py):
-    for _k, _v in HUGE_PAGES.items():  # torch reads this one at its first allocation, so before importing it
-        os.environ.setdefault(_k, _v)
+if "--default-malloc" not in sys.argv:  # the trainer process's settings (model/allocator.py); before torch's import
+    request_huge_pages()
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -31,7 +30,6 @@ from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from bench.common import machine, matmul_peak, sync, table, write  # noqa: E402
 from model import Transformer, TransformerConfig, positional_encoding  # noqa: E402
-from model.allocator import keep_freed_memory  # noqa: E402
 from model.train import adam  # noqa: E402
 
 SIZES = {

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
 
 M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3  # <malloc.h>
 MMAP_THRESHOLD_MAX = 32 * 1024 * 1024  # glibc's ceiling on 64-bit systems (HEAP_MAX_SIZE / 2): larger is refused
@@ -42,3 +43,10 @@ def keep_freed_memory() -> bool:
         return False
     return all(bool(libc.mallopt(option, value)) for option, value in
                ((M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX), (M_TRIM_THRESHOLD, TRIM_THRESHOLD), (M_TOP_PAD, TOP_PAD)))
+
+
+def request_huge_pages() -> None:
+    """HUGE_PAGES into this process's own environment, for a script that trains in-process (the benches); it must
+    run before torch is imported. A value already set wins."""
+    for name, value in HUGE_PAGES.items():
+        os.environ.setdefault(name, value)

@@ -51,13 +51,14 @@ class _ProjectedCrossEntropy(torch.autograd.Function):
         # in float32), the logits are exponentiated as they are; beyond it they are first shifted by the row
         # maximum (the usual guard: a pass and a subtraction more per block). The same values either way.
         w_norm = weight.norm(dim=1).max() + (0.0 if bias is None else bias.abs().max())
+        h_norm = h.norm(dim=1)  # each row's ‖h‖, once
         safe = math.log(torch.finfo(h.dtype).max) / 2 - math.log(V)
         for s in range(0, h.size(0), block):
             hb, yb, kb = h[s:s + block], target[s:s + block], counted[s:s + block]
             z = hb @ weight.t() if bias is None else torch.addmm(bias, hb, weight.t())  # (rows, V)
             yc = yb.clamp(0, V - 1)[:, None]  # an ignored row's target may be out of range
             picked, mean = z.gather(1, yc).squeeze(1), torch.mv(hb, w_mean) + b_mean
-            if float(hb.norm(dim=1).max() * w_norm) < safe:
+            if float(h_norm[s:s + block].max() * w_norm) < safe:
                 top = None
                 e = z.exp_()  # exp(z), in place of the logits: log-sum-exp and softmax from one pass
             else:
