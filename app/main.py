@@ -49,8 +49,7 @@ current = nav.url_path or PAGES[0].url  # the default page's url_path is ""
 if current != PAGES[0].url:  # the first page imports nothing the warm-up does; the others must not import beside it
     wait_for_warm_up()
 state.begin_page(current)
-if st.query_params.get(state.LANG_PARAM) != i18n.lang():  # the link says which language it shows
-    st.query_params[state.LANG_PARAM] = i18n.lang()
+state.set_link(state.LANG_PARAM, i18n.lang())  # the link says which language it shows
 
 with st.sidebar:
     st.button(t("common.reset_page"), icon=":material/restart_alt:", on_click=state.reset_page, args=(current,),
@@ -61,6 +60,7 @@ with st.sidebar:
 try:
     with page_running():  # the warm-up waits for this run between its steps
         nav.run()
-finally:  # the page has drawn (or stopped): torch's thread budget if the page loaded it; then, in the background, what the next pages import
+finally:  # the page has drawn (or stopped): its link in one message; torch's thread budget if the page loaded
+    state.send_link()  # it; then, in the background, what the next pages import
     apply_server_threads()
     warm_up()

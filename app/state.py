@@ -139,11 +139,68 @@ def begin_page(page: str) -> None:
     ss = st.session_state
     previous = ss.get(PAGE)
     if previous is not None and previous != page:
-        lang = st.query_params.get(LANG_PARAM)
-        st.query_params.clear()
-        if lang is not None:
-            st.query_params[LANG_PARAM] = lang
+        _clear_link()
     ss[PAGE] = page
+
+
+# ----------------------------------------------------------------------------- the link, sent once per run
+# Each write to st.query_params is a message to the browser, and each message there is a new entry in the
+# browser's history and a re-render of the whole app: opening the attention page wrote its 16 parameters one
+# by one (16 presses of Back to leave it; ~25 ms of the browser's work). So a run collects its changes here and
+# main.py sends them at its end (send_link), in one message. A fragment's own rerun has no such end: its
+# changes (one control's) are sent at once.
+LINK = "_link_changes"       # this run's changes: {"clear": drop the other parameters first, "set": {name: text|None}}
+
+
+def link_value(name: str) -> str | None:
+    """The parameter as the link will read once this run's changes are sent."""
+    changes = st.session_state.get(LINK)
+    if changes is not None:
+        if name in changes["set"]:
+            return changes["set"][name]
+        if changes["clear"]:
+            return None
+    return st.query_params.get(name)
+
+
+def set_link(name: str, text: str | None) -> None:
+    """Put `text` in the link under `name` (None: take the parameter out), sent with the run's other changes."""
+    if link_value(name) == text:
+        return
+    st.session_state.setdefault(LINK, {"clear": False, "set": {}})["set"][name] = text
+    if _fragment_run():
+        send_link()
+
+
+def _clear_link() -> None:
+    """Every parameter but the language out of the link (a page owns its link)."""
+    lang = link_value(LANG_PARAM)
+    st.session_state[LINK] = {"clear": True, "set": {LANG_PARAM: lang} if lang is not None else {}}
+    if _fragment_run():
+        send_link()
+
+
+def send_link() -> None:
+    """Send this run's changes to the link, in one message (none if the link stays as it is)."""
+    changes = st.session_state.get(LINK)
+    if changes is None:
+        return
+    now = st.query_params.to_dict()
+    new = {} if changes["clear"] else dict(now)
+    for name, text in changes["set"].items():
+        if text is None:
+            new.pop(name, None)
+        else:
+            new[name] = text
+    if new != now:
+        st.query_params.from_dict(new)  # one message (a rerun requested meanwhile may interrupt it: kept for the next run)
+    st.session_state.pop(LINK, None)
+
+
+def _fragment_run() -> bool:
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+    ctx = get_script_run_ctx()
+    return bool(ctx is not None and ctx.fragment_ids_this_run)
 
 
 def keep(key: str, default: Any, *, url: str | None = None, valid=None, check=None, codec=None) -> dict:
@@ -160,8 +217,8 @@ def keep(key: str, default: Any, *, url: str | None = None, valid=None, check=No
         seen = ss.setdefault(SEEN, set())
         if key not in seen:
             seen.add(key)
-            if url in st.query_params:
-                raw = st.query_params.get(url)
+            raw = link_value(url)
+            if raw is not None:
                 try:
                     value = codec.decode(raw, default) if codec else decode(raw, default)
                     if not fits(value, valid) or not fits(value, check):
@@ -177,8 +234,7 @@ def keep(key: str, default: Any, *, url: str | None = None, valid=None, check=No
     _resend_after_language_switch(key)
     if url is not None:
         text = codec.encode(ss[key]) if codec else encode(ss[key])
-        if st.query_params.get(url) != text:
-            st.query_params[url] = text
+        set_link(url, text)
     return {"key": key, "persist_state": "session"}
 
 
@@ -213,10 +269,7 @@ def reset_page(page: str) -> None:
     ss = st.session_state
     for key, default in ss.get(DEFAULTS, {}).get(page, {}).items():
         ss[key] = default
-    lang = st.query_params.get(LANG_PARAM)
-    st.query_params.clear()
-    if lang is not None:
-        st.query_params[LANG_PARAM] = lang
+    _clear_link()
 
 
 BOXES: set[str] = set()  # the keys open_box has drawn (tests open every box to reach what is inside)

@@ -16,7 +16,7 @@ from app.jobs_options import (ALL_TASKS, CUSTOM_DEFAULTS, DEFAULT_TASK, LIMITS, 
                               POSITIONALS, SIZES, TASK_RECIPES, TrainOptions, check_upload, is_family, recipe_dropout,
                               task_recipe)
 from app.pages_list import PAGES
-from app.state import between, keep
+from app.state import between, keep, set_link
 from app.train_ui import fmt_duration, plain, status_text
 from app.ui import error, plot, text
 
@@ -124,8 +124,7 @@ if size == "custom" and not is_family(task):
         custom["norm_first"] = norm == "pre"
 else:  # a link describes the form as shown: the custom sizes only with size=custom
     for name in CUSTOM_URL:
-        if name in st.query_params:
-            del st.query_params[name]
+        set_link(name, None)
 
 # -----------------------------------------------------------------------------
 # 3. training recipe

@@ -44,7 +44,8 @@ def toasts(at: AppTest) -> list[str]:
 def section_script(body: str) -> str:
     """An AppTest script (to `.format(lang=...)`) that runs `body` (a family section: app/family/<member>.py)
     outside the app. Its concept-page links need the app's registered pages, so page_link is stubbed for
-    this run only and restored afterwards, even when the body fails (tests/conftest.py checks that)."""
+    this run only and restored afterwards, even when the body fails (tests/conftest.py checks that). As
+    main.py does, the run ends by sending its changes to the link (app.state.send_link)."""
     inner = "".join("    " + line + "\n" for line in body.strip("\n").splitlines())
     return ("import streamlit as st\n"
             "from streamlit.delta_generator import DeltaGenerator\n"
@@ -53,4 +54,6 @@ def section_script(body: str) -> str:
             "st.session_state.setdefault('lang', '{lang}')\n"
             "try:\n" + inner +
             "finally:\n"
-            "    DeltaGenerator.page_link, st.page_link = _saved\n")
+            "    DeltaGenerator.page_link, st.page_link = _saved\n"
+            "    from app.state import send_link\n"
+            "    send_link()\n")

@@ -276,3 +276,34 @@ def test_the_word_palette_draws_its_open_group_and_keeps_its_place(browser):
         assert_no_exception(page, "palette closed")
     finally:
         ctx.close()
+
+
+def test_back_leaves_a_page_in_two_steps_and_a_control_adds_one(browser):
+    """Opening a page from the sidebar adds two entries to the browser's history: Streamlit's own (the page's
+    address) and the page's link, sent once (app.state.send_link). Before, each of the link's parameters
+    was an entry of its own: leaving the attention page took 19 presses of Back. A control that changes the
+    link adds one entry."""
+    base, b = browser
+    ctx = b.new_context(viewport={"width": 1400, "height": 1000})
+    page = ctx.new_page()
+    try:
+        page.goto(base)
+        wait_idle(page)
+        set_language(page, "en")
+        start = page.evaluate("history.length")
+        open_page(page, "en", BY_URL["attention"])
+        opened = page.evaluate("history.length")
+        assert opened - start <= 2, f"opening the attention page added {opened - start} history entries"
+        for _ in range(2):
+            page.go_back()
+            wait_idle(page)
+            page.wait_for_timeout(500)
+        assert "/attention" not in page.url, page.url
+        open_page(page, "en", BY_URL["attention"])
+        opened = page.evaluate("history.length")
+        act(page, "slide", "att_dk", 1)  # (a fragment's rerun: its change is sent at once)
+        assert "dk=65" in page.url
+        assert page.evaluate("history.length") - opened == 1, "one control, one entry"
+        assert_no_exception(page, "attention, after Back")
+    finally:
+        ctx.close()

@@ -73,3 +73,33 @@ def test_a_link_applies_once_then_the_learner_decides():
     at.select_slider(key="mh_d").set_value(32).run()
     at.text_input(key="mh_sentence").set_value("a b").run()
     assert at.select_slider(key="mh_d").value == 32 and at.query_params["d_model"] == "32"
+
+
+def test_every_run_sends_the_link_to_the_browser_at_most_once(monkeypatch):
+    """The whole class of runs that write the address bar parameter by parameter: each write was a message
+    to the browser, and each message there a new entry in the browser's history and a re-render of the whole
+    app (opening the attention page wrote 19: its first open took 19 presses of Back to leave, and ~25 ms of
+    the browser's work). One run (a page's first open, a control, a language switch, "reset this page") sends
+    the link once, with every parameter in it."""
+    from streamlit.runtime.state.query_params import QueryParams
+
+    from app.pages_list import PAGES
+    sent = []
+    real = QueryParams._send_query_param_msg
+    monkeypatch.setattr(QueryParams, "_send_query_param_msg", lambda self: (sent.append(1), real(self))[1])
+    at = run_page(None, "en")
+    assert len(sent) <= 1
+    for info in PAGES[1:]:
+        sent.clear()
+        at.switch_page(f"../pages/{info.file}")
+        at.run()
+        assert_clean(at)
+        assert len(sent) <= 1, f"opening {info.file} sent the link {len(sent)} times"
+    sent.clear()
+    at.session_state["lang"] = "ko"
+    at.run()
+    assert len(sent) <= 1, f"a language switch sent the link {len(sent)} times"
+    sent.clear()
+    at.button(key="reset_page").click().run()
+    assert len(sent) <= 1, f"resetting the page sent the link {len(sent)} times"
+    assert at.query_params["lang"] == "ko"
