@@ -20,8 +20,8 @@ def vocab_size(task: str) -> int:
 
 @functools.cache
 def _task_tokens(task: str) -> float:
-    from model.corpus import task_pairs
-    return _average_tokens(task, task_pairs(task)["train"][:UPLOAD_SAMPLE])
+    from model.corpus import train_head
+    return _average_tokens(task, train_head(task, UPLOAD_SAMPLE))
 
 
 def _average_tokens(task: str, pairs: list[tuple[str, str]]) -> float:

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from app.i18n import say
-from model.corpus import (ASSETS, GRAMMAR_SPLIT_FRACTIONS, N_HELD_OUT, SAMPLE_SIZE, core_sentences,
+from model.corpus import (ASSETS, train_head, GRAMMAR_SPLIT_FRACTIONS, N_HELD_OUT, SAMPLE_SIZE, core_sentences,
                           generate_pairs, generate_sentences, grammar_translation, has_final_consonant,
                           held_out_combinations, known_words, load_lexicon, readings, read_tsv_corpus, sample_sentences,
                           split_english, split_pairs, synthetic_pairs, task_pairs, vocabulary_by_part_of_speech,
-                          with_particle)
+                          with_particle, TASKS)
 from model.messages import Message, UserError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -506,6 +506,15 @@ def test_synthetic_task_splits():
     assert all(t == " ".join(s.split()[::-1]) for s, t in split["test"])
     with pytest.raises(ValueError):
         synthetic_pairs("shuffle", 5)
+
+
+@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("n", [1, 400, 20_001])
+def test_the_head_of_a_training_split_is_the_splits_own(task, n):
+    """train_head(task, n) (what the training page's estimate reads: 400 pairs) is the first n pairs of the
+    task's training split, without building the whole split (a synthetic task's: 40,000 generated pairs)."""
+    assert train_head(task, n) == task_pairs(task)["train"][:n]
+    assert train_head(task, n, seed=3) == task_pairs(task, seed=3)["train"][:n]
 
 
 # -----------------------------------------------------------------------------
