@@ -1,6 +1,6 @@
 """Every control of every page in a real browser (issue 13), against a bare Streamlit page in the same run.
 
-    python bench/controls.py [--pages attention,masks,...] [--langs en,ko] [--repeats 3] [--list]
+    python bench/controls.py [--pages attention,masks,...] [--langs en,ko] [--repeats 3] [--all-options] [--list]
                              [--no-first] [--no-controls] [--read-first-s 10]
 
 Starts `streamlit run app/main.py` headless (an empty ATLAS_RUNS_DIR: no training run keeps a page polling) and,
@@ -500,6 +500,10 @@ def next_text(key: str | None, current: str, i: int) -> str:
     return cands[i % len(cands)]
 
 
+CHOICES = ("stSelectbox", "stRadio", "stButtonGroup")  # controls with options (--all-options tries each)
+MAX_OPTIONS = 24
+
+
 def act(tab: Tab, el, c: dict, i: int):
     """Change one control to another valid value; returns the do() for measure()."""
     page = tab.page
@@ -545,6 +549,7 @@ def act(tab: Tab, el, c: dict, i: int):
                 raise OneValue
             if tid == "stSelectbox":
                 j = (sel[0] + 1) % n if sel else (1 if n > 1 else 0)
+                c["wrapped"] = j == 0  # every option has been chosen once (--all-options)
             else:  # a multiselect's menu lists the options not chosen yet ("No results", no aria-selected, if none)
                 free = [j for j in range(n) if opts.nth(j).get_attribute("aria-selected") == "false"]
                 if not free:
@@ -565,6 +570,7 @@ def act(tab: Tab, el, c: dict, i: int):
         if n <= 1:
             raise OneValue
         j = (checked[0] + 1) % n if checked else 0
+        c["wrapped"] = j == 0
 
         def do():
             tab.arm()
@@ -576,6 +582,7 @@ def act(tab: Tab, el, c: dict, i: int):
         on = [j for j in range(n) if "Active" in (btns.nth(j).get_attribute("data-testid") or "")
               or btns.nth(j).get_attribute("aria-checked") == "true"]
         j = (on[0] + 1) % n if on else 0
+        c["wrapped"] = j == 0
 
         def do():
             tab.arm()
@@ -762,6 +769,9 @@ def main():
     ap.add_argument("--pages", default=",".join(p.url for p in PAGES))
     ap.add_argument("--langs", default="en,ko")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--all-options", action="store_true",
+                    help=f"a select box, radio or button group: every option once (up to {MAX_OPTIONS}), not only "
+                         "the next `--repeats`: the first choice of an option can cost what later ones do not")
     ap.add_argument("--quiet-ms", type=int, default=250, help="the page must stay quiet this long to count as idle")
     ap.add_argument("--timeout", type=float, default=60, help="seconds one action may take before it counts as failed")
     ap.add_argument("--draw-cap", type=float, default=3.0,
@@ -844,7 +854,10 @@ def main():
                                             else "starts or stops a training run"})
                             continue
                         times = []
-                        for i in range(args.repeats):
+                        c.pop("wrapped", None)
+                        for i in range(max(args.repeats, MAX_OPTIONS if args.all_options else 0)):
+                            if i >= args.repeats and (c["tid"] not in CHOICES or c.get("wrapped")):
+                                break  # --all-options: a choice's every option once, then no more
                             try:
                                 if c.get("opener"):  # a lazy expander or tab: open it, close it (or the tab before)
                                     o = c["opener"]
