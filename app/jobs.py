@@ -63,7 +63,7 @@ from pathlib import Path
 
 from app import jobs_estimate
 from app.jobs_options import DEFAULT_TASK, MAX_PARAMETERS, TrainOptions, train_arguments, validate_options
-from model.corpus import SYNTHETIC_TASKS, TASKS, release_corpus
+from model.corpus import SYNTHETIC_TASKS, TASKS
 from model.allocator import HUGE_PAGES
 from model.atomic import atomic_write_json
 from model.messages import Message, UserError
@@ -240,17 +240,31 @@ def warm_up() -> None:
                 settle_heap()
         finally:
             _WARM_UP_DONE.set()
-        # Last, with no page waiting for it: the estimates of the tasks on the en-ko corpus. Their first 400
-        # training examples come from its split, which generates the corpus again (1.3 s here, that the first
-        # run picking en-ko on the training page paid) and holds ~90 MB: let go once the numbers are known.
-        for task in (x for x in TASKS if x not in SYNTHETIC_TASKS):
-            _yield_to_pages()
-            with contextlib.suppress(Exception):  # noqa: BLE001 - as above
-                jobs_estimate.tokens_per_example(task)
-                jobs_estimate.vocab_size(task)
-        release_corpus()
 
     threading.Thread(target=load, name="atlas-warm-up", daemon=True).start()
+
+
+_ESTIMATES_STARTED = False
+
+
+def prepare_estimates() -> None:
+    """Once per process, when the training page first opens: in the background, the estimates of the tasks on
+    the en-ko corpus, which read its split (1.3 s of the first run that picked en-ko, generated again). Measured
+    in a child process at the lowest priority (jobs_estimate.measure_tokens_apart), while the learner reads the
+    page: done in the warm-up, the same work slowed the first page's clicks."""
+    global _ESTIMATES_STARTED
+    if _ESTIMATES_STARTED:
+        return
+    _ESTIMATES_STARTED = True
+
+    def measure():
+        tasks = tuple(x for x in TASKS if x not in SYNTHETIC_TASKS)
+        with contextlib.suppress(Exception):  # noqa: BLE001 - an estimate is measured when needed if this fails
+            jobs_estimate.measure_tokens_apart(tasks)
+            for task in tasks:
+                jobs_estimate.vocab_size(task)
+
+    threading.Thread(target=measure, name="atlas-estimates", daemon=True).start()
 
 
 def wait_for_warm_up(timeout: float = 30.0) -> None:

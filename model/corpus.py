@@ -918,13 +918,6 @@ def _synthetic_splits(task: str, seed: int) -> dict[str, list[tuple[str, str]]]:
             "test": fresh[n_valid:n_valid + SYNTHETIC_SIZES["test"]]}
 
 
-def release_corpus() -> None:
-    """Let go of the generated en-ko corpus held in memory (~90 MB with its combinations): the next use
-    reads it again (the pairs from their file, the combinations generated)."""
-    for cached in (_corpus, _cached_pairs, _combinations_by_english):
-        cached.cache_clear()
-
-
 def train_head(task: str, n: int, seed: int = 0) -> list[tuple[str, str]]:
     """The first n pairs of task_pairs(task, seed)["train"]. A synthetic task's training split is drawn first
     and in order, so its head is drawn alone (400 pairs instead of the 40,000 the three splits draw)."""

@@ -20,7 +20,7 @@ from typing import Iterable
 import sentencepiece as spm
 
 from .atomic import atomic_write_bytes, atomic_write_text
-from .corpus import ALPHABET, ASSETS, generate_pairs
+from .corpus import ALPHABET, ASSETS, SYNTHETIC_TASKS, generate_pairs
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")
@@ -229,3 +229,12 @@ if __name__ == "__main__":
     example = "My friend did not buy a red apple."
     print(f"wrote {Path(args.out) / tok.FILENAME}: {tok.kind}, vocab_size={tok.vocab_size}")
     print(example, "->", tok.pieces(example))
+
+
+def build_tokenizer(task: str):
+    """A task's tokenizer: one id per letter for the synthetic tasks, else the shipped shared EN/KO
+    sentencepiece model (byte fallback: any text of an uploaded corpus encodes). Without torch: the training
+    page's estimates read it."""
+    if task in SYNTHETIC_TASKS:
+        return SymbolTokenizer(tuple(ALPHABET))
+    return load_tokenizer()

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import torch
 
-from .corpus import (ALPHABET, ASSETS, CACHE_ENV, LEXICON_PATH, SYNTHETIC_TASKS, read_tsv_corpus, split_pairs,
-                     task_pairs)
+from .corpus import ASSETS, CACHE_ENV, LEXICON_PATH, read_tsv_corpus, split_pairs, task_pairs
 from .messages import UserError
+from .tokenizer import build_tokenizer  # (in the tokenizer module, which has no torch: the page's estimates use it)
 
 
 @dataclass
@@ -29,14 +29,6 @@ class TaskData:
     valid_text: list[tuple[str, str]]
     decoder_only: bool
     test_text: list[tuple[str, str]]
-
-
-def build_tokenizer(task: str):
-    """One id per letter for the synthetic tasks, else the shipped shared EN/KO sentencepiece model."""
-    from .tokenizer import SymbolTokenizer, load_tokenizer
-    if task in SYNTHETIC_TASKS:
-        return SymbolTokenizer(tuple(ALPHABET))
-    return load_tokenizer()  # byte fallback: any text of an uploaded corpus encodes
 
 
 def encode_pairs(tok, pairs, max_len: int) -> list[tuple[list[int], list[int]]]:

@@ -11,7 +11,7 @@ from app import study
 from app.charts import export, training as charts
 from app.i18n import Message, UserError, options, prose, say, t
 from app.jobs import (ACTIVE, COMPARE_METRICS, MB, compare_label, get_manager, is_starting, new_owner_token,
-                      runs_dir)
+                      prepare_estimates, runs_dir)
 from app.jobs_options import (ALL_TASKS, CUSTOM_DEFAULTS, DEFAULT_TASK, LIMITS, MAX_PARAMETERS, MAX_UPLOAD_BYTES,
                               POSITIONALS, SIZES, TASK_RECIPES, TrainOptions, check_upload, is_family, recipe_dropout,
                               task_recipe)
@@ -58,6 +58,7 @@ TOKEN_BATCHES = [512, 1024, 2048, 4096, 8192]  # --batch-tokens of a recipe that
 CUSTOM_URL = ("d_model", "heads", "d_ff", "layers", "dropout", "ls", "positional", "norm")
 
 st.title(t("train.title"))
+prepare_estimates()  # the en-ko corpus tasks' estimates, in the background while the learner reads
 text("train.intro")
 
 # -----------------------------------------------------------------------------

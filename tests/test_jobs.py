@@ -498,3 +498,21 @@ def test_restart_with_a_reused_pid_and_a_waiting_queue(tmp_path):
     m2 = JobManager(root, max_running=1, threads=1)
     s = wait_state(m2, rid, {"done", "failed"})
     assert s["state"] == "done", (s, m2.log_tail(rid))
+
+
+def test_tokens_per_example_measured_in_a_child_are_the_same_numbers(monkeypatch):
+    """The warm-up measures the en-ko corpus tasks' tokens per example in a child process (no interpreter
+    lock or memory taken from the server): the numbers are the ones measured here; a child that fails leaves
+    the task to be measured here when an estimate needs it."""
+    from app import jobs_estimate as est
+    monkeypatch.setattr(est, "_TOKENS", {})
+    est.measure_tokens_apart(("lm", "reverse"))
+    apart = dict(est._TOKENS)
+    assert set(apart) == {"lm", "reverse"}
+    est._TOKENS.clear()
+    assert {t: est.tokens_per_example(t) for t in apart} == apart
+    est._TOKENS.clear()
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    est.measure_tokens_apart(("reverse",))
+    assert est._TOKENS == {}
+    assert est.tokens_per_example("reverse") == apart["reverse"]
