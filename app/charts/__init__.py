@@ -10,10 +10,13 @@ labels (`style.labels`), one CSV writer (`export`).
 
 
 def warm_up() -> None:
-    """Build one small heatmap, line chart and bar chart and make them ready to draw (style.ready_figure): the
+    """Build a small figure of each trace type the app draws and make it ready to draw (style.ready_figure): the
     first figure a server builds pays Plotly's first-use costs (its property validators, the default template,
-    our margin fitting), 60 ms here; app.jobs.warm_up calls this while a learner reads the first page."""
-    from app.charts.curves import bar_chart, line_chart
+    our margin fitting), 60 ms here, and the first of each trace type its own (a histogram: 20 ms);
+    app.jobs.warm_up calls this while a learner reads the first page."""
+    import plotly.graph_objects as go
+
+    from app.charts.curves import bar_chart, histogram_overlay, line_chart
     from app.charts.heatmaps import attention_heatmap, numeric_heatmap
     from app.charts.style import lift_title, ready_figure
     labels = ["a", "b"]
@@ -21,3 +24,5 @@ def warm_up() -> None:
     ready_figure(lift_title(numeric_heatmap([[1.0, 0.0], [0.0, 1.0]], title="t", x_title="x", y_title="y")))
     ready_figure(line_chart(range(2), {"a": [0.0, 1.0]}, x_title="x", y_title="y", title="t"))
     ready_figure(bar_chart(labels, [0.3, 0.7], horizontal=True, y_range=[0, 1], x_title="x", y_title="y"))
+    ready_figure(histogram_overlay({"a": [0.0, 1.0, 1.0]}, title="t", x_title="x", y_title="y"))
+    ready_figure(go.Figure(go.Image(z=[[[0, 0, 0], [255, 255, 255]]], hoverinfo="skip")))
