@@ -33,12 +33,21 @@ def measure_tokens_apart(tasks: tuple[str, ...], timeout: float = 120.0) -> None
     corpus: their first training examples come from its split, which generates the corpus again (1.3 s of
     pure Python, ~90 MB). Done here, in the server's warm-up, it held the interpreter's lock, and a learner's
     click meanwhile took 3-4× as long; the child holds neither the lock nor the memory, and runs at the lowest
-    priority. If the child fails, a task is measured here when an estimate first needs it."""
+    priority (it still slowed the training page's first clicks by ~100 ms on this 2-core machine, so the numbers
+    are kept on disk and the next server reads them: _kept_tokens_path). If the child fails, a task is measured
+    here when an estimate first needs it."""
     import json
     import subprocess
     import sys
     from pathlib import Path
     todo = [t for t in tasks if t not in _TOKENS]
+    if not todo:
+        return
+    kept = _read_kept_tokens()
+    for task in todo:
+        if task in kept:
+            _TOKENS.setdefault(task, kept[task])
+    todo = [t for t in todo if t not in _TOKENS]
     if not todo:
         return
     root = Path(__file__).resolve().parent.parent
@@ -56,6 +65,51 @@ def measure_tokens_apart(tasks: tuple[str, ...], timeout: float = 120.0) -> None
     for task, value in found.items():
         if task in todo and isinstance(value, (int, float)) and value > 0:
             _TOKENS.setdefault(task, float(value))
+    _keep_tokens({t: _TOKENS[t] for t in tasks if t in _TOKENS})
+
+
+def _kept_tokens_path():
+    """<cache>/estimate-tokens-<hash>.json, the hash of everything the numbers depend on (the corpus generator, the
+    lexicon, the tokenizer, this module and its options): a number kept there can never be stale."""
+    import hashlib
+    import os
+    from pathlib import Path
+
+    from model.corpus import CACHE_ENV, LEXICON_PATH
+    from model.tokenizer import DEFAULT_DIR
+    here = Path(__file__).resolve()
+    digest = hashlib.sha256()
+    for part in (here.parent.parent / "model" / "corpus.py", LEXICON_PATH, DEFAULT_DIR / "tokenizer.model", here,
+                 here.parent / "jobs_options.py"):
+        digest.update(part.read_bytes())
+    env = os.environ.get(CACHE_ENV, "").strip()
+    root = Path(env).expanduser() if env else Path.home() / ".cache" / "attention-atlas"
+    return root / f"estimate-tokens-{digest.hexdigest()[:16]}.json"
+
+
+def _read_kept_tokens() -> dict[str, float]:
+    """What an earlier server measured (measure_tokens_apart): a missing or damaged file is nothing kept."""
+    import json
+    try:
+        data = json.loads(_kept_tokens_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: float(v) for k, v in data.items()
+            if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0}
+
+
+def _keep_tokens(values: dict[str, float]) -> None:
+    if not values:
+        return
+    from model.atomic import atomic_write_json
+    try:
+        path = _kept_tokens_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(path, {**_read_kept_tokens(), **values})
+    except OSError:
+        pass
 
 
 def _average_tokens(task: str, pairs: list[tuple[str, str]]) -> float:

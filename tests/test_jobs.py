@@ -500,19 +500,27 @@ def test_restart_with_a_reused_pid_and_a_waiting_queue(tmp_path):
     assert s["state"] == "done", (s, m2.log_tail(rid))
 
 
-def test_tokens_per_example_measured_in_a_child_are_the_same_numbers(monkeypatch):
+def test_tokens_per_example_measured_in_a_child_are_the_same_numbers(monkeypatch, tmp_path):
     """The warm-up measures the en-ko corpus tasks' tokens per example in a child process (no interpreter
-    lock or memory taken from the server): the numbers are the ones measured here; a child that fails leaves
-    the task to be measured here when an estimate needs it."""
+    lock or memory taken from the server): the numbers are the ones measured here, kept on disk for the next
+    server; with none kept and a child that fails, a task is measured here when an estimate needs it."""
     from app import jobs_estimate as est
+    from model.corpus import CACHE_ENV
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     monkeypatch.setattr(est, "_TOKENS", {})
     est.measure_tokens_apart(("lm", "reverse"))
     apart = dict(est._TOKENS)
     assert set(apart) == {"lm", "reverse"}
     est._TOKENS.clear()
     assert {t: est.tokens_per_example(t) for t in apart} == apart
+    # kept on disk: the next server reads them without a child (here: one that could not start)
     est._TOKENS.clear()
     monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    est.measure_tokens_apart(("lm", "reverse"))
+    assert est._TOKENS == apart
+    # nothing kept (or a damaged file) and no child: measured here when an estimate needs it
+    est._TOKENS.clear()
+    est._kept_tokens_path().write_text("{damaged", encoding="utf-8")
     est.measure_tokens_apart(("reverse",))
     assert est._TOKENS == {}
     assert est.tokens_per_example("reverse") == apart["reverse"]
