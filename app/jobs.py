@@ -63,9 +63,9 @@ from pathlib import Path
 
 from app import jobs_estimate
 from app.jobs_options import DEFAULT_TASK, MAX_PARAMETERS, TrainOptions, train_arguments, validate_options
-from model.corpus import SYNTHETIC_TASKS, TASKS
 from model.allocator import HUGE_PAGES
 from model.atomic import atomic_write_json
+from model.corpus import SYNTHETIC_TASKS, TASKS
 from model.messages import Message, UserError
 from model.run_files import (ACTIVE, STATES, clean_metrics, message_code, read_json_object, read_metrics,
                              status_message, update_status)

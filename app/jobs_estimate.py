@@ -43,7 +43,8 @@ def measure_tokens_apart(tasks: tuple[str, ...], timeout: float = 120.0) -> None
     todo = [t for t in tasks if t not in _TOKENS]
     if not todo:
         return
-    kept = _read_kept_tokens()
+    kept_path = _kept_tokens_path()
+    kept = _read_kept_tokens(kept_path)
     for task in todo:
         if task in kept:
             _TOKENS.setdefault(task, kept[task])
@@ -65,33 +66,30 @@ def measure_tokens_apart(tasks: tuple[str, ...], timeout: float = 120.0) -> None
     for task, value in found.items():
         if task in todo and isinstance(value, (int, float)) and value > 0:
             _TOKENS.setdefault(task, float(value))
-    _keep_tokens({t: _TOKENS[t] for t in tasks if t in _TOKENS})
+    _keep_tokens(kept_path, {**kept, **{t: _TOKENS[t] for t in tasks if t in _TOKENS}})
 
 
 def _kept_tokens_path():
     """<cache>/estimate-tokens-<hash>.json, the hash of everything the numbers depend on (the corpus generator, the
     lexicon, the tokenizer, this module and its options): a number kept there can never be stale."""
     import hashlib
-    import os
     from pathlib import Path
 
-    from model.corpus import CACHE_ENV, LEXICON_PATH
+    from model.corpus import LEXICON_PATH, cache_dir
     from model.tokenizer import DEFAULT_DIR
     here = Path(__file__).resolve()
     digest = hashlib.sha256()
     for part in (here.parent.parent / "model" / "corpus.py", LEXICON_PATH, DEFAULT_DIR / "tokenizer.model", here,
                  here.parent / "jobs_options.py"):
         digest.update(part.read_bytes())
-    env = os.environ.get(CACHE_ENV, "").strip()
-    root = Path(env).expanduser() if env else Path.home() / ".cache" / "attention-atlas"
-    return root / f"estimate-tokens-{digest.hexdigest()[:16]}.json"
+    return cache_dir() / f"estimate-tokens-{digest.hexdigest()[:16]}.json"
 
 
-def _read_kept_tokens() -> dict[str, float]:
+def _read_kept_tokens(path) -> dict[str, float]:
     """What an earlier server measured (measure_tokens_apart): a missing or damaged file is nothing kept."""
     import json
     try:
-        data = json.loads(_kept_tokens_path().read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict):
@@ -100,14 +98,11 @@ def _read_kept_tokens() -> dict[str, float]:
             if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0}
 
 
-def _keep_tokens(values: dict[str, float]) -> None:
-    if not values:
-        return
+def _keep_tokens(path, values: dict[str, float]) -> None:
     from model.atomic import atomic_write_json
     try:
-        path = _kept_tokens_path()
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(path, {**_read_kept_tokens(), **values})
+        atomic_write_json(path, values)
     except OSError:
         pass
 

@@ -583,14 +583,18 @@ def generate_pairs(lexicon: dict | None = None, sample_size: int = SAMPLE_SIZE) 
 CACHE_ENV = "ATLAS_CACHE_DIR"
 
 
+def cache_dir() -> Path:
+    """Where generated data is kept between processes: $ATLAS_CACHE_DIR, else ~/.cache/attention-atlas."""
+    env = os.environ.get(CACHE_ENV, "").strip()
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "attention-atlas"
+
+
 def corpus_cache_path(sample_size: int = SAMPLE_SIZE) -> Path:
-    """<cache>/en-ko-<hash>.json, <cache> = $ATLAS_CACHE_DIR or ~/.cache/attention-atlas."""
+    """<cache>/en-ko-<hash>.json (cache_dir)."""
     import hashlib
     digest = hashlib.sha256(Path(__file__).read_bytes() + LEXICON_PATH.read_bytes()
                             + str(sample_size).encode()).hexdigest()[:16]
-    env = os.environ.get(CACHE_ENV, "").strip()
-    root = Path(env).expanduser() if env else Path.home() / ".cache" / "attention-atlas"
-    return root / f"en-ko-{digest}.json"
+    return cache_dir() / f"en-ko-{digest}.json"
 
 
 @lru_cache(maxsize=2)

@@ -216,6 +216,15 @@ def build_default(path: str | os.PathLike = DEFAULT_DIR, vocab_size: int = DEFAU
     return SentencePieceTokenizer.train(corpus_texts(), vocab_size=vocab_size, path=path)
 
 
+def build_tokenizer(task: str):
+    """A task's tokenizer: one id per letter for the synthetic tasks, else the shipped shared EN/KO
+    sentencepiece model (byte fallback: any text of an uploaded corpus encodes). Without torch: the training
+    page's estimates read it."""
+    if task in SYNTHETIC_TASKS:
+        return SymbolTokenizer(tuple(ALPHABET))
+    return load_tokenizer()
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", action="store_true", help="train the en-ko tokenizer into --out")
@@ -229,12 +238,3 @@ if __name__ == "__main__":
     example = "My friend did not buy a red apple."
     print(f"wrote {Path(args.out) / tok.FILENAME}: {tok.kind}, vocab_size={tok.vocab_size}")
     print(example, "->", tok.pieces(example))
-
-
-def build_tokenizer(task: str):
-    """A task's tokenizer: one id per letter for the synthetic tasks, else the shipped shared EN/KO
-    sentencepiece model (byte fallback: any text of an uploaded corpus encodes). Without torch: the training
-    page's estimates read it."""
-    if task in SYNTHETIC_TASKS:
-        return SymbolTokenizer(tuple(ALPHABET))
-    return load_tokenizer()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Sequence
 from itertools import accumulate
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from .corpus import ASSETS, CACHE_ENV, LEXICON_PATH, read_tsv_corpus, split_pairs, task_pairs
+from .corpus import ASSETS, LEXICON_PATH, cache_dir, read_tsv_corpus, split_pairs, task_pairs
 from .messages import UserError
 from .tokenizer import build_tokenizer  # (in the tokenizer module, which has no torch: the page's estimates use it)
 
@@ -72,9 +71,7 @@ def task_cache_path(task: str, seed: int, max_len: int) -> Path:
                  *sorted((ASSETS / "tokenizer").glob("*"))):
         if path.is_file():
             h.update(path.name.encode() + path.read_bytes())
-    env = os.environ.get(CACHE_ENV, "").strip()
-    root = Path(env).expanduser() if env else Path.home() / ".cache" / "attention-atlas"
-    return root / f"task-{task}-{h.hexdigest()[:16]}.pt"
+    return cache_dir() / f"task-{task}-{h.hexdigest()[:16]}.pt"
 
 
 def _flat(examples) -> dict:

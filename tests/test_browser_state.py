@@ -281,7 +281,7 @@ def test_the_word_palette_draws_its_open_group_and_keeps_its_place(browser):
 def test_back_leaves_a_page_in_two_steps_and_a_control_adds_one(browser):
     """Opening a page from the sidebar adds two entries to the browser's history: Streamlit's own (the page's
     address) and the page's link, sent once (app.state.send_link). Before, each of the link's parameters
-    was an entry of its own: leaving the attention page took 19 presses of Back. A control that changes the
+    was an entry of its own: leaving the attention page took 17 presses of Back. A control that changes the
     link adds one entry."""
     base, b = browser
     ctx = b.new_context(viewport={"width": 1400, "height": 1000})

@@ -78,9 +78,9 @@ def test_a_link_applies_once_then_the_learner_decides():
 def test_every_run_sends_the_link_to_the_browser_at_most_once(monkeypatch):
     """The whole class of runs that write the address bar parameter by parameter: each write was a message
     to the browser, and each message there a new entry in the browser's history and a re-render of the whole
-    app (opening the attention page wrote 19: its first open took 19 presses of Back to leave, and ~25 ms of
-    the browser's work). One run (a page's first open, a control, a language switch, "reset this page") sends
-    the link once, with every parameter in it."""
+    app (opening the attention page wrote 16 after clearing the last page's: 17 presses of Back to leave it,
+    and 70-130 ms of the browser's work). One run (a page's first open, a control, a language switch, "reset
+    this page") sends the link once, with every parameter in it."""
     from streamlit.runtime.state.query_params import QueryParams
 
     from app.pages_list import PAGES
