@@ -89,12 +89,14 @@ def _component():
     return st.components.v2.component(COMPONENT, js=stub, isolate_styles=False)
 
 
-def preload_js() -> str:
-    """A statement that loads the module, Plotly and the theme without drawing anything (app/warm.py), or ''
-    where charts are drawn by st.plotly_chart."""
+def warm_js(idle: str) -> str:
+    """An expression (a promise of the trace types drawn) that loads the module, Plotly and the theme, then
+    draws one small figure of each trace type off the screen, one per call of the JavaScript function named
+    `idle` (app/warm.py), or '' where charts are drawn by st.plotly_chart."""
     if not available():
         return ""
-    return "(%s).then((m) => m.preload(%s, %s))" % (LOAD_JS % module_url(), json.dumps(plotly_file()), json.dumps(THEME))
+    return "(%s).then((m) => m.warmUp(%s, %s, %s))" % (LOAD_JS % module_url(), json.dumps(plotly_file()),
+                                                         json.dumps(THEME), idle)
 
 
 def available() -> bool:

@@ -6,10 +6,12 @@ KaTeX renderer...) the first time a page of the tab shows one. Measured in headl
 docs/benchmarks.md 2026-12-02): the first chart page of a tab took 3.3-3.6 s to open, a second visit 0.3-0.5
 s. This script imports the same modules, from the same URLs, when the browser is idle; the page that later
 needs one finds it loaded (a module is loaded once per document and URL), and does the same work as before.
-First of all it loads the app's chart element with Plotly (4.8 MB) and the chart theme
-(app.chart_element.preload_js): every chart page needs them before it can draw.
+First of all it loads the app's chart element with Plotly (4.8 MB) and the chart theme, and draws one small
+figure of each trace type off the screen (app.chart_element.warm_js): every chart page needs them before it can
+draw, and the first figure of each kind a tab draws costs the browser compiling Plotly's code for it.
 
-It touches no element of the page and sends nothing to the server. A module name that this Streamlit
+It touches no element of the page (the figures are drawn in a box of its own, off the screen, and removed)
+and sends nothing to the server. A module name that this Streamlit
 version does not have is left out (the page then loads what it needs itself, as without this script)."""
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ ENTRY_CHUNKS = ("BidiComponent", "rehype-katex", "remark-emoji", "ButtonGroup", 
                 "Progress", "StreamlitSyntaxHighlighter", "PlotlyChart")
 # after the element mounts, wait this long (the first page finishes drawing), then one module per idle slot
 START_AFTER_MS = 2000
-MARKER = "__atlasWarm"  # window.__atlasWarm: {started, done, loaded: [...], failed: [...]} (read by the tests)
+MARKER = "__atlasWarm"  # window.__atlasWarm: {started, done, loaded: [...], failed: [...], charts, drawn: [...]}
+# (read by the tests): charts "loaded" or "failed", drawn the trace types drawn off the screen
 
 
 def static_js_dir() -> Path:
@@ -55,7 +58,7 @@ _SCRIPT = """<script>
   const w = window;
   if (w.%(marker)s) return;
   const names = %(names)s;
-  const state = w.%(marker)s = {started: false, done: false, loaded: [], failed: [], charts: null};
+  const state = w.%(marker)s = {started: false, done: false, loaded: [], failed: [], charts: null, drawn: []};
   const main = document.querySelector('script[type="module"][src*="/static/js/index."]');
   if (!main) { state.done = true; return; }
   const idle = w.requestIdleCallback ? (f) => w.requestIdleCallback(f, {timeout: 2000}) : (f) => setTimeout(f, 50);
@@ -72,7 +75,8 @@ _SCRIPT = """<script>
     idle(() => {
       try {  // the app's chart element first: the next chart page needs Plotly before anything else
         const p = (() => %(charts_expr)s)();
-        if (p) p.then(() => { state.charts = "loaded"; }, () => { state.charts = "failed"; }).finally(() => idle(next));
+        if (p) p.then((drawn) => { state.charts = "loaded"; state.drawn = drawn; }, () => { state.charts = "failed"; })
+                .finally(() => idle(next));
         else idle(next);
       } catch (e) { state.charts = "failed"; idle(next); }
     });
@@ -83,6 +87,6 @@ _SCRIPT = """<script>
 
 def script() -> str:
     """The <script> for st.html(..., unsafe_allow_javascript=True): idempotent per browser tab."""
-    from app.chart_element import preload_js
+    from app.chart_element import warm_js
     return _SCRIPT % {"marker": MARKER, "names": json.dumps(list(chunk_files())), "delay": START_AFTER_MS,
-                      "charts_expr": preload_js() or "null"}
+                      "charts_expr": warm_js("idle") or "null"}

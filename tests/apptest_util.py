@@ -7,7 +7,8 @@ from streamlit.testing.v1 import AppTest
 
 from app.pages_list import PAGES
 
-MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+ROOT = Path(__file__).resolve().parent.parent
+MAIN = str(ROOT / "app" / "main.py")
 
 
 def run_page(file: str | None = None, lang: str = "en", timeout: float = 120, setup=None) -> AppTest:
@@ -57,3 +58,15 @@ def section_script(body: str) -> str:
             "    DeltaGenerator.page_link, st.page_link = _saved\n"
             "    from app.state import send_link\n"
             "    send_link()\n")
+
+
+def trace_types_in_app() -> set[str]:
+    """The plotly trace types app/ draws: every go.<Trace>(...) in its source (go.Heatmap, go.Scatter...)."""
+    import re
+
+    import plotly.graph_objects as go
+    from plotly.basedatatypes import BaseTraceType
+    used = set()
+    for path in (ROOT / "app").rglob("*.py"):
+        used |= set(re.findall(r"\bgo\.([A-Z][A-Za-z]+)\(", path.read_text(encoding="utf-8")))
+    return {name for name in used if isinstance(getattr(go, name, None), type) and issubclass(getattr(go, name), BaseTraceType)}

@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from app.pages_list import PAGES
+from tests.apptest_util import trace_types_in_app
 from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, MARGINS_JS, ROOT, grown, streamlit_server, wait_idle
 
 pytestmark = pytest.mark.browser
@@ -129,6 +130,10 @@ def test_the_first_page_loads_the_next_pages_code_while_the_browser_is_idle(brow
         assert got["failed"] == [] and sorted(got["loaded"]) == sorted(warm.chunk_files()), got
         assert len(got["loaded"]) == len(warm.ENTRY_CHUNKS)
         assert got["charts"] == "loaded"  # the app's chart element, Plotly and the theme (app/chart_element.py)
+        # and one figure of each trace type app/ draws, drawn off the screen and removed (a first figure of a kind
+        # in a tab cost the first chart page's opening 0.3-0.4 s of the browser's work)
+        assert {t.lower() for t in trace_types_in_app()} <= set(got["drawn"]), got["drawn"]
+        assert fresh.evaluate("() => document.querySelectorAll('.atlas-chart-warm, .js-plotly-plot').length") == 0
         scripts = []
         fresh.on("request", lambda r: scripts.append(r.url.rsplit("/", 1)[-1]) if r.url.endswith(".js") else None)
         for info in PAGES[1:]:

@@ -267,16 +267,9 @@ def test_the_warm_up_builds_a_figure_of_every_trace_type_the_app_draws(monkeypat
     """The first figure of a trace type a server builds pays Plotly's first use of it (its validators): a
     histogram 27 ms against 6 ms after (the attention page's first open). app.charts.warm_up builds one of
     each trace type that app/ uses (go.Heatmap(...), go.Histogram(...) ... in its source)."""
-    import re
-
-    import plotly.graph_objects as go
-    from plotly.basedatatypes import BaseTraceType
-
     from app.charts import warm_up as warm_figures
-    used = set()
-    for path in (ROOT / "app").rglob("*.py"):
-        used |= set(re.findall(r"\bgo\.([A-Z][A-Za-z]+)\(", path.read_text(encoding="utf-8")))
-    traces = {name for name in used if isinstance(getattr(go, name, None), type) and issubclass(getattr(go, name), BaseTraceType)}
+    from tests.apptest_util import trace_types_in_app
+    traces = trace_types_in_app()
     assert {"Heatmap", "Scatter", "Bar"} <= traces
     import app.charts.style as style
     built = set()

@@ -225,9 +225,57 @@ export function unmount(parentElement) {
   if (plotlyLib) plotlyLib.purge(rec.div);
 }
 
-// Load Plotly and the theme before the first chart needs them (app/warm.py calls this while the learner reads).
+// Load Plotly and the theme before the first chart needs them.
 export function preload(plotlyFile, themeFile) {
   return Promise.all([loadPlotly(plotlyFile), loadTheme(themeFile)]);
+}
+
+// One small figure of each trace type the app draws (app/charts: go.Heatmap, go.Scatter, go.Bar, go.Histogram,
+// go.Image), with the layout features its figures use (category axes, a reversed axis, titles, a colour bar,
+// a legend, binary arrays as Python's Plotly writes them). tests/test_browser.py checks the list against app/.
+const WARM_FIGURES = [
+  {data: [{type: "heatmap", x: ["a", "b"], y: ["a", "b"], xgap: 1, ygap: 1, zmin: 0, zmax: 1, texttemplate: "%{text}",
+           z: {dtype: "f8", bdata: "AAAAAAAA8D8AAAAAAAAAAAAAAAAAAOA/AAAAAAAA4D8=", shape: "2, 2"},
+           text: [["1.00", "0"], ["0.50", "0.50"]], colorscale: "Blues", hovertemplate: "%{y} · %{x}<br>%{z:.4g}<extra></extra>"}],
+   layout: {xaxis: {side: "top", type: "category", title: {text: "k"}}, yaxis: {autorange: "reversed", type: "category", title: {text: "q"}},
+            title: {text: "t", yref: "container", y: 1, yanchor: "top"}, height: 250, margin: {l: 70, r: 90, t: 100, b: 10}}},
+  {data: [{type: "scatter", mode: "lines", name: "a", x: [0, 1], y: [0, 1]}, {type: "scatter", mode: "lines+markers", name: "b", x: [0, 1], y: [1, 0]}],
+   layout: {xaxis: {type: "log", title: {text: "x"}}, yaxis: {title: {text: "y"}}, height: 300,
+            legend: {orientation: "h", yanchor: "top", y: -0.18, x: 0, xanchor: "left"}}},
+  {data: [{type: "bar", x: ["a", "b"], y: [0.3, 0.7], text: ["0.3", "0.7"], textposition: "outside"}],
+   layout: {yaxis: {range: [0, 1.05]}, height: 300}},
+  {data: [{type: "histogram", name: "a", x: [0, 1, 1, 2], opacity: 0.6, histnorm: "probability density"},
+          {type: "histogram", name: "b", x: [1, 2, 2, 3], opacity: 0.6, histnorm: "probability density"}],
+   layout: {barmode: "overlay", height: 300}},
+  {data: [{type: "image", z: [[[0, 0, 0], [255, 255, 255]]], hoverinfo: "skip"}], layout: {height: 200}},
+];
+
+// Draw each of WARM_FIGURES once, off the screen, one per idle slot of the browser, and throw it away (app/warm.py
+// calls this while the learner reads the first page). The first figure of each kind a tab draws runs Plotly's code
+// for it for the first time, and the browser compiles that code then: in headless Chromium here the first chart
+// page's opening did 0.3-0.4 s more work on the main thread than a second opening. Nothing is shown and nothing is
+// sent to the server; the traces drawn are returned (in window.__atlasWarm.drawn).
+export async function warmUp(plotlyFile, themeFile, idle) {
+  const [Plotly, theme] = await preload(plotlyFile, themeFile);
+  const box = document.createElement("div");
+  box.className = "atlas-chart-warm";
+  box.setAttribute("aria-hidden", "true");
+  Object.assign(box.style, {position: "fixed", left: "-10000px", top: "0", width: "600px", visibility: "hidden",
+                            pointerEvents: "none"});
+  document.body.appendChild(box);
+  const drawn = [];
+  try {
+    for (const fig of WARM_FIGURES) {
+      await new Promise((resolve) => idle(resolve));
+      const layout = Object.assign({template: theme[isDark() ? "dark" : "light"]}, fig.layout);
+      await Plotly.newPlot(box, fig.data, layout, {displaylogo: false, responsive: false});
+      Plotly.purge(box);
+      drawn.push(fig.data[0].type);
+    }
+  } finally {
+    box.remove();
+  }
+  return drawn;
 }
 
 export function drawAll() {
