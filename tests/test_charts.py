@@ -178,6 +178,11 @@ def _every_builder():
                                           markers={"top": ([2], [3], ["3"])})
     yield "head_view-many", headview.head_view(w[1], list("abcd"), list("vwxyz"), [0, 2], query_title="q",
                                                key_title="k", head_title="h")
+    yield "histogram_overlay", curves.histogram_overlay({"a": rng.normal(size=50), "b": rng.normal(size=50) / 8},
+                                                        title="h", x_title="x", y_title="y")
+    yield "circle_figure", curves.circle_figure(np.sin(np.arange(16)), np.cos(np.arange(16)), 3, 5, title="c",
+                                                pos_label="position")
+    yield "circle_figure-no-arrows", curves.circle_figure(np.sin(np.arange(16)), np.cos(np.arange(16)), 14, 5)
 
 
 @pytest.mark.parametrize("name, fig", list(_every_builder()), ids=lambda v: v if isinstance(v, str) else "")

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from app.charts.style import colour, figure, labels as escaped_labels, legend_below, margins, to_np
+from app.charts.style import colour, figure, labels as escaped_labels, legend_below, margins, named_scale, to_np
 
 
 def _axis(log: bool) -> dict:
@@ -68,13 +68,12 @@ def line_chart(x, series: dict, *, title="", x_title="", y_title="", log_x=False
 
 def histogram_overlay(series: dict, *, title="", x_title="", y_title="", nbins=80, height=360) -> go.Figure:
     """Overlaid, semi-transparent histograms of several samples, normalised to probability density."""
-    fig = go.Figure()
-    for i, (name, values) in enumerate(series.items()):
-        fig.add_trace(go.Histogram(x=to_np(values), name=name, nbinsx=nbins, opacity=0.6,
-                                   histnorm="probability density", marker_color=colour(i)))
-    fig.update_layout(barmode="overlay", title=title, height=height, xaxis_title=x_title, yaxis_title=y_title,
-                      margin=margins(title, 50 if title else 20), legend=legend_below())
-    return fig
+    traces = [dict(type="histogram", x=to_np(values), name=name, nbinsx=nbins, opacity=0.6,
+                   histnorm="probability density", marker=dict(color=colour(i)))
+              for i, (name, values) in enumerate(series.items())]
+    return figure(traces, dict(barmode="overlay", title=dict(text=title), height=height,
+                               xaxis=dict(title=dict(text=x_title)), yaxis=dict(title=dict(text=y_title)),
+                               margin=margins(title, 50 if title else 20), legend=legend_below()))
 
 
 def circle_figure(sin_vals, cos_vals, p: int, k: int, *, title="", pos_label="position", height=420) -> go.Figure:
@@ -82,20 +81,21 @@ def circle_figure(sin_vals, cos_vals, p: int, k: int, *, title="", pos_label="po
     highlighted with an arrow: shifting by k turns the point by the same angle everywhere."""
     s, c = to_np(sin_vals), to_np(cos_vals)
     n = len(s)
-    fig = go.Figure()
     th = np.linspace(0, 2 * np.pi, 200)
-    fig.add_trace(go.Scatter(x=np.sin(th), y=np.cos(th), mode="lines", line=dict(color="#cccccc"),
-                             hoverinfo="skip", showlegend=False))
-    fig.add_trace(go.Scatter(x=s, y=c, mode="markers", marker=dict(size=6, color=np.arange(n),
-                             colorscale="Viridis", colorbar=dict(title=pos_label)),
-                             text=[f"{pos_label} {i}" for i in range(n)], hovertemplate="%{text}<extra></extra>",
-                             showlegend=False))
+    traces = [dict(type="scatter", x=np.sin(th), y=np.cos(th), mode="lines", line=dict(color="#cccccc"),
+                   hoverinfo="skip", showlegend=False),
+              dict(type="scatter", x=s, y=c, mode="markers",
+                   marker=dict(size=6, color=np.arange(n), colorscale=named_scale("Viridis"),
+                               colorbar=dict(title=dict(text=pos_label))),
+                   text=[f"{pos_label} {i}" for i in range(n)], hovertemplate="%{text}<extra></extra>",
+                   showlegend=False)]
     if 0 <= p < n and 0 <= p + k < n:
         for i, idx in enumerate((p, p + k)):
-            fig.add_trace(go.Scatter(x=[0, s[idx]], y=[0, c[idx]], mode="lines+markers+text",
-                                     line=dict(color=colour(i), width=3), marker=dict(size=[0, 12], color=colour(i)),
-                                     text=["", f"{pos_label} {idx}"], textposition="top center", showlegend=False))
-    fig.update_xaxes(title="sin(p·ω)", range=[-1.3, 1.3], zeroline=True)
-    fig.update_yaxes(title="cos(p·ω)", range=[-1.3, 1.3], scaleanchor="x", zeroline=True)
-    fig.update_layout(title=title, height=height, margin=margins(title, 50 if title else 20))
-    return fig
+            traces.append(dict(type="scatter", x=[0, s[idx]], y=[0, c[idx]], mode="lines+markers+text",
+                               line=dict(color=colour(i), width=3), marker=dict(size=[0, 12], color=colour(i)),
+                               text=["", f"{pos_label} {idx}"], textposition="top center", showlegend=False))
+    # made in one go: each add_trace / update_* call would check the whole figure again (13 of its 15 ms)
+    return figure(traces, dict(
+        xaxis=dict(title=dict(text="sin(p·ω)"), range=[-1.3, 1.3], zeroline=True),
+        yaxis=dict(title=dict(text="cos(p·ω)"), range=[-1.3, 1.3], scaleanchor="x", zeroline=True),
+        title=dict(text=title), height=height, margin=margins(title, 50 if title else 20)))

@@ -64,7 +64,7 @@ def figure(data: list[dict], layout: dict) -> go.Figure:
     for trace in data:
         trace = _set_only(trace)
         if isinstance(trace.get("colorscale"), str):
-            trace["colorscale"] = _named_scale(trace["colorscale"])
+            trace["colorscale"] = named_scale(trace["colorscale"])
         traces.append(trace)
     return DraftFigure(traces, _set_only(layout))
 
@@ -97,7 +97,7 @@ def _set_only(props):
 
 
 @functools.lru_cache(maxsize=32)
-def _named_scale(name: str) -> tuple:
+def named_scale(name: str) -> tuple:
     """A colour scale's name as plotly's checks write it (its colours, not the name: plotly.js knows other
     scales under some of the same names)."""
     return tuple(tuple(stop) for stop in go.Heatmap(colorscale=name).to_plotly_json()["colorscale"])
