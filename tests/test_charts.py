@@ -178,6 +178,10 @@ def _every_builder():
                                           markers={"top": ([2], [3], ["3"])})
     yield "head_view-many", headview.head_view(w[1], list("abcd"), list("vwxyz"), [0, 2], query_title="q",
                                                key_title="k", head_title="h")
+    yield "lift_title-matrix", style.lift_title(heatmaps.matrix_heatmap(m, list("abcd"), list("wxyz"), title="s"))
+    yield "lift_title-attention", style.lift_title(heatmaps.attention_heatmap(w[0, 0], list("abcd"), list("vwxyz"),
+                                                                              title="t", query_title="q", key_title="k"), 40)
+    yield "lift_title-numeric", style.lift_title(heatmaps.numeric_heatmap(m, title="n", x_title="x", y_title="y"))
     yield "histogram_overlay", curves.histogram_overlay({"a": rng.normal(size=50), "b": rng.normal(size=50) / 8},
                                                         title="h", x_title="x", y_title="y")
     yield "circle_figure", curves.circle_figure(np.sin(np.arange(16)), np.cos(np.arange(16)), 3, 5, title="c",
@@ -211,6 +215,13 @@ def test_a_draft_figure_draws_as_its_plotly_figure(name, fig):
     fig.layout  # noqa: B018 — reading it does
     assert "_atlas_draft" not in fig.__dict__ and fig.data
     assert from_draft == style.ready_figure(fig).to_dict(), name
+
+
+def test_lifting_a_title_keeps_a_draft_a_draft():
+    """style.lift_title (the masks, positional and recipe pages' heatmaps) changes a draft's layout dicts: made into
+    a plotly figure for the change, a heatmap's build took 5.5 ms instead of ~1 (the same JSON: the builder tests)."""
+    fig = style.lift_title(heatmaps.matrix_heatmap(np.eye(3), list("abc"), list("abc"), title="t"))
+    assert "_atlas_draft" in fig.__dict__
 
 
 def test_a_changed_draft_draws_its_change():

@@ -182,18 +182,11 @@ def stage_height(n_rows: int) -> int:
     return max(240, 46 * n_rows + 150) if n_rows <= TEXT_LIMIT else min(900, 12 * n_rows + 220)
 
 
-def _title_room(fig: go.Figure) -> go.Figure:
-    """Keep the figure title clear of the key labels on the top axis."""
-    if fig.layout.title.text:
-        fig.update_layout(title=_TITLE_ROOM, margin=dict(t=95))
-    return fig
-
-
 _TITLE_ROOM = dict(y=0.995, yanchor="top", x=0.0, xanchor="left", font=dict(size=15))
 
 
 def _with_title_room(layout: dict) -> dict:
-    """_title_room on a layout not yet built into a figure (one validation instead of two)."""
+    """Keep the figure title clear of the key labels on the top axis (a layout not yet built into a figure)."""
     if layout["title"]["text"]:
         layout = {**layout, "title": {**layout["title"], **_TITLE_ROOM}, "margin": {**layout["margin"], "t": 95}}
     return layout

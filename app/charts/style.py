@@ -109,11 +109,32 @@ def legend_below() -> dict:
 
 
 def lift_title(fig: go.Figure, extra: int = 36) -> go.Figure:
-    """Heatmaps with the key axis on top: move the figure title above the axis title."""
-    top = fig.layout.margin.t if fig.layout.margin.t is not None else 30
-    fig.update_layout(margin=dict(t=top + extra), height=(fig.layout.height or 400) + extra,
-                      title=dict(y=1.0, yref="container", yanchor="top", pad=dict(t=10), font=dict(size=14)))
+    """Heatmaps with the key axis on top: move the figure title above the axis title. A DraftFigure stays one:
+    its layout dict gets the change as update_layout would merge it (made into a plotly figure for the change,
+    a heatmap's build took 5.5 ms instead of ~1)."""
+    change = dict(title=dict(y=1.0, yref="container", yanchor="top", pad=dict(t=10), font=dict(size=14)))
+    draft = fig.__dict__.get("_atlas_draft")
+    if draft is None:
+        top = fig.layout.margin.t if fig.layout.margin.t is not None else 30
+        fig.update_layout(margin=dict(t=top + extra), height=(fig.layout.height or 400) + extra, **change)
+        return fig
+    data, layout = draft
+    top = (layout.get("margin") or {}).get("t")
+    change.update(margin=dict(t=(top if top is not None else 30) + extra), height=(layout.get("height") or 400) + extra)
+    title = layout.get("title")
+    if isinstance(title, str):  # plotly's own form, as update_layout would read it
+        layout = {**layout, "title": dict(text=title)}
+    fig.__dict__["_atlas_draft"] = (data, _merged(layout, change))
     return fig
+
+
+def _merged(into: dict, change: dict) -> dict:
+    """`into` with `change` merged in, nested settings key by key (as plotly's update_layout does); new dicts,
+    so that a dict the builder shares (a cached margin) is never changed."""
+    out = dict(into)
+    for k, v in change.items():
+        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
 
 
 def value_scale(z: np.ndarray) -> dict:
