@@ -36,9 +36,11 @@ def _box_xy(box, size: int, dx: float = 0.0, dy: float = 0.0) -> tuple[list, lis
     return [x0, x1, x1, x0, x0], [y0, y0, y1, y1, y0]
 
 
-def _image_axes(fig: go.Figure, width: float, height: float) -> None:
-    fig.update_xaxes(visible=False, range=[-0.5, width - 0.5], constrain="domain")
-    fig.update_yaxes(visible=False, range=[height - 0.5, -0.5], scaleanchor="x", constrain="domain")
+def _image_axes(width: float, height: float) -> dict:
+    """The layout's axes over the picture's pixels (row 0 at the top), given when the figure is built: each
+    add_trace / update_* call afterwards checks the whole figure again."""
+    return dict(xaxis=dict(visible=False, range=[-0.5, width - 0.5], constrain="domain"),
+                yaxis=dict(visible=False, range=[height - 0.5, -0.5], scaleanchor="x", constrain="domain"))
 
 
 def scene_figure(image, gt_boxes, gt_labels, pred_boxes, pred_labels, pred_classes, *, title: str = "",
@@ -47,23 +49,22 @@ def scene_figure(image, gt_boxes, gt_labels, pred_boxes, pred_labels, pred_class
     each labelled. Labels are escaped."""
     img = np.asarray(image)
     size = img.shape[1]
-    fig = go.Figure(go.Image(z=img, hoverinfo="skip"))
+    traces, notes = [go.Image(z=img, hoverinfo="skip")], []
     for i, (box, label) in enumerate(zip(to_np(gt_boxes).reshape(-1, 4), gt_labels)):
         xs, ys = _box_xy(box, size)
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=GT_COLOUR, width=2, dash="dash"),
+        traces.append(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=GT_COLOUR, width=2, dash="dash"),
                                  name=esc(gt_name), legendgroup="gt", showlegend=i == 0,
                                  hovertemplate=esc(label) + "<extra></extra>"))
     for i, (box, label, c) in enumerate(zip(to_np(pred_boxes).reshape(-1, 4), pred_labels, pred_classes)):
         xs, ys = _box_xy(box, size)
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=class_colour(c), width=3),
+        traces.append(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=class_colour(c), width=3),
                                  name=esc(pred_name), legendgroup="pred", showlegend=i == 0,
                                  hovertemplate=esc(label) + "<extra></extra>"))
-        fig.add_annotation(x=xs[0], y=ys[0], text=esc(label), showarrow=False, xanchor="left", yanchor="bottom",
-                           font=dict(size=11, color="white"), bgcolor=class_colour(c), opacity=0.9)
-    _image_axes(fig, size, size)
-    fig.update_layout(title=esc(title) if title else None, height=height, margin=margins(title),
-                      legend=dict(orientation="h", yanchor="top", y=-0.02, x=0), plot_bgcolor="white")
-    return fig
+        notes.append(dict(x=xs[0], y=ys[0], text=esc(label), showarrow=False, xanchor="left", yanchor="bottom",
+                          font=dict(size=11, color="white"), bgcolor=class_colour(c), opacity=0.9))
+    return go.Figure(traces, layout=dict(
+        annotations=notes, **_image_axes(size, size), title=esc(title) if title else None, height=height,
+        margin=margins(title), legend=dict(orientation="h", yanchor="top", y=-0.02, x=0), plot_bgcolor="white"))
 
 
 def _heat_canvas(maps: np.ndarray, size: int, per_row: int) -> tuple[np.ndarray, int, int]:
@@ -89,18 +90,16 @@ def attention_overlay(image, weights, *, box=None, box_colour: str = PALETTE[0],
     w = to_np(weights)
     canvas, _, _ = _heat_canvas(w[None], size, 1)
     hover = np.kron(w, np.ones((size // w.shape[0], size // w.shape[1])))
-    fig = go.Figure(go.Image(z=faded(img), hoverinfo="skip"))
-    fig.add_trace(go.Heatmap(z=canvas, customdata=hover, colorscale=HEAT_SCALE, zmin=0,
-                             zmax=max(float(np.nanmax(w)), 1e-9), hovertemplate="%{customdata:.4f}<extra></extra>",
-                             colorbar=dict(title=dict(text=esc(value_title)), thickness=12)))
+    traces = [go.Image(z=faded(img), hoverinfo="skip"),
+              go.Heatmap(z=canvas, customdata=hover, colorscale=HEAT_SCALE, zmin=0,
+                         zmax=max(float(np.nanmax(w)), 1e-9), hovertemplate="%{customdata:.4f}<extra></extra>",
+                         colorbar=dict(title=dict(text=esc(value_title)), thickness=12))]
     if box is not None:
         xs, ys = _box_xy(box, size)
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=box_colour, width=3), hoverinfo="skip",
+        traces.append(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=box_colour, width=3), hoverinfo="skip",
                                  showlegend=False))
-    _image_axes(fig, size, size)
-    fig.update_layout(title=esc(title) if title else None, height=height, margin=margins(title),
-                      plot_bgcolor="white")
-    return fig
+    return go.Figure(traces, layout=dict(**_image_axes(size, size), title=esc(title) if title else None,
+                                         height=height, margin=margins(title), plot_bgcolor="white"))
 
 
 def query_grid(image, maps, titles, *, boxes=None, colours=None, per_row: int = 4, value_title: str = "",
@@ -118,10 +117,10 @@ def query_grid(image, maps, titles, *, boxes=None, colours=None, per_row: int = 
         r, c = divmod(k, per_row)
         y, x = r * (size + GAP), c * (size + GAP)
         photo[y:y + size, x:x + size] = pale
-    fig = go.Figure(go.Image(z=photo, hoverinfo="skip"))
-    fig.add_trace(go.Heatmap(z=heat, colorscale=HEAT_SCALE, zmin=0, zmax=max(float(np.nanmax(m)), 1e-9),
-                             hoverongaps=False, hovertemplate="%{z:.4f}<extra></extra>",
-                             colorbar=dict(title=dict(text=esc(value_title)), thickness=12)))
+    traces = [go.Image(z=photo, hoverinfo="skip"),
+              go.Heatmap(z=heat, colorscale=HEAT_SCALE, zmin=0, zmax=max(float(np.nanmax(m)), 1e-9),
+                         hoverongaps=False, hovertemplate="%{z:.4f}<extra></extra>",
+                         colorbar=dict(title=dict(text=esc(value_title)), thickness=12))]
     annotations = []
     for k in range(n):
         r, c = divmod(k, per_row)
@@ -129,15 +128,13 @@ def query_grid(image, maps, titles, *, boxes=None, colours=None, per_row: int = 
         colour = colours[k] if colours is not None else GT_COLOUR
         if boxes is not None and boxes[k] is not None:
             xs, ys = _box_xy(boxes[k], size, dx, dy)
-            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=colour, width=2), hoverinfo="skip",
+            traces.append(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=colour, width=2), hoverinfo="skip",
                                      showlegend=False))
         annotations.append(dict(x=dx + (size - 1) / 2, y=dy - 0.5, text=esc(titles[k]), showarrow=False,
                                 yanchor="bottom", xref="x", yref="y", font=dict(size=11, color=colour)))
     H, W = heat.shape
-    _image_axes(fig, W, H)
-    fig.update_layout(annotations=annotations, height=height or 60 + rows * 230, margin=margins(top=40),
-                      plot_bgcolor="white")
-    return fig
+    return go.Figure(traces, layout=dict(annotations=annotations, **_image_axes(W, H), height=height or 60 + rows * 230,
+                                         margin=margins(top=40), plot_bgcolor="white"))
 
 
 def query_self_attention(weights, labels, *, title: str = "", query_title: str = "query",

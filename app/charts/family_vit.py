@@ -18,11 +18,13 @@ OVERLAY = [[0.0, "rgba(214,39,40,0)"], [1.0, "rgba(214,39,40,0.8)"]]  # transpar
 CANVAS_PX = 336           # the canvas is drawn at a fixed size so every pixel's square fills its cell
 
 
-def _square_axes(fig: go.Figure, size: int, ticks: bool = False) -> None:
-    """Both axes over the pixels (row 0 at the top), square cells whatever width the page gives."""
+def _square_axes(size: int, ticks: bool = False) -> dict:
+    """Both axes over the pixels (row 0 at the top), square cells whatever width the page gives: the layout's
+    xaxis and yaxis, given when the figure is built (each update_xaxes / update_layout afterwards checks the whole
+    figure again: a member switch to the ViT spent ~30 ms in them)."""
     common = dict(showgrid=False, zeroline=False, showticklabels=ticks, ticks="", constrain="domain")
-    fig.update_xaxes(range=[-0.5, size - 0.5], **common)
-    fig.update_yaxes(range=[size - 0.5, -0.5], scaleanchor="x", **common)
+    return dict(xaxis=dict(range=[-0.5, size - 0.5], **common),
+                yaxis=dict(range=[size - 0.5, -0.5], scaleanchor="x", **common))
 
 
 def _digit_trace(image, *, showscale: bool = False, hover: str = "") -> go.Heatmap:
@@ -58,18 +60,16 @@ def digit_canvas(image, *, title: str = "", hover: str = "row %{customdata[0]}, 
     rows, cols = np.divmod(np.arange(size * size), size)
     values = img.ravel()
     cell_px = (CANVAS_PX - 20) / size
-    fig = go.Figure(go.Scatter(
+    return go.Figure(go.Scatter(
         x=cols, y=rows, mode="markers", customdata=np.stack([rows, cols], axis=1),
         text=[f"{int(v)}" for v in values],
         marker=dict(symbol="square", size=cell_px * 0.93, color=values, colorscale=INK, cmin=0, cmax=MAX_VALUE,
                     line=dict(color="#bbbbbb", width=1)),
         selected=dict(marker=dict(opacity=1.0)), unselected=dict(marker=dict(opacity=1.0)),
-        hovertemplate=hover + "<extra></extra>"))
-    _square_axes(fig, size)
-    fig.update_layout(title=esc(title), width=CANVAS_PX, height=CANVAS_PX + (40 if title else 0),
-                      margin=dict(l=10, r=10, t=50 if title else 10, b=10), showlegend=False,
-                      plot_bgcolor="white", clickmode="event+select", dragmode=False)
-    return fig
+        hovertemplate=hover + "<extra></extra>"),
+        layout=dict(**_square_axes(size), title=esc(title), width=CANVAS_PX, height=CANVAS_PX + (40 if title else 0),
+                    margin=dict(l=10, r=10, t=50 if title else 10, b=10), showlegend=False,
+                    plot_bgcolor="white", clickmode="event+select", dragmode=False))
 
 
 def patch_tokens(image, grid: int, cell: float, *, title: str = "", cls_label: str = "[CLS]") -> go.Figure:
@@ -81,10 +81,9 @@ def patch_tokens(image, grid: int, cell: float, *, title: str = "", cls_label: s
              for k in range(grid * grid) for r, c in [divmod(k, grid)]]
     notes.append(dict(x=0.5, y=-0.02, xref="paper", yref="paper", yanchor="top", showarrow=False,
                       text=f"0 = {esc(cls_label)}", font=dict(size=12)))
-    fig = go.Figure(_digit_trace(img), layout=dict(shapes=_patch_lines(grid, cell, size), annotations=notes))
-    _square_axes(fig, size)
-    fig.update_layout(title=esc(title), height=370, margin=dict(margins(title), b=30))
-    return fig
+    return go.Figure(_digit_trace(img), layout=dict(shapes=_patch_lines(grid, cell, size), annotations=notes,
+                                                     **_square_axes(size), title=esc(title), height=370,
+                                                     margin=dict(margins(title), b=30)))
 
 
 def class_probabilities(probs, *, title: str = "", x_title: str = "", y_title: str = "", predicted: int | None = None,
@@ -130,19 +129,18 @@ def cls_attention_tiles(image, maps, cls_self, *, layer_title: str = "layer", he
             notes.append(dict(x=c0 + (R - 1) / 2, y=r0 - 0.6, yanchor="bottom", showarrow=False, font=dict(size=10),
                               text=f"{esc(layer_title)} {l + first_layer} · {esc(head_title)} {h + 1} · "
                                    f"{esc(cls_label)}→{esc(cls_label)} {s[l, h]:.2f}"))
-    fig = go.Figure([
+    common = dict(showgrid=False, zeroline=False, showticklabels=False, ticks="", constrain="domain")
+    width = min(880, 190 * H + 20)
+    return go.Figure([
         go.Heatmap(z=digits, colorscale=INK, zmin=0, zmax=MAX_VALUE, showscale=False, hoverinfo="skip",
                    hoverongaps=False),
         go.Heatmap(z=shade, customdata=weight, colorscale=OVERLAY, zmin=0, zmax=1, showscale=False,
                    hoverongaps=False, hovertemplate="%{customdata:.3f}<extra></extra>"),
-    ], layout=dict(annotations=notes))
-    common = dict(showgrid=False, zeroline=False, showticklabels=False, ticks="", constrain="domain")
-    fig.update_xaxes(range=[-0.5, H * step - gap - 0.5], **common)
-    fig.update_yaxes(range=[L * step - gap - 0.5, -2.2], scaleanchor="x", **common)
-    width = min(880, 190 * H + 20)
-    fig.update_layout(title=esc(title), height=int((width - 20) * (L * step + 2) / (H * step)) + (70 if title else 30),
-                      margin=margins(title), plot_bgcolor="white")
-    return fig
+    ], layout=dict(
+        annotations=notes, xaxis=dict(range=[-0.5, H * step - gap - 0.5], **common),
+        yaxis=dict(range=[L * step - gap - 0.5, -2.2], scaleanchor="x", **common), title=esc(title),
+        height=int((width - 20) * (L * step + 2) / (H * step)) + (70 if title else 30), margin=margins(title),
+        plot_bgcolor="white"))
 
 
 def rollout_overlay(image, rollout_grid, cell: float, *, title: str = "") -> go.Figure:
@@ -151,11 +149,9 @@ def rollout_overlay(image, rollout_grid, cell: float, *, title: str = "") -> go.
     img, r = to_np(image), to_np(rollout_grid)
     size = img.shape[0]
     low = float(r.min()) if r.size > 1 and float(r.max()) > float(r.min()) else 0.0
-    fig = go.Figure([_digit_trace(img), _grid_trace(r, cell, zmin=low, showscale=True)],
-                    layout=dict(shapes=_patch_lines(r.shape[0], cell, size)))
-    _square_axes(fig, size)
-    fig.update_layout(title=esc(title), height=380, margin=margins(title))
-    return fig
+    return go.Figure([_digit_trace(img), _grid_trace(r, cell, zmin=low, showscale=True)],
+                     layout=dict(shapes=_patch_lines(r.shape[0], cell, size), **_square_axes(size), title=esc(title),
+                                 height=380, margin=margins(title)))
 
 
 def position_similarity_map(similarity, *, title: str = "", x_title: str = "", y_title: str = "") -> go.Figure:
@@ -171,12 +167,11 @@ def patch_similarity_grid(row, grid: int, patch: int, *, title: str = "") -> go.
     """One patch's similarity to every patch, laid out on the patch grid (the chosen patch outlined)."""
     z = to_np(row).reshape(grid, grid)
     labels = np.arange(1, grid * grid + 1).reshape(grid, grid)
-    fig = go.Figure(go.Heatmap(z=z, colorscale="RdBu", reversescale=True, zmin=-1, zmax=1, zmid=0,
-                               text=[[f"{labels[i, j]}<br>{z[i, j]:.2f}" for j in range(grid)] for i in range(grid)],
-                               texttemplate="%{text}", hovertemplate="%{text}<extra></extra>", xgap=1, ygap=1))
     r, c = divmod(patch, grid)
-    fig.add_shape(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5, line=dict(color=colour(2), width=3))
-    _square_axes(fig, grid)
-    fig.update_layout(title=esc(title), height=360, margin=margins(title))
-    return fig
+    outline = dict(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5, line=dict(color=colour(2), width=3))
+    return go.Figure(go.Heatmap(z=z, colorscale="RdBu", reversescale=True, zmin=-1, zmax=1, zmid=0,
+                                text=[[f"{labels[i, j]}<br>{z[i, j]:.2f}" for j in range(grid)] for i in range(grid)],
+                                texttemplate="%{text}", hovertemplate="%{text}<extra></extra>", xgap=1, ygap=1),
+                     layout=dict(shapes=[outline], **_square_axes(grid), title=esc(title), height=360,
+                                 margin=margins(title)))
 
