@@ -232,6 +232,10 @@ def warm_up() -> None:
             with contextlib.suppress(Exception):  # noqa: BLE001 - as above
                 from app.charts import warm_up as warm_figures
                 warm_figures()
+            _yield_to_pages()
+            with contextlib.suppress(Exception):  # noqa: BLE001 - as above (a damaged model: its page explains)
+                from app.resources import warm_first_model
+                warm_first_model()
             # all of that stays for the server's life: one collection now, then frozen, so that the collection
             # after a page's first model load walks only what came since (it took that page 0.13 s here)
             _yield_to_pages()

@@ -79,6 +79,13 @@ frozen = gc.get_freeze_count() - frozen_before
 walked = len(gc.get_objects())  # what a full collection walks (not the frozen ones)
 out = {{"missing": missing, "pages": {{}}, "frozen": frozen, "walked": walked}}
 from pathlib import Path
+import model.checkpoint as ckpt
+loads, load_model_dir = [], ckpt.load_model_dir
+def counted(path, *a, **k):  # the models the pages' first runs load themselves
+    loads.append(str(path))
+    return load_model_dir(path, *a, **k)
+ckpt.load_model_dir = counted
+out["loads"] = loads
 members = sorted(f.stem for f in Path({str(ROOT / 'app' / 'family')!r}).glob("*.py") if f.stem != "__init__")
 runs = [(p.file, None) for p in PAGES[1:]] + [("family.py", m) for m in members]  # each member: a view of its own
 for file, member in runs:
@@ -118,6 +125,10 @@ print("RESULT" + json.dumps(out))
     # computed the synthetic tasks', the training page's first run started the others' (app.jobs.prepare_estimates)
     assert out["estimate_misses"] == [[], 0], "the training page's estimates were ready (warm-up, prepare_estimates)"
     assert out["corpus_held"] == 0, "the en-ko corpus (~90 MB) was generated in a child process, not here"
+    # The shipped EN->KO model (the inspector's first model, the masks page's demonstration): loaded by the warm-up,
+    # it cost the inspector's first open ~80 of its 160 ms (weights, card)
+    from app.resources import SHIPPED
+    assert str(SHIPPED["en-ko"]) not in out["loads"], "the warm-up loads the shipped model the pages open first"
     offenders = {page: new for page, new in out["pages"].items() if new}
     assert not offenders, f"first runs that import a package the warm-up does not: {offenders} (add it to " \
                           "app.jobs.WARM_UP_MODULES)"
