@@ -501,9 +501,9 @@ def test_restart_with_a_reused_pid_and_a_waiting_queue(tmp_path):
 
 
 def test_tokens_per_example_measured_in_a_child_are_the_same_numbers(monkeypatch, tmp_path):
-    """The warm-up measures the en-ko corpus tasks' tokens per example in a child process (no interpreter
-    lock or memory taken from the server): the numbers are the ones measured here, kept on disk for the next
-    server; with none kept and a child that fails, a task is measured here when an estimate needs it."""
+    """The training page's first run has the en-ko corpus tasks' tokens per example measured in a child process
+    (no interpreter lock or memory taken from the server): the numbers are the ones measured here, kept on disk
+    for the next server; with none kept and a child that fails, a task is measured here when an estimate needs it."""
     from app import jobs_estimate as est
     from model.corpus import CACHE_ENV
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))

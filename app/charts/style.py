@@ -118,12 +118,9 @@ def lift_title(fig: go.Figure, extra: int = 36) -> go.Figure:
         top = fig.layout.margin.t if fig.layout.margin.t is not None else 30
         fig.update_layout(margin=dict(t=top + extra), height=(fig.layout.height or 400) + extra, **change)
         return fig
-    data, layout = draft
+    data, layout = draft  # (a draft's title is already dict(text=…): tests/test_charts.py checks every builder)
     top = (layout.get("margin") or {}).get("t")
     change.update(margin=dict(t=(top if top is not None else 30) + extra), height=(layout.get("height") or 400) + extra)
-    title = layout.get("title")
-    if isinstance(title, str):  # plotly's own form, as update_layout would read it
-        layout = {**layout, "title": dict(text=title)}
     fig.__dict__["_atlas_draft"] = (data, _merged(layout, change))
     return fig
 
