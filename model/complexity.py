@@ -177,7 +177,7 @@ def _time_layers(ns, d, batch, device, repeats, n_heads, kernel, recurrent, budg
            "device": str(device), "threads": torch.get_num_threads() if device.type == "cpu" else None,
            "d": d, "batch": batch, "repeats": repeats, "recurrent_kind": recurrent}
     start = time.perf_counter()
-    last = None  # (n, seconds) of the previous size, to predict the next one
+    last = None  # (n, seconds of its steady runs) of the previous size, to predict the next one
     per_layer = repeats + 1  # the warm-up and each timed run
     steps, done = len(ns) * len(TIMED) * per_layer, 0
 
@@ -198,7 +198,6 @@ def _time_layers(ns, d, batch, device, repeats, n_heads, kernel, recurrent, budg
             if progress:
                 progress(done / steps, n)
             continue
-        t_n = time.perf_counter()
         x = torch.randn(batch, n, d, generator=gen).to(device)  # (B, n, d)
         xt = x.transpose(1, 2).contiguous()  # (B, d, n): Conv1d wants channels first
         runs = {
@@ -210,7 +209,8 @@ def _time_layers(ns, d, batch, device, repeats, n_heads, kernel, recurrent, budg
         for name, fn in runs.items():
             out[name].append(_median_time(fn, device, repeats, tick=lambda: tick(n)))
             tick(n)
-        last = (n, time.perf_counter() - t_n)
+        # from the medians, not the wall time: a kernel's first call pays one-time costs the next size won't
+        last = (n, per_layer * sum(out[name][-1] for name in runs))
     out["total_s"] = time.perf_counter() - start
     return out
 

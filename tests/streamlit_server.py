@@ -91,7 +91,7 @@ def draw_all_charts(page) -> int:
 # For every Plotly chart of the page: the margins it was given, the ones Plotly drew it with (a side that grew
 # means Plotly laid the figure out a second time, app/charts/margins.py), the room left on each side and what
 # is drawn there (bench/margins.py prints them).
-MARGINS_JS = r"""() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(gd => {
+MARGINS_JS = r"""() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')).map(gd => {
   const fl = gd._fullLayout || {}, m = fl.margin || {}, s = fl._size || {};
   const title = (fl.title && fl.title.text) || '';
   const key = (gd.closest('[class*="st-key-"]') || {}).className || '';

@@ -137,3 +137,16 @@ def test_no_streamlit_placeholder_in_english(path):
         if (node.func.attr == "multiselect" or empty_select) and "placeholder" not in names:
             bad.append(f"line {node.lineno}: {node.func.attr}")
     assert bad == [], "Streamlit's English placeholder: " + "; ".join(bad)
+
+
+UNSCOPED_CHARTS = re.compile(r"""(?:document\.querySelector(?:All)?|page\.locator)\(\s*['"]\.js-plotly-plot[ '"]""")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "tests").glob("*.py")) + sorted((ROOT / "bench").glob("*.py")),
+                         ids=lambda p: p.name)
+def test_browser_checks_read_the_pages_charts_only(path):
+    """The document also holds the warm-up's off-screen charts while it draws them (app/static/atlas_chart.js):
+    a test or bench that reads `.js-plotly-plot` anywhere in the document can meet one (CI: the dark-theme test
+    read a purged chart's `_fullLayout`). The page's charts are those under [data-testid="stMain"]."""
+    found = [m.group(0) for m in UNSCOPED_CHARTS.finditer(path.read_text(encoding="utf-8"))]
+    assert not found, found

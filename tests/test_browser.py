@@ -2,6 +2,7 @@
 languages, check that no Streamlit exception box is shown, and save screenshots."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -46,7 +47,7 @@ def open_page(page, lang, info):
     assert page.locator("[role='dialog']").count() == 0, page.locator("[role='dialog']").first.inner_text()
 
 
-READABILITY_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((gd, i) => {
+READABILITY_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')).map((gd, i) => {
     const size = gd._fullLayout && gd._fullLayout._size;
     const ticks = Array.from(gd.querySelectorAll('.xtick text, .ytick text')).map(t => t.textContent);
     return {i, width: gd.clientWidth, plotW: size ? size.w : 0, plotH: size ? size.h : 0,
@@ -143,6 +144,26 @@ def test_the_first_page_loads_the_next_pages_code_while_the_browser_is_idle(brow
         assert fresh.locator(".st-key-atlas-warm").is_hidden()  # nothing of it shows in the sidebar
     finally:
         ctx.close()
+
+
+def test_the_off_screen_warm_up_leaves_no_chart_in_the_page_between_its_figures(browser_page):
+    """Between two figures the warm-up waits for the browser to be idle, for as long as the learner keeps it
+    busy: meanwhile the document holds no Plotly chart of its own, so nothing that looks for the page's charts
+    (the theme follows the system, a test) meets a half-drawn or purged one (CI: the dark-theme test read
+    `_fullLayout` of the warm-up's purged chart)."""
+    from app import chart_element as ce
+    url, page = browser_page
+    stalled = """(resolve) => { window.__warmIdle = (window.__warmIdle || 0) + 1;
+                                  if (window.__warmIdle <= 2) setTimeout(resolve, 0); }"""
+    outside_main = """() => [...document.querySelectorAll('.js-plotly-plot, .atlas-chart-warm *')]
+        .filter((g) => !g.closest('[data-testid="stMain"]')).length"""
+    expr = "(%s).then((m) => m.warmUp(%s, %s, %s))" % (ce.LOAD_JS % ce.module_url(), json.dumps(ce.plotly_file()),
+                                                      json.dumps(ce.THEME), stalled)
+    page.goto(f"{url}/masks?lang=en")  # a page without charts: what the document holds is the warm-up's
+    wait_idle(page)
+    page.evaluate(f"() => {{ window.__warmIdle = 0; {expr}; }}")
+    page.wait_for_function("() => window.__warmIdle === 3", timeout=60_000)  # two figures drawn, the third waits
+    assert page.evaluate(outside_main) == 0
 
 
 def cycle_radio(page, label: str, where: str) -> int:

@@ -13,12 +13,14 @@ from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, served, wait_i
 pytestmark = pytest.mark.slow
 SHOTS = ROOT / "test-artifacts"
 
-DRAWN = "() => document.querySelectorAll('[data-testid=\"stMain\"] .js-plotly-plot').length"
+# the page's charts (not the off-screen warm-up's, app/static/atlas_chart.js)
+CHARTS = '[data-testid="stMain"] .js-plotly-plot'
+DRAWN = f"() => document.querySelectorAll('{CHARTS}').length"
 ELEMENTS = "() => document.querySelectorAll(\"[class*='st-key-atlas-chart-']\").length"
-MARK = "() => document.querySelectorAll('.js-plotly-plot').forEach((gd) => { gd.__atlasMark = 1; })"
-MARKED = "() => [...document.querySelectorAll('.js-plotly-plot')].filter((gd) => gd.__atlasMark).length"
+MARK = f"() => document.querySelectorAll('{CHARTS}').forEach((gd) => {{ gd.__atlasMark = 1; }})"
+MARKED = f"() => [...document.querySelectorAll('{CHARTS}')].filter((gd) => gd.__atlasMark).length"
 FIRST_CHART = "PE: 100 positions × 128 dimensions"
-FIRST_TITLE = "() => { const t = document.querySelector('.js-plotly-plot .gtitle'); return t ? t.textContent : ''; }"
+FIRST_TITLE = f"() => {{ const t = document.querySelector('{CHARTS} .gtitle'); return t ? t.textContent : ''; }}"
 
 
 def _browser(p):
@@ -55,7 +57,7 @@ def test_charts_drawn_near_the_screen_and_updated_in_place():
         # the toolbar's fullscreen button: the chart fills the window; Escape gives it back its place
         box = "() => { const r = document.querySelector('.atlas-chart').getBoundingClientRect(); return [r.width, r.height]; }"
         before = page.evaluate(box)
-        page.locator(".js-plotly-plot").first.hover()
+        page.locator(CHARTS).first.hover()
         page.locator(".modebar-btn[data-title='Fullscreen']").first.click()
         page.wait_for_function(f"() => ({box})()[1] === window.innerHeight", timeout=10_000)
         assert page.evaluate(box) == [1400, 1000]
@@ -86,7 +88,7 @@ def _first_chart_png(url: str, p) -> bytes:
     page.goto(f"{url}/positional?lang=en")
     wait_idle(page)
     # the same chart in both (Streamlit's element may draw a later chart before the first): found by its title
-    chart = page.locator(".js-plotly-plot").filter(has=page.locator(".gtitle", has_text=FIRST_CHART)).first
+    chart = page.locator(CHARTS).filter(has=page.locator(".gtitle", has_text=FIRST_CHART)).first
     chart.wait_for(timeout=60_000)
     page.wait_for_timeout(1000)
     png = chart.screenshot()
@@ -165,7 +167,7 @@ def test_charts_follow_the_pages_theme_dark_then_light():
     """A browser that asks for dark pages gets Streamlit's dark theme, and the charts its dark chart template;
     when the system turns light, Streamlit's page turns light and every drawn chart is redrawn light."""
     from playwright.sync_api import sync_playwright
-    paper = "() => [...document.querySelectorAll('.js-plotly-plot')].map((g) => g._fullLayout.paper_bgcolor.toLowerCase())"
+    paper = f"() => [...document.querySelectorAll('{CHARTS}')].map((g) => g._fullLayout.paper_bgcolor.toLowerCase())"
     with served() as (url, _), sync_playwright() as p:
         browser = _browser(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000}, color_scheme="dark")

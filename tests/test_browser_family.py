@@ -39,7 +39,7 @@ def no_exception(page, where: str) -> None:
 
 
 # the titles of the prediction panels: one subplot per [MASK] (annotations of the panels' figure)
-PANELS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+PANELS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'))
     .map(gd => ((gd.layout && gd.layout.annotations) || []).filter(a => /\\d/.test(a.text || '') &&
         (gd.data || []).some(tr => tr.type === 'bar')).length)
     .reduce((a, b) => Math.max(a, b), 0)"""

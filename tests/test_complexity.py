@@ -96,3 +96,26 @@ def test_time_layers_skips_sizes_too_big_for_memory():
     from model.complexity import time_layers
     out = time_layers([8, 8192], d=8, batch=2, repeats=1, budget_s=30)
     assert out["n"] == [8] and out["skipped"] == [8192]
+
+
+def test_time_layers_predicts_the_next_size_from_steady_runs_not_the_first_calls_warm_up(monkeypatch):
+    """A cold process pays seconds once, on the first call of a kernel (oneDNN, allocator, lazy init): that
+    cost must not make the budget skip the larger sizes of a first view (CI: a loaded machine showed n=16 only)."""
+    import time as _time
+    import model.complexity as cx
+    real = cx.make_layers
+
+    def slow_first_call(*args, **kwargs):
+        layers = real(*args, **kwargs)
+        attn, calls = layers["self_attention"], []
+
+        def first_slow(x):
+            if not calls:
+                _time.sleep(0.4)
+            calls.append(1)
+            return attn(x)
+        layers["self_attention"] = first_slow
+        return layers
+    monkeypatch.setattr(cx, "make_layers", slow_first_call)
+    out = cx.time_layers([16, 64], d=16, batch=1, repeats=2, budget_s=2.0)
+    assert out["n"] == [16, 64] and out["skipped"] == []

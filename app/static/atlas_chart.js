@@ -268,8 +268,15 @@ export async function warmUp(plotlyFile, themeFile, idle) {
     for (const fig of WARM_FIGURES) {
       await new Promise((resolve) => idle(resolve));
       const layout = Object.assign({template: theme[isDark() ? "dark" : "light"]}, fig.layout);
-      await Plotly.newPlot(box, fig.data, layout, {displaylogo: false, responsive: false});
-      Plotly.purge(box);
+      // a chart of its own per figure, gone before the next idle wait: between two figures the document
+      // holds no chart but the page's (whatever looks for those never meets a purged one)
+      const gd = box.appendChild(document.createElement("div"));
+      try {
+        await Plotly.newPlot(gd, fig.data, layout, {displaylogo: false, responsive: false});
+        Plotly.purge(gd);
+      } finally {
+        gd.remove();
+      }
       drawn.push(fig.data[0].type);
     }
   } finally {
