@@ -144,7 +144,7 @@ with open_box(t("inspector.tokenization_title", n=len(ids)), key="insp_tokens") 
         st.dataframe(ins.token_table(ids, pieces, tok, vocab.pieces if vocab.found else None), hide_index=True)
 
 # ----------------------------------------------------------------------------- run the model
-src_labels = tgt_labels = None
+src_labels = tgt_labels = ctx = None
 steps = result = None
 if arch == "encoder-decoder":
     c1, c2 = st.columns([1, 2])
@@ -233,26 +233,10 @@ else:
 # What follows depends only on the model version, what was run on it (`source`), the language and the
 # controls below: every session asking for the same gets the same figures and tables, built once (shared_view).
 view = (str(path), model_stamp(path), lang(), *source)
-kinds = att.kinds()
-kind_names = options("inspector.kind", kinds)
 st.subheader(t("inspector.attention"))
-kind = st.radio(t("inspector.which_attention"), kinds, format_func=kind_names.get, horizontal=True,
-                **keep("insp_kind", kinds[0], url="kind", valid=kinds))
-q_labels = {"encoder_self": src_labels, "decoder_self": tgt_labels, "cross": tgt_labels}[kind]
-k_labels = {"encoder_self": src_labels, "decoder_self": tgt_labels, "cross": src_labels}[kind]
-if kind == "cross":
-    q_title, k_title = t("inspector.target_query"), t("inspector.source_key")
-else:
-    q_title, k_title = t("common.query"), t("common.key")
-weights = kind_weights(att, kind)  # (layers, H, Lq, Lk)
-n_layers, n_heads, n_q, n_k = weights.shape
-st.caption(t("common.rows_cols_cross") if kind == "cross" else t("common.rows_cols"))
-
-steps_tab = "positions" if arch == "decoder-only" else "steps"
-tab_grid, tab_head, tab_steps, tab_stats = st.tabs([t(f"inspector.tab.{name}") for name in ("grid", "head", steps_tab, "stats")])
 
 # The controls inside each tab change only that tab's figure: each is a fragment, so moving one reruns the
-# fragment, not the page (the sentence, the model and the attention kind above rerun everything).
+# fragment, not the page (the sentence and the model rerun everything; the attention kind, the section below).
 @st.fragment
 def grid_detail(view, weights, kind, kind_name, q_labels, k_labels, q_title, k_title):
     """One layer's and head's map (or the mean over layers / heads), picked under the grid."""
@@ -334,28 +318,51 @@ def steps_tab(view, steps, att, src_labels, tok, n_layers):
             colors="#d62728")), name=f"step{tstep + 1}-top", key="steptop")
 
 
-with tab_grid:
-    st.markdown(t("inspector.grid_intro", layers=n_layers, heads=n_heads, rows=n_q, cols=n_k))
-    show_figure(shared_figure("grid", (*view, kind),
-                              lambda: head_grid(weights, layer_title=t("common.layer"), head_title=t("common.head"))),
-                name=f"grid-{kind}", key="grid")
-    grid_detail(view, weights, kind, kind_names[kind], q_labels, k_labels, q_title, k_title)
-
-with tab_head:
-    head_view_tab(view, weights, kind, q_labels, k_labels, q_title, k_title)
-
-with tab_steps:
-    if arch == "decoder-only":
-        positions_tab(path, ctx, tok)
-    elif arch != "encoder-decoder" or not steps:
-        st.info(t("inspector.steps_none"))
+# The kind of attention and the tabs are a fragment: another kind or another tab reruns this section, not the
+# model. Only the open tab is drawn (a tab's click reruns the section): the stats tab's data grid, the head view
+# and the decoding steps, drawn hidden, were a fifth of the browser's work of each new sentence (issue 13).
+@st.fragment
+def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx, tok):
+    kinds = att.kinds()
+    kind_names = options("inspector.kind", kinds)
+    kind = st.radio(t("inspector.which_attention"), kinds, format_func=kind_names.get, horizontal=True,
+                    **keep("insp_kind", kinds[0], url="kind", valid=kinds))
+    q_labels = {"encoder_self": src_labels, "decoder_self": tgt_labels, "cross": tgt_labels}[kind]
+    k_labels = {"encoder_self": src_labels, "decoder_self": tgt_labels, "cross": src_labels}[kind]
+    if kind == "cross":
+        q_title, k_title = t("inspector.target_query"), t("inspector.source_key")
     else:
-        steps_tab(view, steps, att, src_labels, tok, n_layers)
+        q_title, k_title = t("common.query"), t("common.key")
+    weights = kind_weights(att, kind)  # (layers, H, Lq, Lk)
+    n_layers, n_heads, n_q, n_k = weights.shape
+    st.caption(t("common.rows_cols_cross") if kind == "cross" else t("common.rows_cols"))
+    steps_name = "positions" if arch == "decoder-only" else "steps"
+    labels = {name: t(f"inspector.tab.{name}") for name in ("grid", "head", steps_name, "stats")}
+    for name, tab in open_tabs(labels, key="insp_tab"):
+        if not tab.open:
+            continue
+        with tab:
+            if name == "grid":
+                st.markdown(t("inspector.grid_intro", layers=n_layers, heads=n_heads, rows=n_q, cols=n_k))
+                show_figure(shared_figure("grid", (*view, kind), lambda: head_grid(
+                    weights, layer_title=t("common.layer"), head_title=t("common.head"))), name=f"grid-{kind}", key="grid")
+                grid_detail(view, weights, kind, kind_names[kind], q_labels, k_labels, q_title, k_title)
+            elif name == "head":
+                head_view_tab(view, weights, kind, q_labels, k_labels, q_title, k_title)
+            elif name == "positions":
+                positions_tab(path, ctx, tok)
+            elif name == "steps":
+                if arch != "encoder-decoder" or not steps:
+                    st.info(t("inspector.steps_none"))
+                else:
+                    steps_tab(view, steps, att, src_labels, tok, n_layers)
+            else:
+                text("inspector.stats")
+                stats = shared_view("stats", (*view, kind), lambda: summarize_heads(att, kind))
+                st.dataframe(shared_table("stats_rows", (*view, kind), lambda: ins.stats_rows(stats)), hide_index=True)
+                st.markdown(t("inspector.averages_title"))
+                table(shared_view("averages_rows", (*view, kind), lambda: ins.averages_rows(layer_averages(stats))),
+                      key="insp-averages")
 
-with tab_stats:
-    text("inspector.stats")
-    stats = shared_view("stats", (*view, kind), lambda: summarize_heads(att, kind))
-    st.dataframe(shared_table("stats_rows", (*view, kind), lambda: ins.stats_rows(stats)), hide_index=True)
-    st.markdown(t("inspector.averages_title"))
-    table(shared_view("averages_rows", (*view, kind), lambda: ins.averages_rows(layer_averages(stats))),
-          key="insp-averages")
+
+attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx, tok)

@@ -70,3 +70,23 @@ def trace_types_in_app() -> set[str]:
     for path in (ROOT / "app").rglob("*.py"):
         used |= set(re.findall(r"\bgo\.([A-Z][A-Za-z]+)\(", path.read_text(encoding="utf-8")))
     return {name for name in used if isinstance(getattr(go, name, None), type) and issubclass(getattr(go, name), BaseTraceType)}
+
+
+def each_view(at: AppTest):
+    """The page as it shows each of its views: every box opened (app.state.open_box), then each tab of every
+    open_tabs group in turn (what the page draws only in an open box or tab). Yields `at` after each run;
+    a check over the page's text belongs inside the loop, or it sees only the default tab."""
+    from app.state import BOXES, TABS, open_tab
+    memos = [m for m in BOXES if m.removesuffix("__open") in at.session_state]
+    for memo in memos:
+        at.session_state[memo] = True
+    if memos:
+        at.run()
+    yield at
+    for key, names in dict(TABS).items():
+        if key not in at.session_state:  # drawn by another page
+            continue
+        for name in names[1:]:
+            open_tab(at.session_state, key, name)
+            at.run()
+            yield at

@@ -3,7 +3,7 @@ import pytest
 
 from app.pages_list import PAGES
 from tests.apptest_read import tables
-from tests.apptest_util import assert_clean, run_page
+from tests.apptest_util import assert_clean, each_view, run_page
 
 
 @pytest.mark.slow
@@ -82,6 +82,8 @@ def test_korean_mode_shows_no_english_ui_text(page):
     """Nothing English remains in Korean mode: no catalogue label's English text appears on the page."""
     at = run_page(page, "ko")
     assert_clean(at)
-    shown = "\n".join(_shown_text(at))
-    leaked = [s for s in _english_only_strings() if s in shown]
-    assert leaked == []
+    for view in each_view(at):  # every box and tab, opened in turn
+        assert_clean(view)
+        shown = "\n".join(_shown_text(view))
+        leaked = [s for s in _english_only_strings() if s in shown]
+        assert leaked == []

@@ -12,7 +12,7 @@ from app.i18n import catalogue
 from app.resources import SHIPPED
 from app.state import open_tab
 from tests.apptest_read import charts, figures, tables, title, z_of
-from tests.apptest_util import assert_clean, run_page
+from tests.apptest_util import assert_clean, each_view, run_page
 from tests import apptest_util
 
 pytestmark = pytest.mark.skipif(not (SHIPPED["en-ko"] / "model.safetensors").is_file(),
@@ -42,8 +42,18 @@ def translation_of(at) -> str | None:
     return shown[0] if shown else None
 
 
+def open_insp_tab(at, name: str):
+    """A click on the attention section's tab `name` (grid, head, steps, positions, stats): only the open
+    tab is drawn."""
+    open_tab(at.session_state, "insp_tab", name)
+    at.run()
+    return at
+
+
 def stats_and_averages(at, lang: str):
-    """The head statistics (a data grid: sortable) and the layer averages (a Markdown table)."""
+    """The head statistics (a data grid: sortable) and the layer averages (a Markdown table), in the stats
+    tab (opened)."""
+    open_insp_tab(at, "stats")
     c = catalogue(lang)
     stats = next(d.value for d in at.dataframe if c["common.head"] in d.value.columns)
     averages = next(d for d in tables(at)
@@ -88,6 +98,7 @@ def test_greedy_and_decoding_steps():
     at.radio[0].set_value("greedy").run()
     assert_clean(at)
     assert translation_of(at) == "내 친구는 빨간 사과를 사지 않았다."
+    open_insp_tab(at, "steps")
     at.slider(key="insp_step").set_value(3).run()
     assert_clean(at)
     assert any("Step 3" in m.value for m in at.markdown)
@@ -158,10 +169,10 @@ def _rendered_text(at) -> list[str]:
 def test_korean_emphasis_closes_before_particles():
     at = run_page("inspector.py", "ko")
     assert_clean(at)
-    bad = [m.string[max(0, m.start() - 30):m.end() + 10] for text in _rendered_text(at)
-           for m in _BROKEN_EMPHASIS.finditer(text)]
+    texts = [text for view in each_view(at) for text in _rendered_text(view)]  # every box and tab
+    bad = [m.string[max(0, m.start() - 30):m.end() + 10] for text in texts for m in _BROKEN_EMPHASIS.finditer(text)]
     assert not bad, bad
-    assert any("토큰을 썼습니다" in text for text in _rendered_text(at))  # the sentence that had `**`token`**을(를)`
+    assert any("토큰을 썼습니다" in text for text in texts)  # the sentence that had `**`token`**을(를)`
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
@@ -171,6 +182,7 @@ def test_step_bars_keep_repeated_source_tokens(lang):
     at = run_page("inspector.py", lang)
     at.text_area(key="insp_text").set_value("The teacher likes the teacher.").run()
     assert_clean(at)
+    open_insp_tab(at, "steps")
     bars = [c for c in charts(at) if "steprow" in c.id]
     names = bars[0].figure["data"][0]["y"]
     assert len(names) == len(set(names)) and sum("teacher" in n for n in names) == 2
@@ -186,6 +198,7 @@ def test_korean_tables_legends_and_tabs():
     assert averages.iloc[-1, 0] == ko["inspector.all"]
     tokens = table_with(at, ko["inspector.table.seen"])
     assert ko["inspector.table.piece"] in tokens.columns
+    open_insp_tab(at, "head")
     legend = [tr.get("name") for f in figures(at) for tr in f["data"] if tr.get("showlegend", True) and tr.get("name")]
     assert "헤드 1" in legend  # the head view's legend
     assert [tab.label for tab in at.tabs][-4:] == [ko[f"inspector.tab.{k}"] for k in ("grid", "head", "steps", "stats")]
@@ -315,6 +328,7 @@ def test_language_model_shows_next_token_candidates_per_position():
     at = run_page("inspector.py", "en", setup=setup)
     assert_clean(at)
     assert [tab.label for tab in at.tabs][-2] == en["inspector.tab.positions"]
+    open_insp_tab(at, "positions")
     assert not [i for i in at.info if i.value == en["inspector.steps_none"]]
     table = next(d.value for d in at.dataframe if en["inspector.pos_table.first"] in d.value.columns)
     assert len(table) == 5  # <s> The children walk home
