@@ -187,6 +187,9 @@ def _every_builder():
     yield "circle_figure", curves.circle_figure(np.sin(np.arange(16)), np.cos(np.arange(16)), 3, 5, title="c",
                                                 pos_label="position")
     yield "circle_figure-no-arrows", curves.circle_figure(np.sin(np.arange(16)), np.cos(np.arange(16)), 14, 5)
+    from app.charts.family_mlm import mask_predictions
+    yield "mask_predictions", mask_predictions([(f"at {i}", ["<s>", "b"], [0.7, 0.3], "b" if i else None)
+                                                for i in range(4)], x_title="p")
 
 
 @pytest.mark.parametrize("name, fig", list(_every_builder()), ids=lambda v: v if isinstance(v, str) else "")
@@ -228,3 +231,54 @@ def test_a_changed_draft_draws_its_change():
     fig = heatmaps.attention_heatmap(np.eye(3), list("abc"), list("abc"), title="t")
     fig.update_layout(height=777)
     assert style.ready_figure(fig).to_dict()["layout"]["height"] == 777 + style.MODEBAR_ROOM
+
+
+def _mask_predictions_by_make_subplots(panels, x_title, per_row=3, height_per_row=230):
+    """The figure as plotly's make_subplots built it (the builder's former code): the reference."""
+    import math
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+    from app.charts.family_mlm import HIDDEN_COLOUR
+    n = max(1, len(panels))
+    cols = max(1, min(per_row, n))
+    rows = math.ceil(n / cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[style.esc(p[0]) for p in panels] or None,
+                        horizontal_spacing=0.18 / cols + 0.06, vertical_spacing=min(0.25, 0.5 / rows))
+    for k, (_, pieces, probs, hidden) in enumerate(panels):
+        r, c = k // cols + 1, k % cols + 1
+        colours = [HIDDEN_COLOUR if hidden is not None and p == hidden else style.colour(0) for p in pieces]
+        fig.add_trace(go.Bar(x=list(probs), y=style.labels(pieces), orientation="h", marker_color=colours,
+                             text=[f"{v:.3f}" for v in probs], textposition="auto", showlegend=False,
+                             hovertemplate="%{y}: %{x:.4f}<extra></extra>"), row=r, col=c)
+        fig.update_yaxes(autorange="reversed", type="category", row=r, col=c)
+        fig.update_xaxes(range=[0, 1], title=x_title if r == rows else None, row=r, col=c)
+    fig.update_layout(height=max(240, rows * height_per_row + 40), margin=style.margins("x"))
+    return fig
+
+
+def _close(a, b):
+    """Equal JSON, floats to 1e-12 (a domain computed in another order)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) or isinstance(b, float):
+        return abs(a - b) < 1e-12
+    return a == b
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7])
+def test_mask_panels_are_laid_out_as_make_subplots_did(n):
+    """The MLM member's prediction panels, drawn as one draft figure: the same axes, domains, panel titles and
+    bars as plotly's make_subplots (17–30 ms a build; every rerun of the member built it)."""
+    from app.charts.family_mlm import mask_predictions
+    panels = [(f"<mask> {i}", ["<s>", f"w{i}", "a&b"], [0.6, 0.3, 0.1], f"w{i}" if i % 2 else None) for i in range(n)]
+    fig = mask_predictions(panels, x_title="probability")
+    assert isinstance(fig, style.DraftFigure)
+    drawn = style.figure_dict(fig)
+    reference = style.figure_dict(_mask_predictions_by_make_subplots(panels, "probability"))
+    for d in (drawn, reference):  # make_subplots writes an empty title on axes without one
+        for key, axis in d["layout"].items():
+            if key.startswith("xaxis") and axis.get("title") == {}:
+                del axis["title"]
+    assert _close(drawn, reference)
