@@ -187,6 +187,8 @@ def _every_builder():
     yield "circle_figure", curves.circle_figure(np.sin(np.arange(16)), np.cos(np.arange(16)), 3, 5, title="c",
                                                 pos_label="position")
     yield "circle_figure-no-arrows", curves.circle_figure(np.sin(np.arange(16)), np.cos(np.arange(16)), 14, 5)
+    from app.charts.family_vit import class_probabilities
+    yield "class_probabilities-true", class_probabilities(np.full(10, 0.1), title="p", predicted=3, true_label=5)
     from app.charts.family_mlm import mask_predictions
     yield "mask_predictions", mask_predictions([(f"at {i}", ["<s>", "b"], [0.7, 0.3], "b" if i else None)
                                                 for i in range(4)], x_title="p")
