@@ -5,7 +5,7 @@ import streamlit as st
 from app.attention_lab import valid_index
 from app.charts.export import rows_csv
 from app.charts.heatmaps import attention_heatmap, head_grid, matrix_heatmap
-from app.charts.style import lift_title
+from app.charts.style import amend, lift_title
 from app.inputs import piece_label
 from app.i18n import Message, UserError, lang, options, say, t
 from app.resources import (available_models, demo_model, load_model, model_stamp, parameter_count, shared_figure,
@@ -103,8 +103,7 @@ def _padding_figure(mb, rows, cols):
                                     reversescale=False, zmin=0, zmax=1, decimals=0, title=t("masks.padding_title"),
                                     x_title=t("masks.position_key"), y_title=t("masks.sentence"),
                                     height=120 + 40 * len(rows)))
-    fig.update_traces(showscale=False)
-    return fig
+    return amend(fig, every_trace=dict(showscale=False))
 
 
 st.title(t("masks.title"))

@@ -5,7 +5,7 @@ import streamlit as st
 from app.charts.curves import circle_figure, line_chart
 from app.charts.export import matrix_csv, series_csv
 from app.charts.heatmaps import attention_heatmap, matrix_heatmap, numeric_heatmap
-from app.charts.style import esc, lift_title
+from app.charts.style import amend, esc, lift_title
 from app.format import escape_md
 from app.i18n import Message, UserError, options, t
 from app.inputs import parse_int_list, split_words
@@ -73,9 +73,9 @@ def waves_section(length: int, d_model: int, pos_t: str) -> None:
 def dot_figure(prof: dict, dots: dict, anchor: int, title: str):
     fig = line_chart(prof["q"], dots, x_title=t("positional.dot.x"), y_title=t("positional.dot.y"), title=title)
     # the anchor as add_vline draws it; measured: thick, under the thin dashed formula that lies exactly on it
-    return fig.update_layout(shapes=[dict(type="line", x0=anchor, x1=anchor, xref="x", y0=0, y1=1, yref="y domain",
-                                          line=dict(color="gray", dash="dot"))]).update_traces(
-        line_width=5, selector=0).update_traces(line=dict(color="black", width=1.5, dash="dash"), selector=1)
+    return amend(fig, dict(shapes=[dict(type="line", x0=anchor, x1=anchor, xref="x", y0=0, y1=1, yref="y domain",
+                                        line=dict(color="gray", dash="dot"))]),
+                 traces={0: dict(line=dict(width=5)), 1: dict(line=dict(color="black", width=1.5, dash="dash"))})
 
 
 @st.fragment
@@ -150,9 +150,9 @@ def extrapolation_section(d_model: int, pos_t: str, dim_t: str) -> None:
         show_figure(fig, name="extrapolation-sinusoidal", csv=lambda: matrix_csv(ext["sinusoidal"]), key="ext_sin")
     with right:
         title = t("positional.extrapolation.learned_title", last=train_len - 1)
-        fig = shared_figure("ext-learned", (train_len, ext["d"], title, pos_t, dim_t), lambda: numeric_heatmap(
+        fig = shared_figure("ext-learned", (train_len, ext["d"], title, pos_t, dim_t), lambda: amend(numeric_heatmap(
             ext["learned"].T, x_title=pos_t, y_title=dim_t, vlines=[train_len - 0.5], zmid=0, title=title,
-            height=340).update_xaxes(range=[-0.5, span - 0.5]))
+            height=340), dict(xaxis=dict(range=[-0.5, span - 0.5]))))
         show_figure(fig, name="extrapolation-learned", csv=lambda: matrix_csv(ext["learned"]), key="ext_learned")
     c1, c2 = st.columns(2)
     with c1:
@@ -202,8 +202,8 @@ def difference_figure(words: list, shown: dict, d_model: int):
                      x_title=t("positional.permutation.diff_x"),
                      y_title=t("positional.permutation.diff_y", d_model=d_model),
                      title=t("positional.permutation.diff_title"))
-    fig.update_xaxes(tickmode="array", tickvals=list(range(len(words))), ticktext=[esc(w) for w in words])
-    return fig
+    return amend(fig, dict(xaxis=dict(tickmode="array", tickvals=list(range(len(words))),
+                                      ticktext=[esc(w) for w in words])))
 
 
 @st.fragment

@@ -6,7 +6,7 @@ import streamlit as st
 from app.charts.curves import bar_chart, line_chart
 from app.charts.export import rows_csv, series_csv
 from app.charts.heatmaps import matrix_heatmap
-from app.charts.style import colour, lift_title
+from app.charts.style import amend, colour, lift_title
 from app.i18n import UserError, lang, t
 from app.inputs import parse_pairs, piece_label
 from app.resources import demo_model, shared_figure, shared_tokenizer, shared_view
@@ -144,9 +144,9 @@ def smoothing_section():
         curves = {t("recipe.smoothing.plain"): ls["plain"], t("recipe.smoothing.smoothed", eps=eps): ls["smoothed"]}
         p_num, l_num = ls["best"]
         marks = {t("recipe.smoothing.minimum"): ([p_num], [l_num], [f"p = {p_num:.4f}"])}
-        fig = shared_figure("ls_loss", (lang(), V, eps), lambda: line_chart(
+        fig = shared_figure("ls_loss", (lang(), V, eps), lambda: amend(line_chart(
             ls["confidence"], curves, markers=marks, x_title=t("recipe.smoothing.x"), y_title=t("recipe.smoothing.y"),
-            title=t("recipe.smoothing.loss_title")).update_yaxes(range=[0, ls["loss_top"]]))
+            title=t("recipe.smoothing.loss_title")), dict(yaxis=dict(range=[0, ls["loss_top"]]))))
         show_figure(fig, name="label-smoothing-loss", csv=series_csv("confidence", ls["confidence"], curves), key="ls_loss")
     c1, c2, c3, c4 = st.columns(4)
     c1.metric(t("recipe.smoothing.best"), f"{p_num:.6f}")

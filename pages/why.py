@@ -6,6 +6,7 @@ import streamlit as st
 
 from app.charts.curves import line_chart, log_coordinate
 from app.charts.export import rows_csv, series_csv
+from app.charts.style import amend
 from app.format import large
 from app.i18n import Message, UserError, t
 from app.inputs import parse_int_list
@@ -45,13 +46,13 @@ def cost_figure(over_n: dict, cost: dict, n: int, d: int, titles: tuple):
     # shapes take data coordinates on a log axis, annotations take log10 coordinates; one layout update for
     # all four (what add_vline and add_annotation draw, at a quarter of their cost)
     line = dict(type="line", xref="x", y0=0, y1=1, yref="y domain")
-    return fig.update_layout(
+    return amend(fig, dict(
         shapes=[{**line, "x0": d, "x1": d, "line": dict(color="gray", dash="dot")},
                 {**line, "x0": n, "x1": n, "line": dict(color="black", dash="dash")}],
         annotations=[dict(x=log_coordinate(d), y=1, yref="paper", text="n = d", showarrow=False, xanchor="left",
                           yanchor="top"),
                      dict(x=log_coordinate(n), y=0, yref="paper", text=f"n = {n:,}", showarrow=False,
-                          xanchor="left", yanchor="bottom")])
+                          xanchor="left", yanchor="bottom")]))
 
 
 st.title(t("pages.why.title"))
