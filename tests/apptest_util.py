@@ -61,15 +61,20 @@ def section_script(body: str) -> str:
 
 
 def trace_types_in_app() -> set[str]:
-    """The plotly trace types app/ draws: every go.<Trace>(...) in its source (go.Heatmap, go.Scatter...)."""
+    """The plotly trace types app/ draws: every go.<Trace>(...) in its source (go.Heatmap, go.Scatter...) and
+    every trace written as a dict for style.figure (dict(type="bar", ...)), by plotly's class names."""
     import re
 
     import plotly.graph_objects as go
     from plotly.basedatatypes import BaseTraceType
+    traces = {name.lower(): name for name in dir(go)
+              if isinstance(getattr(go, name), type) and issubclass(getattr(go, name), BaseTraceType)}
     used = set()
     for path in (ROOT / "app").rglob("*.py"):
-        used |= set(re.findall(r"\bgo\.([A-Z][A-Za-z]+)\(", path.read_text(encoding="utf-8")))
-    return {name for name in used if isinstance(getattr(go, name, None), type) and issubclass(getattr(go, name), BaseTraceType)}
+        source = path.read_text(encoding="utf-8")
+        used |= {name for name in re.findall(r"\bgo\.([A-Z][A-Za-z]+)\(", source) if name in traces.values()}
+        used |= {traces[kind] for kind in re.findall(r"""\btype=["']([a-z0-9]+)["']""", source) if kind in traces}
+    return used
 
 
 def each_view(at: AppTest):

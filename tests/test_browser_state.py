@@ -270,7 +270,7 @@ def test_the_word_palette_draws_its_open_group_and_keeps_its_place(browser):
         main.locator("[data-testid='stExpander'] summary").filter(has_text="이 모델이 아는").click()
         wait_idle(page)
         assert words.count() == 0
-        main.locator(".st-key-insp_kind label:has(input)").nth(1).click()  # a rerun of the whole page
+        main.locator(".st-key-insp_method label:has(input)").nth(1).click()  # a rerun of the whole page
         wait_idle(page)
         assert words.count() == 0, "closed by hand, it stays closed"
         assert_no_exception(page, "palette closed")

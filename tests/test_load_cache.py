@@ -10,6 +10,7 @@ import pytest
 
 import app.resources as res
 from tests.apptest_read import figures
+from app.state import open_tab
 from tests.apptest_util import assert_clean, run_page
 
 SENTENCE = "The teacher does not buy a red apple at the market today."  # no other test types this one
@@ -36,10 +37,16 @@ class Counter:
 
 
 def _type(lang: str):
+    """A session types the sentence (the maps tab is open), then opens the statistics tab (drawn when opened).
+    Returns the figures the maps tab showed."""
     at = run_page("inspector.py", lang)
     at.text_area(key="insp_text").set_value(SENTENCE).run()
     assert_clean(at)
-    return at
+    maps = figures(at)
+    open_tab(at.session_state, "insp_tab", "stats")
+    at.run()
+    assert_clean(at)
+    return maps
 
 
 @pytest.mark.slow
@@ -57,7 +64,7 @@ def test_two_sessions_with_the_same_sentence_compute_once(fresh_caches, monkeypa
     assert after_first[0] >= 1 and after_first[1] >= 1 and after_first[2] >= 1  # this sentence was computed
     second = _type("en")  # another browser session, same sentence
     assert (translate.calls, grid.calls, stats.calls) == after_first, "the second session recomputed"
-    assert figures(first) == figures(second)  # and sees exactly the same figures
+    assert first and first == second  # and sees exactly the same figures
 
     _type("ko")  # the same sentence in Korean: new titles, so new figures, but the same translation
     assert translate.calls == after_first[0]
