@@ -20,10 +20,9 @@ def log_coordinate(value: float) -> float:
 
 
 def bar_chart(labels, values, *, title="", x_title="", y_title="", y_range=None, decimals=3, colors=None,
-              horizontal=False, height=None, text_outside=False, shapes=None) -> go.Figure:
+              horizontal=False, height=None, text_outside=False) -> go.Figure:
     """One bar per label with its value written on it. `colors`: one colour or one per bar; `y_range`:
-    the value axis range, or "fit" for 0…max with room for the text above the bars; `shapes`: plotly shapes
-    drawn over the plot (dicts in plotly's form)."""
+    the value axis range, or "fit" for 0…max with room for the text above the bars."""
     vals = to_np(values).ravel()
     names = escaped_labels(labels)  # a category axis would merge a repeated token into one bar
     text = [f"{v:.{decimals}f}" for v in vals]
@@ -41,8 +40,7 @@ def bar_chart(labels, values, *, title="", x_title="", y_title="", y_range=None,
         axes = dict(xaxis=dict(type="category", title=dict(text=x_title)),
                     yaxis=dict(title=dict(text=y_title), range=value_range))
         height = height or 300
-    return figure([bar], dict(**axes, title=dict(text=title), height=height, margin=margins(title, 50 if title else 20),
-                              shapes=shapes))
+    return figure([bar], dict(**axes, title=dict(text=title), height=height, margin=margins(title, 50 if title else 20)))
 
 
 def line_chart(x, series: dict, *, title="", x_title="", y_title="", log_x=False, log_y=False, mode="lines",

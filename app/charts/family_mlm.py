@@ -31,7 +31,7 @@ def mask_predictions(panels, *, x_title: str = "", per_row: int = 3, height_per_
         layout[f"yaxis{suffix}"] = dict(anchor=f"x{suffix}", domain=[y1 - height, y1])
         cells.append((r, suffix, x0 + width / 2, y1))
     data, titles = [], []
-    for (_, pieces, probs, hidden), (r, suffix, x_mid, top) in zip(panels, cells):
+    for (title, pieces, probs, hidden), (r, suffix, x_mid, top) in zip(panels, cells):
         colours = [HIDDEN_COLOUR if hidden is not None and p == hidden else colour(0) for p in pieces]
         data.append(dict(type="bar", x=list(probs), y=escaped_labels(pieces), orientation="h",
                          marker=dict(color=colours), text=[f"{v:.3f}" for v in probs], textposition="auto",
@@ -39,7 +39,6 @@ def mask_predictions(panels, *, x_title: str = "", per_row: int = 3, height_per_
                          xaxis=f"x{suffix}", yaxis=f"y{suffix}"))
         layout[f"yaxis{suffix}"].update(autorange="reversed", type="category")
         layout[f"xaxis{suffix}"].update(range=[0, 1], title=dict(text=x_title) if r == rows - 1 and x_title else None)
-    for (title, *_), (_, _, x_mid, top) in zip(panels, cells):
         titles.append(dict(text=esc(title), x=x_mid, y=top, xref="paper", yref="paper", xanchor="center",
                            yanchor="bottom", showarrow=False, font=dict(size=16)))
     if titles:

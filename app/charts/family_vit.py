@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from app.charts.curves import bar_chart
 from app.charts.heatmaps import matrix_heatmap
-from app.charts.style import OUTLINE, colour, esc, lift_title, margins, to_np
+from app.charts.style import OUTLINE, amend, colour, esc, lift_title, margins, to_np
 
 INK = "Greys"             # the digit: 0 white … 16 black
 MAX_VALUE = 16
@@ -91,12 +91,12 @@ def class_probabilities(probs, *, title: str = "", x_title: str = "", y_title: s
     """Bars for the 10 digits; the predicted one in red, the true one (a test digit) outlined."""
     p = to_np(probs).ravel()
     colors = [OUTLINE if i == predicted else colour(0) for i in range(len(p))]
-    outline = None
+    fig = bar_chart([str(i) for i in range(len(p))], p, title=title, x_title=x_title, y_title=y_title,
+                    y_range=[0, 1.12], decimals=2, colors=colors, height=300, text_outside=True)
     if true_label is not None and 0 <= true_label < len(p):
-        outline = [dict(type="rect", x0=true_label - 0.45, x1=true_label + 0.45, y0=0, y1=1.08,
-                        line=dict(color=colour(2), width=2, dash="dot"), xref="x", yref="y")]
-    return bar_chart([str(i) for i in range(len(p))], p, title=title, x_title=x_title, y_title=y_title,
-                     y_range=[0, 1.12], decimals=2, colors=colors, height=300, text_outside=True, shapes=outline)
+        fig = amend(fig, dict(shapes=[dict(type="rect", x0=true_label - 0.45, x1=true_label + 0.45, y0=0, y1=1.08,
+                                           line=dict(color=colour(2), width=2, dash="dot"), xref="x", yref="y")]))
+    return fig
 
 
 def _upsampled(values: np.ndarray, to: int) -> np.ndarray:

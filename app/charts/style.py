@@ -140,7 +140,8 @@ def amend(fig: go.Figure, layout: dict | None = None, traces: dict[int, dict] | 
             fig.update_traces(every_trace)
         return fig
     data, old = draft
-    data = [_merged(_merged(tr, (traces or {}).get(i, {})), every_trace or {}) for i, tr in enumerate(data)]
+    if traces or every_trace:
+        data = [_merged(_merged(tr, (traces or {}).get(i, {})), every_trace or {}) for i, tr in enumerate(data)]
     fig.__dict__["_atlas_draft"] = (data, _merged(old, layout or {}))
     return fig
 
