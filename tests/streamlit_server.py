@@ -67,6 +67,50 @@ def streamlit_server(env_extra: dict | None = None, timeout: float = 90):
         yield url
 
 
+def new_page(owner, **kwargs):
+    """A page of `owner` (a browser or a browser context) whose script runs are counted (watch_runs)."""
+    return watch_runs(owner.new_page(**kwargs))
+
+
+def watch_runs(page):
+    """Count the script runs (the page's or a fragment's) that the server reports finished to `page`: its
+    ForwardMsg `script_finished`, read from the websocket. Call it before the page connects. (The app element's
+    data-test-script-state attribute missed runs: on a loaded browser React drew "running" and "not running"
+    in one render, and the attribute never changed.)"""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    runs = page.__dict__.setdefault("atlas_runs", [0])
+
+    def frame(payload):
+        if isinstance(payload, (bytes, bytearray)):
+            try:
+                if ForwardMsg.FromString(bytes(payload)).WhichOneof("type") == "script_finished":
+                    runs[0] += 1
+            except Exception:  # not a ForwardMsg: nothing to count
+                pass
+
+    page.on("websocket", lambda ws: ws.on("framereceived", frame))
+    return page
+
+
+@contextlib.contextmanager
+def rerun(page, timeout=120_000, draw_all: bool = True):
+    """`with rerun(page): <a click>`: the click makes Streamlit run the page (or a fragment) again; wait until
+    the server has finished that run, then as wait_idle. A fixed pause instead raced a loaded machine: the run
+    had not started when the wait began, and the test read the page before the click's run (a tab's panel still
+    empty). The page must come from new_page (or watch_runs)."""
+    runs = page.__dict__.get("atlas_runs")
+    if runs is None:
+        raise RuntimeError("rerun() needs a page made by new_page() or watch_runs()")
+    before = runs[0]
+    yield
+    deadline = time.time() + timeout / 1000
+    while runs[0] == before:  # playwright delivers the socket's frames while the test waits in a call
+        if time.time() > deadline:
+            raise TimeoutError(f"no script run finished within {timeout / 1000:.0f} s of the action")
+        page.wait_for_timeout(50)
+    wait_idle(page, timeout, draw_all)
+
+
 def wait_idle(page, timeout=120_000, draw_all: bool = True):
     """Wait until Streamlit's script run has finished (its running indicator is gone); then, unless `draw_all`
     is false, draw every chart of the page (draw_all_charts)."""

@@ -150,3 +150,18 @@ def test_browser_checks_read_the_pages_charts_only(path):
     read a purged chart's `_fullLayout`). The page's charts are those under [data-testid="stMain"]."""
     found = [m.group(0) for m in UNSCOPED_CHARTS.finditer(path.read_text(encoding="utf-8"))]
     assert not found, found
+
+
+ACTION_THEN_PAUSE = re.compile(r"^(?P<indent>[ \t]*)(?P<act>\S[^\n]*\.(?:click|press)\([^\n]*)\n"
+                               r"(?P=indent)(?:wait_idle\(|settle\(|page\.wait_for_(?:function|timeout)\()", re.M)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "tests").glob("test_browser*.py")), ids=lambda p: p.name)
+def test_browser_actions_wait_for_their_run(path):
+    """A click that makes Streamlit run the page again, followed by a pause (wait_idle, settle) or a wait for a
+    condition that may hold before the run, races a loaded machine: the run may not have started when the pause ends, and the test reads the page before the
+    click (CI: the inspector's tab test read an empty panel). The click goes in `with rerun(page):`, which waits
+    for a run to end; a click that starts no run says so in a comment ("no run follows")."""
+    found = [m.group("act").strip() for m in ACTION_THEN_PAUSE.finditer(path.read_text(encoding="utf-8"))
+             if "no run follows" not in m.group("act")]
+    assert not found, found

@@ -10,7 +10,8 @@ import pytest
 
 from app.pages_list import PAGES
 from tests.apptest_util import trace_types_in_app
-from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, MARGINS_JS, ROOT, grown, streamlit_server, wait_idle
+from tests.streamlit_server import (CHROMIUM, CHROMIUM_ARGS, MARGINS_JS, ROOT, grown, new_page, rerun, streamlit_server,
+                                    wait_idle)
 
 pytestmark = pytest.mark.browser
 playwright = pytest.importorskip("playwright.sync_api")
@@ -28,22 +29,32 @@ def browser_page(tmp_path_factory):
     with streamlit_server({"ATLAS_RUNS_DIR": str(tmp_path_factory.mktemp("runs"))}) as url, \
             playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = new_page(browser, viewport={"width": 1400, "height": 1000})
         yield url, page
         browser.close()
 
 
 def set_language(page, lang):
     label = "한국어" if lang == "ko" else "English"
-    page.locator("[data-testid='stSidebar'] [data-testid='stRadio'] label").filter(has_text=label).click()
-    wait_idle(page)
+    choice = page.locator("[data-testid='stSidebar'] [data-testid='stRadio'] label").filter(has_text=label)
+    click_option(page, choice)
+
+
+def click_option(page, option):
+    """Click a radio option; unless it is the chosen one already (no run follows), wait for the run it starts."""
+    if option.locator("input").is_checked():
+        option.click()  # no run follows
+        wait_idle(page)
+    else:
+        with rerun(page):
+            option.click()
 
 
 def open_page(page, lang, info):
     """Click the page's link in the sidebar navigation (the session, and its language, stay)."""
     title = info.title_in(lang)
-    page.locator("[data-testid='stSidebarNav']").get_by_role("link", name=title, exact=True).click()
-    wait_idle(page)
+    with rerun(page):
+        page.locator("[data-testid='stSidebarNav']").get_by_role("link", name=title, exact=True).click()
     assert page.locator("[role='dialog']").count() == 0, page.locator("[role='dialog']").first.inner_text()
 
 
@@ -105,7 +116,7 @@ def test_first_visit_follows_the_browser_locale(browser_page):
     for locale, lang in (("ko-KR", "ko"), ("en-US", "en")):
         ctx = browser.new_context(locale=locale, viewport={"width": 1400, "height": 900})
         try:
-            fresh = ctx.new_page()
+            fresh = new_page(ctx)
             fresh.goto(url)
             wait_idle(fresh)
             nav = fresh.locator("[data-testid='stSidebarNav']")
@@ -123,7 +134,7 @@ def test_the_first_page_loads_the_next_pages_code_while_the_browser_is_idle(brow
     url, page = browser_page
     ctx = page.context.browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
-        fresh = ctx.new_page()
+        fresh = new_page(ctx)
         fresh.goto(url)
         wait_idle(fresh)
         fresh.wait_for_function(f"() => window.{warm.MARKER} && window.{warm.MARKER}.done", timeout=90_000)
@@ -177,8 +188,7 @@ def cycle_radio(page, label: str, where: str) -> int:
     n = options.count()
     for i in range(n):
         text = options.nth(i).inner_text()
-        options.nth(i).click()
-        wait_idle(page)
+        click_option(page, options.nth(i))
         assert_no_exception(page, f"{where}: {text}")
         assert_charts_readable(page, f"{where}: {text}")
     return n

@@ -8,7 +8,7 @@ import io
 import numpy as np
 import pytest
 
-from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, served, wait_idle
+from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, new_page, rerun, served, wait_idle
 
 pytestmark = pytest.mark.slow
 SHOTS = ROOT / "test-artifacts"
@@ -36,7 +36,7 @@ def test_charts_drawn_near_the_screen_and_updated_in_place():
     from playwright.sync_api import sync_playwright
     with served() as (url, _), sync_playwright() as p:
         browser = _browser(p)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = new_page(browser, viewport={"width": 1400, "height": 1000})
         page.goto(f"{url}/positional?lang=en")
         _settle(page)
         page.wait_for_function(f"() => ({DRAWN})() >= 1", timeout=60_000)
@@ -48,7 +48,8 @@ def test_charts_drawn_near_the_screen_and_updated_in_place():
         page.evaluate(MARK)
         thumb = page.locator("[data-testid='stSlider'] input[type='range']").nth(1)  # d_model
         thumb.focus()
-        page.keyboard.press("ArrowRight")
+        with rerun(page, draw_all=False):
+            page.keyboard.press("ArrowRight")
         page.wait_for_function(f"() => ({FIRST_TITLE})().startsWith('PE: 100 positions × 132 dimensions')",
                                timeout=60_000)
         assert page.evaluate(MARKED) == n_drawn  # not one plot built anew
@@ -58,15 +59,16 @@ def test_charts_drawn_near_the_screen_and_updated_in_place():
         box = "() => { const r = document.querySelector('.atlas-chart').getBoundingClientRect(); return [r.width, r.height]; }"
         before = page.evaluate(box)
         page.locator(CHARTS).first.hover()
-        page.locator(".modebar-btn[data-title='Fullscreen']").first.click()
+        page.locator(".modebar-btn[data-title='Fullscreen']").first.click()  # no run follows
         page.wait_for_function(f"() => ({box})()[1] === window.innerHeight", timeout=10_000)
         assert page.evaluate(box) == [1400, 1000]
-        page.keyboard.press("Escape")
+        page.keyboard.press("Escape")  # no run follows
         page.wait_for_function(f"() => ({box})()[1] < window.innerHeight", timeout=10_000)
         assert page.evaluate(box) == before
 
         # the language: the charts on screen redrawn in Korean, in place
-        page.locator("[data-testid='stSidebar'] label").filter(has_text="한국어").click()
+        with rerun(page, draw_all=False):
+            page.locator("[data-testid='stSidebar'] label").filter(has_text="한국어").click()
         page.wait_for_function(f"() => ({FIRST_TITLE})().includes('위치')", timeout=60_000)
         assert page.evaluate(MARKED) == n_drawn
 
@@ -84,7 +86,7 @@ def test_charts_drawn_near_the_screen_and_updated_in_place():
 
 def _first_chart_png(url: str, p) -> bytes:
     browser = _browser(p)
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = new_page(browser, viewport={"width": 1400, "height": 1000})
     page.goto(f"{url}/positional?lang=en")
     wait_idle(page)
     # the same chart in both (Streamlit's element may draw a later chart before the first): found by its title
@@ -121,7 +123,7 @@ def test_a_chart_that_cannot_load_plotly_says_so_in_the_pages_language():
     from app.i18n import catalogue
     with served() as (url, _), sync_playwright() as p:
         browser = _browser(p)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = new_page(browser, viewport={"width": 1400, "height": 1000})
         page.route("**/app/static/plotly-*.min.js", lambda route: route.abort())
         page.goto(f"{url}/multihead?lang=ko")
         _settle(page)
@@ -144,19 +146,26 @@ def test_a_chart_in_a_tab_is_drawn_when_its_tab_opens():
     panel = """() => { const p = [...document.querySelectorAll("[role='tabpanel']")]
         .filter((e) => e.getBoundingClientRect().height > 0).pop();
       return [p.querySelectorAll("[class*='st-key-atlas-chart-']").length,
-              [...p.querySelectorAll('.js-plotly-plot')].map((g) => Math.round(g.getBoundingClientRect().width))]; }"""
+              [...p.querySelectorAll('.js-plotly-plot')].map((g) => Math.round(g.getBoundingClientRect().width)),
+              p.querySelectorAll("[data-testid='stDataFrame']").length]; }"""
     with served() as (url, _), sync_playwright() as p:
         browser = _browser(p)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = new_page(browser, viewport={"width": 1400, "height": 1000})
         page.goto(f"{url}/inspector?lang=en")
         _settle(page)
         tabs = page.locator("[role='tablist']").last.locator("[role='tab']")
         seen = []
         for i in range(tabs.count()):
             tabs.nth(i).scroll_into_view_if_needed()
-            tabs.nth(i).click()
-            page.wait_for_function(f"() => {{ const [n, w] = ({panel})(); return w.length === n; }}", timeout=30_000)
-            n, widths = page.evaluate(panel)
+            if tabs.nth(i).get_attribute("aria-selected") == "true":
+                tabs.nth(i).click()  # no run follows: the open tab
+            else:
+                with rerun(page, draw_all=False):  # a click reruns the section; the open tab's panel is empty until then
+                    tabs.nth(i).click()
+            # the tab's own content: charts in the first three, the statistics table in the last
+            ready = "n > 0 && w.length === n" if i < 3 else "grids > 0"
+            page.wait_for_function(f"() => {{ const [n, w, grids] = ({panel})(); return {ready}; }}", timeout=30_000)
+            n, widths, _ = page.evaluate(panel)
             seen.append(n)
             assert all(w > 300 for w in widths), (i, widths)
         assert sum(seen) >= 4, seen  # maps, head view, decoding steps hold charts
@@ -170,7 +179,7 @@ def test_charts_follow_the_pages_theme_dark_then_light():
     paper = f"() => [...document.querySelectorAll('{CHARTS}')].map((g) => g._fullLayout.paper_bgcolor.toLowerCase())"
     with served() as (url, _), sync_playwright() as p:
         browser = _browser(p)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000}, color_scheme="dark")
+        page = new_page(browser, viewport={"width": 1400, "height": 1000}, color_scheme="dark")
         page.goto(f"{url}/positional?lang=en")
         _settle(page)
         page.wait_for_function(f"() => ({DRAWN})() >= 1", timeout=60_000)

@@ -6,7 +6,7 @@ import contextlib
 
 import pytest
 
-from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server, wait_idle
+from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, new_page, rerun, streamlit_server, wait_idle
 
 pytestmark = pytest.mark.browser
 playwright = pytest.importorskip("playwright.sync_api")
@@ -49,7 +49,7 @@ PANELS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"
 def member_page(site, member: str, lang: str):
     """A new tab on the family page showing `member`, settled and free of exception boxes."""
     url, browser = site
-    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page = new_page(browser, viewport={"width": 1400, "height": 1400})
     try:
         page.goto(f"{url}/family?member={member}&lang={lang}")
         settle(page)
@@ -66,7 +66,8 @@ def grid_text(page) -> str:
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_draw_a_digit_by_clicking_the_canvas(site, lang):
     with member_page(site, "vit", lang) as page:
-        page.locator(".st-key-fam_vit_clear button").click()  # start from an empty canvas
+        with rerun(page):
+            page.locator(".st-key-fam_vit_clear button").click()  # start from an empty canvas
         settle(page)
         assert set(grid_text(page).replace("\n", "")) == {"."}
         canvas = page.locator("[class*='st-key-fam_vit_canvas'] .js-plotly-plot").first
@@ -77,7 +78,8 @@ def test_draw_a_digit_by_clicking_the_canvas(site, lang):
         for row, col in drawn:
             canvas = page.locator("[class*='st-key-fam_vit_canvas'] .js-plotly-plot").first
             box = canvas.locator(".nsewdrag").first.bounding_box()
-            page.mouse.click(box["x"] + (col + 0.5) * cell_w, box["y"] + (row + 0.5) * cell_h)
+            with rerun(page):
+                page.mouse.click(box["x"] + (col + 0.5) * cell_w, box["y"] + (row + 0.5) * cell_h)
             settle(page, 300)
         rows = grid_text(page).splitlines()
         inked = {(r, c) for r, line in enumerate(rows) for c, ch in enumerate(line) if ch != "."}
@@ -93,7 +95,8 @@ def test_mask_a_word_by_clicking_its_token(site, lang):
     with member_page(site, "mlm", lang) as page:
         panels_before = page.evaluate(PANELS_JS)
         pill = page.locator(".st-key-fam_mlm_masked button").filter(has_text="park").first
-        pill.click()
+        with rerun(page):
+            pill.click()
         settle(page, 600)
         no_exception(page, "mlm after a click")
         # a loaded machine may still be drawing the new figure: give it up to 15 s before judging

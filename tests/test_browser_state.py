@@ -9,7 +9,7 @@ import json
 import pytest
 
 from app.pages_list import PAGES
-from tests.streamlit_server import wait_idle
+from tests.streamlit_server import new_page, rerun, wait_idle
 from tests.test_browser import SHOTS, assert_no_exception, open_page, set_language
 
 pytestmark = pytest.mark.browser
@@ -72,7 +72,7 @@ def page_in_english(browser, info):
     """A fresh browser context on the page `info`, reached from the start page in English: (context, page)."""
     base, b = browser
     ctx = b.new_context(viewport={"width": 1400, "height": 1000})
-    page = ctx.new_page()
+    page = new_page(ctx)
     page.goto(base)
     wait_idle(page)
     set_language(page, "en")
@@ -84,25 +84,25 @@ def act(page, action: str, key: str, arg) -> None:
     box = page.locator(f"[data-testid='stMain'] .st-key-{key}").first
     assert box.count() == 1, f"no widget with key {key}"
     box.scroll_into_view_if_needed()
-    if action == "fill":
-        field = box.locator("textarea, input").first
-        field.fill(arg)
-        field.press("Control+Enter" if field.evaluate("e => e.tagName") == "TEXTAREA" else "Enter")
-    elif action == "slide":
-        thumb = box.locator("input[type='range']").first
-        thumb.focus()
-        for _ in range(arg):
-            thumb.press("ArrowRight")
-    elif action == "toggle":
-        box.locator("label").first.click()
-    elif action == "radio":
-        box.locator("label:has(input)").nth(arg).click()
-    elif action == "select":
-        box.locator("input[role='combobox']").first.click()
-        page.locator("[role='option']").nth(arg).click()
-    else:
-        raise ValueError(action)
-    wait_idle(page)
+    with rerun(page):  # every action here changes its control: a run follows
+        if action == "fill":
+            field = box.locator("textarea, input").first
+            field.fill(arg)
+            field.press("Control+Enter" if field.evaluate("e => e.tagName") == "TEXTAREA" else "Enter")
+        elif action == "slide":
+            thumb = box.locator("input[type='range']").first
+            thumb.focus()
+            for _ in range(arg):
+                thumb.press("ArrowRight")
+        elif action == "toggle":
+            box.locator("label").first.click()
+        elif action == "radio":
+            box.locator("label:has(input)").nth(arg).click()
+        elif action == "select":
+            box.locator("input[role='combobox']").first.click()
+            page.locator("[role='option']").nth(arg).click()
+        else:
+            raise ValueError(action)
 
 
 def snapshot(page, settle_ms: int = 1500, tries: int = 40) -> dict:
@@ -148,7 +148,7 @@ def test_inputs_survive_other_pages_and_a_language_switch(browser, url):
 
         # The address bar now describes this view: a fresh browser session opened on it shows the same.
         link = page.url
-        fresh = ctx.browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        fresh = new_page(ctx.browser.new_context(viewport={"width": 1400, "height": 1000}))
         fresh.goto(link)
         wait_idle(fresh)
         shared = snapshot(fresh)
@@ -158,8 +158,8 @@ def test_inputs_survive_other_pages_and_a_language_switch(browser, url):
         fresh.context.close()
 
         # Reset this page: every input back to where a new visitor starts.
-        page.locator("[data-testid='stSidebar'] .st-key-reset_page button").first.click()
-        wait_idle(page)
+        with rerun(page):
+            page.locator("[data-testid='stSidebar'] .st-key-reset_page button").first.click()
         reset = snapshot(page)
         assert reset["inputs"] == before_defaults["inputs"], f"{url}: reset did not restore the defaults"
     finally:
@@ -248,18 +248,18 @@ def test_the_word_palette_draws_its_open_group_and_keeps_its_place(browser):
         words = main.locator("[data-testid='stButtonGroup'] button")  # every word button drawn
         summary = main.locator("[data-testid='stExpander'] summary").filter(has_text="Words and sentences")
         assert words.count() == 0, "a closed box draws no word buttons"
-        summary.click()
-        wait_idle(page)
+        with rerun(page):
+            summary.click()
         assert main.locator(".st-key-insp_pal_subject button").count() > 10
         assert words.count() == main.locator(".st-key-insp_pal_subject button").count(), "the open group only"
-        main.get_by_role("tab", name="verbs", exact=True).click()
-        wait_idle(page)
+        with rerun(page):
+            main.get_by_role("tab", name="verbs", exact=True).click()
         assert main.locator(".st-key-insp_pal_verb button").count() > 10
         assert main.locator(".st-key-insp_pal_subject button").count() == 0
         pieces = main.locator("[data-testid='stExpander'] summary").filter(has_text="Tokenization")
         before = pieces.inner_text()  # "Tokenization: 9 pieces", drawn by the page above the box
-        main.locator(".st-key-insp_pal_verb button").filter(has_text="like").first.click()
-        wait_idle(page)
+        with rerun(page):
+            main.locator(".st-key-insp_pal_verb button").filter(has_text="like").first.click()
         assert main.locator(".st-key-insp_text textarea").input_value().rstrip().lower().endswith("like")
         assert pieces.inner_text() != before, "the page above the box follows the new sentence"
         assert main.locator(".st-key-insp_pal_verb button").count() > 10, "the box and its group stay open"
@@ -267,11 +267,11 @@ def test_the_word_palette_draws_its_open_group_and_keeps_its_place(browser):
         set_language(page, "ko")
         assert main.get_by_role("tab", name="동사", exact=True).get_attribute("aria-selected") == "true"
         assert main.locator(".st-key-insp_pal_verb button").count() > 10
-        main.locator("[data-testid='stExpander'] summary").filter(has_text="이 모델이 아는").click()
-        wait_idle(page)
+        with rerun(page):
+            main.locator("[data-testid='stExpander'] summary").filter(has_text="이 모델이 아는").click()
         assert words.count() == 0
-        main.locator(".st-key-insp_method label:has(input)").nth(1).click()  # a rerun of the whole page
-        wait_idle(page)
+        with rerun(page):
+            main.locator(".st-key-insp_method label:has(input)").nth(1).click()  # a rerun of the whole page
         assert words.count() == 0, "closed by hand, it stays closed"
         assert_no_exception(page, "palette closed")
     finally:
@@ -285,7 +285,7 @@ def test_back_leaves_a_page_in_two_steps_and_a_control_adds_one(browser):
     link adds one entry."""
     base, b = browser
     ctx = b.new_context(viewport={"width": 1400, "height": 1000})
-    page = ctx.new_page()
+    page = new_page(ctx)
     try:
         page.goto(base)
         wait_idle(page)

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from app.i18n import catalogue
-from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server
+from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, new_page, rerun, streamlit_server
 
 pytestmark = pytest.mark.browser
 playwright = pytest.importorskip("playwright.sync_api")
@@ -33,7 +33,8 @@ def settle(page, timeout: float = 60_000) -> None:
 
 def nav(page, title: str) -> None:
     """Click a sidebar link (same browser session, unlike page.goto)."""
-    page.locator("[data-testid='stSidebarNav'] a").filter(has_text=title).first.click()
+    with rerun(page, draw_all=False):
+        page.locator("[data-testid='stSidebarNav'] a").filter(has_text=title).first.click()
     settle(page)
 
 
@@ -55,7 +56,7 @@ def test_train_leave_return_inspect(tmp_path):
     runs = tmp_path / "runs"
     with streamlit_server({"ATLAS_RUNS_DIR": str(runs)}) as url, playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 3400})
+        page = new_page(browser, viewport={"width": 1400, "height": 3400})
         try:
             page.goto(f"{url}/train")
             settle(page)
@@ -63,8 +64,8 @@ def test_train_leave_return_inspect(tmp_path):
             body_has(page, "No runs yet")
             steps = page.locator("[data-testid='stNumberInput'] input").first
             steps.fill(str(STEPS))
-            steps.press("Enter")
-            page.wait_for_timeout(1500)
+            with rerun(page, draw_all=False):
+                steps.press("Enter")
             page.get_by_role("button", name="Start training").click()
             body_has(page, f"of {STEPS}")  # the run's progress bar
             no_exception(page, "train page after start")
@@ -82,7 +83,8 @@ def test_train_leave_return_inspect(tmp_path):
             no_exception(page, "train page, run done")
             page.screenshot(path=str(SHOTS / "browser-train-done-en.png"), full_page=True)
 
-            page.locator("[data-testid='stSidebar'] [data-testid='stRadio'] label").filter(has_text="한국어").click()
+            with rerun(page, draw_all=False):
+                page.locator("[data-testid='stSidebar'] [data-testid='stRadio'] label").filter(has_text="한국어").click()
             settle(page)
             body_has(page, "나만의 Transformer 학습하기")
             body_has(page, f"{STEPS} 스텝을")
@@ -108,8 +110,8 @@ def test_train_leave_return_inspect(tmp_path):
             nav(page, "직접 학습하기")
             steps = page.locator("[data-testid='stNumberInput'] input").first
             steps.fill("3000")
-            steps.press("Enter")
-            page.wait_for_timeout(1500)
+            with rerun(page, draw_all=False):
+                steps.press("Enter")
             page.get_by_role("button", name=KO["train.start"]).click()
             for _ in range(60):
                 newest = sorted((d for d in runs.iterdir() if d.is_dir()), key=lambda d: d.stat().st_mtime)
@@ -125,7 +127,7 @@ def test_train_leave_return_inspect(tmp_path):
                 assert page.get_by_role("button", name=KO["train.action.stop"]).count() == 1
             no_exception(page, "second run started")
             page.screenshot(path=str(SHOTS / "browser-train-second-ko.png"), full_page=True)
-            page.get_by_role("button", name=KO["train.action.stop"]).click()
-            page.wait_for_timeout(2000)
+            with rerun(page, draw_all=False):
+                page.get_by_role("button", name=KO["train.action.stop"]).click()
         finally:
             browser.close()
