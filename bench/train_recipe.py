@@ -247,6 +247,7 @@ def main():
                         "exact match (saves minutes of decoding while the model is far from the target)")
     p.add_argument("--precheck-n", type=int, default=200)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="where the recipes train and are scored (cpu, cuda)")
     p.add_argument("--keep-going", action="store_true", help="train on after the target (to the budget or the "
                                                              "recipe's steps)")
     p.add_argument("--extra", action="append", default=[], metavar="NAME=OPTIONS",
@@ -262,7 +263,7 @@ def main():
             return first_step_via_manager(args.repeats, args.threads)
         return first_step(args.repeats, args.threads)
     torch.set_num_threads(args.threads)
-    device = torch.device("cpu")
+    device = torch.device(args.device)
     t0 = time.perf_counter()
     data = load_task("en-ko", 0, None, 64)
     print(f"data: {len(data.train):,} train / {len(data.test_text):,} test pairs, {time.perf_counter() - t0:.1f} s")
