@@ -114,15 +114,16 @@ def projected_cross_entropy(h: torch.Tensor, weight: torch.Tensor, target: torch
     ignored the loss is 0 (torch's cross-entropy gives NaN there). Not twice differentiable (the blocks).
     `whole`: the whole logits and torch's cross-entropy instead of blocks; by default on any device but the
     CPU (uses_blocks)."""
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError("label_smoothing must be in [0, 1]")
     if whole or (whole is None and block is None and not uses_blocks(h.device)):
         return _whole_cross_entropy(h, weight, target, bias, label_smoothing, ignore_index)
     if torch.is_autocast_enabled(h.device.type):  # the loss in float32, as torch's autocast does for cross-entropy
         with torch.autocast(h.device.type, enabled=False):
             return projected_cross_entropy(h.float(), weight.float(), target,
                                            bias=None if bias is None else bias.float(),
-                                           label_smoothing=label_smoothing, ignore_index=ignore_index, block=block)
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError("label_smoothing must be in [0, 1]")
+                                           label_smoothing=label_smoothing, ignore_index=ignore_index, block=block,
+                                           whole=whole)
     D, V = h.size(-1), weight.size(0)
     flat_h, flat_t = h.reshape(-1, D), target.reshape(-1)
     if flat_h.size(0) != flat_t.size(0):
@@ -138,8 +139,6 @@ def _whole_cross_entropy(h, weight, target, bias, label_smoothing: float, ignore
     """The same loss over the whole logits: a sum over the counted rows divided by their number (at least 1,
     so that a batch of ignored rows gives 0 like the blocks, with no host synchronisation). Under autocast
     the product runs in the autocast type and the loss in float32, as torch's autocast does."""
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError("label_smoothing must be in [0, 1]")
     z = F.linear(h.reshape(-1, h.size(-1)), weight, bias)  # (rows, V)
     if z.dtype in (torch.float16, torch.bfloat16):
         z = z.float()
