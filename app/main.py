@@ -38,6 +38,7 @@ with st.sidebar:
              horizontal=True)
     with st.container(key="atlas-warm"):  # nothing to see: loads the next pages' element code while the browser is idle
         st.html("<style>.st-key-atlas-warm{display:none}</style>" + warm.script(), unsafe_allow_javascript=True)
+        warm.elements()
 
 sections: dict[str, list] = {}
 for i, p in enumerate(PAGES):

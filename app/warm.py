@@ -10,14 +10,25 @@ First of all it loads the app's chart element with Plotly (4.8 MB) and the chart
 figure of each trace type off the screen (app.chart_element.warm_js): every chart page needs them before it can
 draw, and the first figure of each kind a tab draws costs the browser compiling Plotly's code for it.
 
-It touches no element of the page (the figures are drawn in a box of its own, off the screen, and removed)
-and sends nothing to the server. A module name that this Streamlit
-version does not have is left out (the page then loads what it needs itself, as without this script)."""
+It touches no element of the page (the figures are drawn in a box of its own, off the screen, and removed).
+A module name that this Streamlit version does not have is left out (the page then loads what it needs
+itself, as without this script).
+
+Loading a module does not compile the code that draws its element: the browser compiles that the first time an
+element of the kind is drawn. Measured (docs/benchmarks.md, 2026-12-04): opening the attention page first in a
+tab took 1,126 ms of the main thread against 442-577 ms the next times, the difference being the compiler, the
+garbage collector and React, Markdown and styling code running for the first time. So, last, the script asks
+the server once for `elements`: one element of each kind the pages draw, inside the sidebar's hidden box. The
+learner sees nothing of them; the next full run of the page removes them."""
 from __future__ import annotations
 
 import functools
 import json
 from pathlib import Path
+
+import streamlit as st
+
+from app.i18n import t
 
 # The element code our pages use, in the order a learner meets it (the first chart page needs the first ones;
 # BidiComponent is the custom-component element the app's charts are drawn in, app/chart_element.py, and
@@ -27,8 +38,12 @@ ENTRY_CHUNKS = ("BidiComponent", "rehype-katex", "remark-emoji", "ButtonGroup", 
                 "Progress", "StreamlitSyntaxHighlighter", "PlotlyChart")
 # after the element mounts, wait this long (the first page finishes drawing), then one module per idle slot
 START_AFTER_MS = 2000
-MARKER = "__atlasWarm"  # window.__atlasWarm: {started, done, loaded: [...], failed: [...], charts, drawn: [...]}
-# (read by the tests): charts "loaded" or "failed", drawn the trace types drawn off the screen
+MARKER = "__atlasWarm"  # window.__atlasWarm: {started, done, loaded: [...], failed: [...], charts, drawn: [...],
+# elements} (read by the tests): charts "loaded" or "failed", drawn the trace types drawn off the screen, elements
+# "asked" once the hidden button below was clicked ("missing" without it, "off" where NO_ELEMENTS is set)
+ELEMENTS_KEY = "atlas_warm_elements"  # the hidden button that asks for `elements`
+NO_ELEMENTS = "__atlasWarmNoElements"  # window.__atlasWarmNoElements = true: the script does not click it (the
+# browser tests set it: a run of its own, seconds after a page opens, would land among their actions)
 
 
 def static_js_dir() -> Path:
@@ -58,13 +73,19 @@ _SCRIPT = """<script>
   const w = window;
   if (w.%(marker)s) return;
   const names = %(names)s;
-  const state = w.%(marker)s = {started: false, done: false, loaded: [], failed: [], charts: null, drawn: []};
+  const state = w.%(marker)s = {started: false, done: false, loaded: [], failed: [], charts: null, drawn: [],
+                                elements: null};
   const main = document.querySelector('script[type="module"][src*="/static/js/index."]');
   if (!main) { state.done = true; return; }
   const idle = w.requestIdleCallback ? (f) => w.requestIdleCallback(f, {timeout: 2000}) : (f) => setTimeout(f, 50);
   let i = 0;
+  const elements = () => {  // last: one element of each kind, drawn hidden by the server (a fragment's run)
+    const button = document.querySelector('.st-key-%(elements_key)s button');
+    state.elements = w.%(no_elements)s ? "off" : button ? "asked" : "missing";
+    if (state.elements === "asked") button.click();
+  };
   const next = () => {
-    if (i >= names.length) { state.done = true; return; }
+    if (i >= names.length) { state.done = true; idle(elements); return; }
     const name = names[i++];
     import(new URL(name, main.src).href)
       .then(() => state.loaded.push(name), () => state.failed.push(name))
@@ -89,4 +110,53 @@ def script() -> str:
     """The <script> for st.html(..., unsafe_allow_javascript=True): idempotent per browser tab."""
     from app.chart_element import warm_js
     return _SCRIPT % {"marker": MARKER, "names": json.dumps(list(chunk_files())), "delay": START_AFTER_MS,
-                      "charts_expr": warm_js("idle") or "null"}
+                      "charts_expr": warm_js("idle") or "null", "elements_key": ELEMENTS_KEY,
+                      "no_elements": NO_ELEMENTS}
+
+
+@st.fragment
+def elements() -> None:
+    """The hidden button the script clicks; its click reruns this fragment only, which then draws one element
+    of each kind the pages use (inputs, KaTeX, tabs, a form, the data grid...) in the hidden box it is called in
+    (tests/test_warm.py checks the list against the pages). Interactive elements carry no key: their state goes
+    with them at the next full run."""
+    if not st.button(t("common.warm_up"), key=ELEMENTS_KEY):
+        return
+    from app.jobs import wait_for_warm_up
+    wait_for_warm_up()  # the data grid below needs pandas: not beside the server's warm-up importing it
+    label, options = t("common.warm_up"), [t("common.query"), t("common.key")]
+    st.title(label)
+    st.header(label)
+    st.subheader(label)
+    st.latex(r"\mathrm{softmax}\left(\frac{QK^\top}{\sqrt{d_k}}\right)V")
+    st.markdown(f"$d_k$ **{label}** `{label}`\n\n- {label}\n\n| a | b |\n|---|---|\n| 1 | 2 |")
+    left, right = st.columns([1, 2])
+    left.text_input(label, label)
+    right.text_area(label, label, height=68)
+    st.toggle(label)
+    st.checkbox(label)
+    st.radio(label, options, horizontal=True)
+    st.segmented_control(label, options, default=options[0])
+    st.pills(label, options)
+    st.selectbox(label, options)
+    st.multiselect(label, options, placeholder=t("common.choose_options"))
+    st.slider(label, 0, 8, 1)
+    st.select_slider(label, [1, 2, 4])
+    st.number_input(label, 0, 8, 1)
+    st.metric(label, "1", delta="×2", delta_color="off", help=label)
+    st.progress(0.5, text=label)
+    st.info(label)
+    st.warning(label)
+    st.success(label)
+    st.error(label)
+    st.code(label, language=None)
+    st.json({label: [1, 2]}, expanded=False)
+    st.dataframe([{label: 1, t("common.key"): options[0]}], hide_index=True)
+    st.file_uploader(label)
+    st.download_button(label, label, file_name="warm.txt")
+    for tab in st.tabs(options):
+        tab.caption(label)
+    with st.expander(label):
+        st.caption(label)
+    with st.form("atlas-warm-form"):
+        st.form_submit_button(label)

@@ -134,10 +134,20 @@ def test_the_first_page_loads_the_next_pages_code_while_the_browser_is_idle(brow
     url, page = browser_page
     ctx = page.context.browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
-        fresh = new_page(ctx)
+        fresh = new_page(ctx, warm_elements=True)
         fresh.goto(url)
         wait_idle(fresh)
         fresh.wait_for_function(f"() => window.{warm.MARKER} && window.{warm.MARKER}.done", timeout=90_000)
+        # last, one element of each kind drawn by the server in the sidebar's hidden box (app.warm.elements)
+        hidden = ".st-key-atlas-warm "
+        fresh.wait_for_function(f"() => window.{warm.MARKER}.elements === 'asked'", timeout=30_000)
+        fresh.wait_for_selector(hidden + "[data-testid='stForm']", state="attached", timeout=30_000)
+        wait_idle(fresh)
+        for kind in ("stSlider", "stTextArea", "stMultiSelect", "stMetric", "stTabs", "stExpander", "stForm"):
+            assert fresh.locator(hidden + f"[data-testid='{kind}']").count() >= 1, kind
+        assert fresh.locator(hidden + ".katex").count() >= 2  # st.latex and inline math
+        assert fresh.locator(hidden + "[data-testid='stSlider']").first.is_hidden()
+        assert_no_exception(fresh, "the warm-up's elements")
         got = fresh.evaluate(f"window.{warm.MARKER}")
         assert got["failed"] == [] and sorted(got["loaded"]) == sorted(warm.chunk_files()), got
         assert len(got["loaded"]) == len(warm.ENTRY_CHUNKS)
@@ -152,6 +162,8 @@ def test_the_first_page_loads_the_next_pages_code_while_the_browser_is_idle(brow
             open_page(fresh, "en", info)
             assert_no_exception(fresh, f"{info.file} after the warm-up")
             assert not scripts, f"{info.file}: scripts fetched after the warm-up: {scripts}"
+            # the next full run removed them, and no run draws them again
+            assert fresh.locator(hidden + "[data-testid='stSlider']").count() == 0, info.file
         assert fresh.locator(".st-key-atlas-warm").is_hidden()  # nothing of it shows in the sidebar
     finally:
         ctx.close()
