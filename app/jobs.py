@@ -271,6 +271,11 @@ def prepare_estimates() -> None:
     threading.Thread(target=measure, name="atlas-estimates", daemon=True).start()
 
 
+def warm_up_done() -> bool:
+    """Whether the warm-up's imports are done (true where none was started): at once, without waiting."""
+    return _WARM_UP_DONE.is_set() or not _WARM_UP_STARTED
+
+
 def wait_for_warm_up(timeout: float = 30.0) -> None:
     """Until the warm-up's imports are done (at once if none started). Two threads importing the same packages
     at once can each hold a module the other needs; Python then hands one of them a half-initialised module

@@ -122,8 +122,7 @@ def elements() -> None:
     with them at the next full run."""
     if not st.button(t("common.warm_up"), key=ELEMENTS_KEY):
         return
-    from app.jobs import wait_for_warm_up
-    wait_for_warm_up()  # the data grid below needs pandas: not beside the server's warm-up importing it
+    from app.jobs import warm_up_done
     label, options = t("common.warm_up"), [t("common.query"), t("common.key")]
     st.title(label)
     st.header(label)
@@ -151,7 +150,9 @@ def elements() -> None:
     st.error(label)
     st.code(label, language=None)
     st.json({label: [1, 2]}, expanded=False)
-    st.dataframe([{label: 1, t("common.key"): options[0]}], hide_index=True)
+    if warm_up_done():  # the data grid needs pandas: never imported here beside the server's warm-up importing
+        # it, nor waited for (this run would hold back the learner's next click while torch loads)
+        st.dataframe([{label: 1, t("common.key"): options[0]}], hide_index=True)
     st.file_uploader(label)
     st.download_button(label, label, file_name="warm.txt")
     for tab in st.tabs(options):
