@@ -18,8 +18,10 @@ Loading a module does not compile the code that draws its element: the browser c
 element of the kind is drawn. Measured (docs/benchmarks.md, 2026-12-04): opening the attention page first in a
 tab took 1,126 ms of the main thread against 442-577 ms the next times, the difference being the compiler, the
 garbage collector and React, Markdown and styling code running for the first time. So, last, the script asks
-the server once for `elements`: one element of each kind the pages draw, inside the sidebar's hidden box. The
-learner sees nothing of them; the next full run of the page removes them."""
+the server once for `elements`: one element of each kind the pages draw, inside the sidebar's hidden box. It
+asks when the learner has not clicked or typed for QUIET_MS and no run is under way: drawn in the middle of
+their clicks, those elements slowed a language switch to 1-2 s (bench notes). The learner sees nothing of them;
+the next full run of the page removes them."""
 from __future__ import annotations
 
 import functools
@@ -38,9 +40,11 @@ ENTRY_CHUNKS = ("BidiComponent", "rehype-katex", "remark-emoji", "ButtonGroup", 
                 "Progress", "StreamlitSyntaxHighlighter", "PlotlyChart")
 # after the element mounts, wait this long (the first page finishes drawing), then one module per idle slot
 START_AFTER_MS = 2000
+QUIET_MS = 1500  # the hidden elements wait for this long without a click or key press (a learner reading)
 MARKER = "__atlasWarm"  # window.__atlasWarm: {started, done, loaded: [...], failed: [...], charts, drawn: [...],
 # elements} (read by the tests): charts "loaded" or "failed", drawn the trace types drawn off the screen, elements
-# "asked" once the hidden button below was clicked ("missing" without it, "off" where NO_ELEMENTS is set)
+# "asked" once the hidden button below was clicked ("waiting" while the learner acts, "missing" without the
+# button, "off" where NO_ELEMENTS is set)
 ELEMENTS_KEY = "atlas_warm_elements"  # the hidden button that asks for `elements`
 NO_ELEMENTS = "__atlasWarmNoElements"  # window.__atlasWarmNoElements = true: the script does not click it (the
 # browser tests set it: a run of its own, seconds after a page opens, would land among their actions)
@@ -79,10 +83,21 @@ _SCRIPT = """<script>
   if (!main) { state.done = true; return; }
   const idle = w.requestIdleCallback ? (f) => w.requestIdleCallback(f, {timeout: 2000}) : (f) => setTimeout(f, 50);
   let i = 0;
-  const elements = () => {  // last: one element of each kind, drawn hidden by the server (a fragment's run)
+  let lastInput = -1e9;  // the learner's last click or key press (this page's clock)
+  for (const type of ["pointerdown", "keydown"]) {
+    w.addEventListener(type, () => { lastInput = performance.now(); }, {capture: true, passive: true});
+  }
+  const elements = () => {  // last: one element of each kind, drawn hidden by the server (a fragment's run),
+    // once the learner has not clicked or typed for a while and no run is under way (they are reading)
+    if (w.%(no_elements)s) { state.elements = "off"; return; }
+    if (performance.now() - lastInput < %(quiet)d || document.querySelector('[data-testid="stStatusWidget"]')) {
+      state.elements = "waiting";
+      setTimeout(() => idle(elements), 250);
+      return;
+    }
     const button = document.querySelector('.st-key-%(elements_key)s button');
-    state.elements = w.%(no_elements)s ? "off" : button ? "asked" : "missing";
-    if (state.elements === "asked") button.click();
+    state.elements = button ? "asked" : "missing";
+    if (button) button.click();
   };
   const next = () => {
     if (i >= names.length) { state.done = true; idle(elements); return; }
@@ -111,7 +126,7 @@ def script() -> str:
     from app.chart_element import warm_js
     return _SCRIPT % {"marker": MARKER, "names": json.dumps(list(chunk_files())), "delay": START_AFTER_MS,
                       "charts_expr": warm_js("idle") or "null", "elements_key": ELEMENTS_KEY,
-                      "no_elements": NO_ELEMENTS}
+                      "no_elements": NO_ELEMENTS, "quiet": QUIET_MS}
 
 
 @st.fragment
