@@ -165,3 +165,13 @@ def test_browser_actions_wait_for_their_run(path):
     found = [m.group("act").strip() for m in ACTION_THEN_PAUSE.finditer(path.read_text(encoding="utf-8"))
              if "no run follows" not in m.group("act")]
     assert not found, found
+
+
+@pytest.mark.parametrize("path", [p for p in sorted((ROOT / "tests").glob("*.py")) if p.name != "streamlit_server.py"],
+                         ids=lambda p: p.name)
+def test_browser_tests_open_pages_through_new_page(path):
+    """A test's browser page comes from tests.streamlit_server.new_page: it counts the page's runs (rerun) and keeps
+    the warm-up's hidden elements away (app.warm.elements: a run of their own, seconds after the page opens, drew
+    a second progress bar and metric beside those the speed test read)."""
+    found = re.findall(r"[^\n]*(?<!\bnew_page\()\b\w+\.new_page\([^\n]*", path.read_text(encoding="utf-8"))
+    assert not found, found

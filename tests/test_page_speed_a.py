@@ -248,7 +248,7 @@ def test_time_both_at_large_n_shows_progress_and_cancels_in_a_browser(tmp_path):
     """In Chromium: at n = 1024 "Time both" shows its progress between slices, and Cancel (a click inside the
     timing's fragment, which Streamlit queues until the slice under way ends) stops it with a note."""
     playwright = pytest.importorskip("playwright.sync_api")
-    from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, served, wait_idle
+    from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, new_page, served, wait_idle
     import os
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"no Chromium at {CHROMIUM}")
@@ -261,7 +261,7 @@ def test_time_both_at_large_n_shows_progress_and_cancels_in_a_browser(tmp_path):
             playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page = new_page(browser, viewport={"width": 1400, "height": 1000})
             page.goto(url + "/attention?lang=en")
             wait_idle(page)
             n = page.locator(".st-key-att_time_n input[type='range']").first
