@@ -43,8 +43,8 @@ START_AFTER_MS = 2000
 QUIET_MS = 1500  # the hidden elements wait for this long without a click or key press (a learner reading)
 MARKER = "__atlasWarm"  # window.__atlasWarm: {started, done, loaded: [...], failed: [...], charts, drawn: [...],
 # elements} (read by the tests): charts "loaded" or "failed", drawn the trace types drawn off the screen, elements
-# "asked" once the hidden button below was clicked ("waiting" while the learner acts, "missing" without the
-# button, "off" where NO_ELEMENTS is set)
+# "asked" once the hidden button below was clicked, "done" after its last group ("waiting" while the learner
+# acts, "missing" without the button, "off" where NO_ELEMENTS is set)
 ELEMENTS_KEY = "atlas_warm_elements"  # the hidden button that asks for `elements`
 NO_ELEMENTS = "__atlasWarmNoElements"  # window.__atlasWarmNoElements = true: the script does not click it (the
 # browser tests set it: a run of its own, seconds after a page opens, would land among their actions)
@@ -87,17 +87,27 @@ _SCRIPT = """<script>
   for (const type of ["pointerdown", "keydown"]) {
     w.addEventListener(type, () => { lastInput = performance.now(); }, {capture: true, passive: true});
   }
-  const elements = () => {  // last: one element of each kind, drawn hidden by the server (a fragment's run),
-    // once the learner has not clicked or typed for a while and no run is under way (they are reading)
+  let step = 0, askedAt = 0;  // the next group of hidden elements (app.warm.GROUPS), when the last was asked for
+  const elements = () => {  // last: one element of each kind, drawn hidden by the server (a fragment's run per
+    // group), each group once the learner has not clicked or typed for a while and no run is under way
     if (w.%(no_elements)s) { state.elements = "off"; return; }
-    if (performance.now() - lastInput < %(quiet)d || document.querySelector('[data-testid="stStatusWidget"]')) {
-      state.elements = "waiting";
+    if (step >= %(steps)d) { state.elements = "done"; return; }
+    // the group asked for is drawn (or long overdue: a full run of the learner's may have come first)
+    const drawn = step === 0 || document.querySelector('.st-key-atlas-warm-step-' + (step - 1)) ||
+                  performance.now() - askedAt > 5000;
+    if (!drawn || performance.now() - lastInput < %(quiet)d ||
+        document.querySelector('[data-testid="stStatusWidget"]')) {
+      if (step === 0) state.elements = "waiting";
       setTimeout(() => idle(elements), 250);
       return;
     }
     const button = document.querySelector('.st-key-%(elements_key)s button');
-    state.elements = button ? "asked" : "missing";
-    if (button) button.click();
+    if (!button) { state.elements = "missing"; return; }
+    state.elements = "asked";
+    step += 1;
+    askedAt = performance.now();
+    button.click();
+    setTimeout(() => idle(elements), 250);
   };
   const next = () => {
     if (i >= names.length) { state.done = true; idle(elements); return; }
@@ -126,53 +136,85 @@ def script() -> str:
     from app.chart_element import warm_js
     return _SCRIPT % {"marker": MARKER, "names": json.dumps(list(chunk_files())), "delay": START_AFTER_MS,
                       "charts_expr": warm_js("idle") or "null", "elements_key": ELEMENTS_KEY,
-                      "no_elements": NO_ELEMENTS, "quiet": QUIET_MS}
+                      "no_elements": NO_ELEMENTS, "quiet": QUIET_MS, "steps": len(GROUPS)}
 
 
-@st.fragment
-def elements() -> None:
-    """The hidden button the script clicks; its click reruns this fragment only, which then draws one element
-    of each kind the pages use (inputs, KaTeX, tabs, a form, the data grid...) in the hidden box it is called in
-    (tests/test_warm.py checks the list against the pages). Interactive elements carry no key: their state goes
-    with them at the next full run."""
-    if not st.button(t("common.warm_up"), key=ELEMENTS_KEY):
-        return
-    from app.jobs import warm_up_done
-    label, options = t("common.warm_up"), [t("common.query"), t("common.key")]
+STEP_KEY = "_atlas_warm_step"  # session state: the next group of hidden elements to draw
+
+
+def _texts(label: str, options: list[str]) -> None:
     st.title(label)
     st.header(label)
     st.subheader(label)
     st.latex(r"\mathrm{softmax}\left(\frac{QK^\top}{\sqrt{d_k}}\right)V")
     st.markdown(f"$d_k$ **{label}** `{label}`\n\n- {label}\n\n| a | b |\n|---|---|\n| 1 | 2 |")
+    st.code(label, language=None)
+    st.json({label: [1, 2]}, expanded=False)
+
+
+def _fields(label: str, options: list[str]) -> None:
     left, right = st.columns([1, 2])
     left.text_input(label, label)
     right.text_area(label, label, height=68)
     st.toggle(label)
     st.checkbox(label)
     st.radio(label, options, horizontal=True)
+
+
+def _choices(label: str, options: list[str]) -> None:
     st.segmented_control(label, options, default=options[0])
     st.pills(label, options)
     st.selectbox(label, options)
     st.multiselect(label, options, placeholder=t("common.choose_options"))
+
+
+def _numbers(label: str, options: list[str]) -> None:
     st.slider(label, 0, 8, 1)
     st.select_slider(label, [1, 2, 4])
     st.number_input(label, 0, 8, 1)
     st.metric(label, "1", delta="×2", delta_color="off", help=label)
     st.progress(0.5, text=label)
+
+
+def _boxes(label: str, options: list[str]) -> None:
     st.info(label)
     st.warning(label)
     st.success(label)
     st.error(label)
-    st.code(label, language=None)
-    st.json({label: [1, 2]}, expanded=False)
-    if warm_up_done():  # the data grid needs pandas: never imported here beside the server's warm-up importing
-        # it, nor waited for (this run would hold back the learner's next click while torch loads)
-        st.dataframe([{label: 1, t("common.key"): options[0]}], hide_index=True)
-    st.file_uploader(label)
     st.download_button(label, label, file_name="warm.txt")
+    st.file_uploader(label)
     for tab in st.tabs(options):
         tab.caption(label)
     with st.expander(label):
         st.caption(label)
     with st.form("atlas-warm-form"):
         st.form_submit_button(label)
+
+
+def _grid(label: str, options: list[str]) -> None:
+    from app.jobs import warm_up_done
+    if warm_up_done():  # the data grid needs pandas: never imported here beside the server's warm-up importing
+        # it, nor waited for (this run would hold back the learner's next click while torch loads)
+        st.dataframe([{label: 1, t("common.key"): options[0]}], hide_index=True)
+
+
+# One group a run: all at once took 460-600 ms of the browser's main thread (bench notes), a wait for a learner
+# who clicks meanwhile; a group takes about a sixth of that.
+GROUPS = (_texts, _fields, _choices, _numbers, _boxes, _grid)
+
+
+@st.fragment
+def elements() -> None:
+    """The hidden button the script clicks, once per group of GROUPS; each click reruns this fragment only,
+    which then draws the next group (one element of each kind the pages use: inputs, KaTeX, tabs, a form, the
+    data grid...) in the hidden box it is called in, in place of the group before. tests/test_warm.py checks
+    the groups against the pages. Interactive elements carry no key: their state goes with them at the next
+    run. A full run draws the button alone."""
+    if not st.button(t("common.warm_up"), key=ELEMENTS_KEY):
+        return
+    step = st.session_state.get(STEP_KEY, 0)
+    if step >= len(GROUPS):
+        return
+    st.session_state[STEP_KEY] = step + 1
+    with st.container(key=f"atlas-warm-step-{step}"):  # the script waits for it before the next click
+        GROUPS[step](t("common.warm_up"), [t("common.query"), t("common.key")])

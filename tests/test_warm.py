@@ -307,7 +307,6 @@ NOT_WARMED = {
     "html": "the warm-up's own element, on every page from the first",
     "image": "the first page's architecture figure",
     "page_link": "drawn on the first page",
-    "container": "a box, drawn on the first page",
     "toast": "momentary, outside the page's flow",
     "spinner": "momentary, outside the page's flow",
 }
@@ -334,33 +333,41 @@ def test_the_hidden_elements_cover_every_kind_the_pages_draw():
     assert not (set(NOT_WARMED) & warmed), "a kind both warmed and listed as not warmed"
 
 
-def test_the_hidden_elements_draw_only_after_their_button(tmp_path):
-    """A full run draws the button alone; a click on it (the browser's warm-up) reruns the fragment, which draws
-    the elements; the next full run draws the button alone again."""
+def _warm_app(tmp_path):
     from streamlit.testing.v1 import AppTest
-    script = tmp_path / "warm_page.py"
-    script.write_text(f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nfrom app import warm\nwarm.elements()\n")
-    at = AppTest.from_file(str(script), default_timeout=60)
-    at.run()
-    assert [b.key for b in at.button] == [warm.ELEMENTS_KEY] and len(at.slider) == 0
-    at.button(key=warm.ELEMENTS_KEY).click().run()
-    assert not at.exception
-    assert len(at.slider) == 1 and len(at.multiselect) == 1 and len(at.tabs) == 2 and len(at.latex) == 1
-    assert len(at.dataframe) == 1
-    at.run()
-    assert len(at.slider) == 0 and len(at.multiselect) == 0 and len(at.dataframe) == 0
-
-
-def test_the_hidden_elements_wait_for_nothing_while_the_server_warms_up(tmp_path, monkeypatch):
-    """While the server's warm-up still imports (torch, pandas...), the run draws everything but the data grid,
-    at once: waiting for the imports held back the learner's next click by up to a second (bench notes)."""
-    from streamlit.testing.v1 import AppTest
-    monkeypatch.setattr(jobs, "_WARM_UP_STARTED", True)
-    monkeypatch.setattr(jobs, "_WARM_UP_DONE", __import__("threading").Event())  # started, never done
     script = tmp_path / "warm_page.py"
     script.write_text(f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nfrom app import warm\nwarm.elements()\n")
     at = AppTest.from_file(str(script), default_timeout=30)
     at.run()
-    at.button(key=warm.ELEMENTS_KEY).click().run()
-    assert not at.exception
-    assert len(at.slider) == 1 and len(at.dataframe) == 0
+    return at
+
+
+def test_the_hidden_elements_draw_a_group_a_click_after_their_button(tmp_path):
+    """A full run draws the button alone; each click on it (the browser's warm-up) reruns the fragment, which
+    draws the next group in place of the one before; after the last group, a click draws nothing more."""
+    at = _warm_app(tmp_path)
+    assert [b.key for b in at.button] == [warm.ELEMENTS_KEY] and len(at.markdown) == 0
+    counts = []
+    for _ in range(len(warm.GROUPS) + 1):
+        at.button(key=warm.ELEMENTS_KEY).click().run()
+        assert not at.exception
+        counts.append((len(at.latex), len(at.text_area), len(at.multiselect), len(at.slider), len(at.tabs),
+                       len(at.dataframe)))
+    assert counts == [(1, 0, 0, 0, 0, 0), (0, 1, 0, 0, 0, 0), (0, 0, 1, 0, 0, 0), (0, 0, 0, 1, 0, 0),
+                      (0, 0, 0, 0, 2, 0), (0, 0, 0, 0, 0, 1), (0, 0, 0, 0, 0, 0)]
+    at.run()  # a full run: the button alone
+    assert len(at.dataframe) == 0 and [b.key for b in at.button] == [warm.ELEMENTS_KEY]
+
+
+def test_the_hidden_elements_wait_for_nothing_while_the_server_warms_up(tmp_path, monkeypatch):
+    """While the server's warm-up still imports (torch, pandas...), the groups draw at once, all but the data
+    grid: waiting for the imports held back the learner's next click by up to a second (bench notes)."""
+    monkeypatch.setattr(jobs, "_WARM_UP_STARTED", True)
+    monkeypatch.setattr(jobs, "_WARM_UP_DONE", __import__("threading").Event())  # started, never done
+    at = _warm_app(tmp_path)
+    grids = []
+    for _ in warm.GROUPS:
+        at.button(key=warm.ELEMENTS_KEY).click().run()
+        assert not at.exception
+        grids.append(len(at.dataframe))
+    assert grids == [0] * len(warm.GROUPS)
