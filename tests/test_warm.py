@@ -3,10 +3,12 @@ first runs need (app.jobs.warm_up), and the browser imports the element code the
 (app/warm.py). The browser half is checked in a real browser in tests/test_browser.py."""
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from app import jobs, warm
@@ -313,7 +315,6 @@ NOT_WARMED = {
 
 
 def _kinds_called(path: Path) -> set[str]:
-    import ast
     tree = ast.parse(path.read_text(encoding="utf-8"))
     return {n.func.attr for n in ast.walk(tree)
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ELEMENT_KINDS}
@@ -363,7 +364,7 @@ def test_the_hidden_elements_wait_for_nothing_while_the_server_warms_up(tmp_path
     """While the server's warm-up still imports (torch, pandas...), the groups draw at once, all but the data
     grid: waiting for the imports held back the learner's next click by up to a second (bench notes)."""
     monkeypatch.setattr(jobs, "_WARM_UP_STARTED", True)
-    monkeypatch.setattr(jobs, "_WARM_UP_DONE", __import__("threading").Event())  # started, never done
+    monkeypatch.setattr(jobs, "_WARM_UP_DONE", threading.Event())  # started, never done
     at = _warm_app(tmp_path)
     grids = []
     for _ in warm.GROUPS:
