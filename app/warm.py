@@ -18,10 +18,10 @@ Loading a module does not compile the code that draws its element: the browser c
 element of the kind is drawn. Measured (docs/benchmarks.md, 2026-12-04): opening the attention page first in a
 tab took 1,126 ms of the main thread against 442-577 ms the next times, the difference being the compiler, the
 garbage collector and React, Markdown and styling code running for the first time. So, last, the script asks
-the server once for `elements`: one element of each kind the pages draw, inside the sidebar's hidden box. It
-asks when the learner has not clicked or typed for QUIET_MS and no run is under way: drawn in the middle of
-their clicks, those elements slowed a language switch to 1-2 s (bench notes). The learner sees nothing of them;
-the next full run of the page removes them."""
+the server for `elements`: one element of each kind the pages draw, inside the sidebar's hidden box, one group
+(GROUPS) a run. It asks for each group when the learner has not clicked or typed for QUIET_MS and no run is
+under way: drawn all at once in the middle of their clicks, those elements slowed a language switch to 1-2 s
+(bench notes). The learner sees nothing of them; the next full run of the page removes them."""
 from __future__ import annotations
 
 import functools
