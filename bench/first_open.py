@@ -25,11 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from app.pages_list import PAGES  # noqa: E402
 from bench.common import machine, table, write  # noqa: E402
-from bench.controls import CHROMIUM, CHROMIUM_ARGS, Tab, load_average, open_page, serve  # noqa: E402
-
-BY_URL = {p.url: p for p in PAGES}
+from bench.controls import BY_URL, CHROMIUM, CHROMIUM_ARGS, Tab, load_average, open_page, serve  # noqa: E402
 
 
 def main() -> None:
