@@ -144,7 +144,7 @@ def cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def first_step(repeats: int, threads: int) -> None:
+def first_step(repeats: int, threads: int, name: str = "train_first_step") -> None:
     """Start the trainer as the training page does (app.jobs: --config, train_arguments, --threads) for the
     after-recipe and time process start -> status "running" -> the first "train" line of metrics.jsonl,
     with the cache of encoded splits cold (an empty $ATLAS_CACHE_DIR) and warm."""
@@ -188,10 +188,10 @@ def first_step(repeats: int, threads: int) -> None:
                          "load": round(os.getloadavg()[0], 2)})
             print(rows[-1], flush=True)
     print(table(rows))
-    print("wrote", write("train_first_step", {"machine": machine(), "threads": threads, "rows": rows}))
+    print("wrote", write(name, {"machine": machine(), "threads": threads, "rows": rows}))
 
 
-def first_step_via_manager(repeats: int, threads: int) -> None:
+def first_step_via_manager(repeats: int, threads: int, name: str = "train_first_step_manager") -> None:
     """The training page's path: app.jobs.JobManager.start() -> the first "train" line of metrics.jsonl, with
     a plain trainer started at the click and with the standby trainer the page starts ahead of time
     (JobManager.prepare(), model/train_standby.py), taking turns; the cache of encoded splits warm."""
@@ -229,7 +229,7 @@ def first_step_via_manager(repeats: int, threads: int) -> None:
                              "load": round(os.getloadavg()[0], 2)})
                 print(rows[-1], flush=True)
     print(table(rows))
-    print("wrote", write("train_first_step_manager", {"machine": machine(), "threads": threads, "rows": rows}))
+    print("wrote", write(name, {"machine": machine(), "threads": threads, "rows": rows}))
 
 
 def main():
@@ -255,13 +255,14 @@ def main():
     p.add_argument("--default-malloc", action="store_true",
                    help="leave glibc's malloc thresholds and torch's page size as they are (the trainer's process "
                         "keeps freed memory and asks for huge pages: model/allocator.py)")
-    p.add_argument("--name", default="train_recipe", help="result file name")
+    p.add_argument("--name", default=None, help="result file name (default: train_recipe, with --first-step "
+                   "train_first_step or, with --via-manager, train_first_step_manager)")
     args = p.parse_args()
     kept = False if args.default_malloc else keep_freed_memory()
     if args.first_step:
         if args.via_manager:
-            return first_step_via_manager(args.repeats, args.threads)
-        return first_step(args.repeats, args.threads)
+            return first_step_via_manager(args.repeats, args.threads, args.name or "train_first_step_manager")
+        return first_step(args.repeats, args.threads, args.name or "train_first_step")
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     t0 = time.perf_counter()
@@ -314,7 +315,7 @@ def main():
                      else "-"})
     print(table(rows))
     print(f"load average at start {load0[0]:.2f} / {load0[1]:.2f}, at end {load1[0]:.2f} / {load1[1]:.2f}")
-    print("wrote", write(args.name, {"machine": machine(), "threads": args.threads, "target": args.target,
+    print("wrote", write(args.name or "train_recipe", {"machine": machine(), "threads": args.threads, "target": args.target,
                                      "keep_freed_memory": kept, "huge_pages": os.environ.get("THP_MEM_ALLOC_ENABLE"),
                                      "load_start": load0, "load_end": load1, "rows": rows,
                                      "recipes": {c.name: c.argv for c in contenders},
