@@ -315,11 +315,11 @@ def main():
                      else "-"})
     print(table(rows))
     print(f"load average at start {load0[0]:.2f} / {load0[1]:.2f}, at end {load1[0]:.2f} / {load1[1]:.2f}")
-    print("wrote", write(args.name or "train_recipe", {"machine": machine(), "threads": args.threads, "target": args.target,
-                                     "keep_freed_memory": kept, "huge_pages": os.environ.get("THP_MEM_ALLOC_ENABLE"),
-                                     "load_start": load0, "load_end": load1, "rows": rows,
-                                     "recipes": {c.name: c.argv for c in contenders},
-                                     "checks": {c.name: c.checks for c in contenders}}))
+    result = {"machine": machine(), "threads": args.threads, "target": args.target, "keep_freed_memory": kept,
+              "huge_pages": os.environ.get("THP_MEM_ALLOC_ENABLE"), "load_start": load0, "load_end": load1,
+              "rows": rows, "recipes": {c.name: c.argv for c in contenders},
+              "checks": {c.name: c.checks for c in contenders}}
+    print("wrote", write(args.name or "train_recipe", result))
 
 
 if __name__ == "__main__":
