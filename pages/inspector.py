@@ -80,27 +80,164 @@ choices = [s for _, sentences in groups for s in sentences]
 if st.session_state.get("insp_for") != choice:  # a new model: start from its first example
     st.session_state["insp_for"] = choice
     st.session_state["insp_text"] = choices[0]
-st.selectbox(t("inspector.examples"), choices, index=None, placeholder=t("inspector.pick_example"),
-             key="insp_example", on_change=lambda: st.session_state.update(insp_text=st.session_state["insp_example"] or st.session_state["insp_text"]))
-raw = st.text_area(t("inspector.your_sentence"), height=80, **keep("insp_text", choices[0], url="text"))
-sentence, cut = ins.clean_input(raw)
-unknown = unknown_words(sentence, vocab.words) if vocab.found else []
+
+
+# ----------------------------------------------------------------------------- the sentence
+# Everything below the model's card follows the sentence: the sentence box, the palette, the tokens, the model's
+# run and the attention. It is one fragment (issue 13): a new sentence, typed, picked or built word by word,
+# reruns this section, not the title, the model's choice and its card above it. Another model reruns the page.
+SENTENCE = "insp-sentence"
+
+
+@st.fragment(key=SENTENCE)
+def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
+    if model_stamp(path) != stamp:  # a training run saved newer weights: the card above changes too
+        st.rerun()
+    cfg, tok, arch = loaded.config, loaded.tokenizer, loaded.config.architecture
+    st.selectbox(t("inspector.examples"), choices, index=None, placeholder=t("inspector.pick_example"),
+                 key="insp_example", on_change=lambda: st.session_state.update(insp_text=st.session_state["insp_example"] or st.session_state["insp_text"]))
+    raw = st.text_area(t("inspector.your_sentence"), height=80, **keep("insp_text", choices[0], url="text"))
+    sentence, cut = ins.clean_input(raw)
+    unknown = unknown_words(sentence, vocab.words) if vocab.found else []
+
+    # Words the model never saw open the box once (the palette offers the ones it knows); opened here, not by an
+    # argument of the fragment, which its own reruns would pass again after the learner closed the box.
+    if unknown and st.session_state.get("insp_unknown_seen") != unknown:
+        open_box_now("insp_vocab")
+    st.session_state["insp_unknown_seen"] = unknown
+    palette_box(groups, vocab.palette)
+
+    if cut:
+        st.warning(t("inspector.cut", n=ins.MAX_CHARS))
+    if not sentence:
+        st.info(t("inspector.type_sentence"))
+        return
+    if not vocab.found:
+        st.caption(t("inspector.no_training_data"))
+    never = ins.unknown_list(unknown, vocab.words)
+
+    # ----------------------------------------------------------------------------- tokenization
+    ids = tok.encode(sentence)
+    limit = cfg.max_len - 2
+    if len(ids) > limit:
+        st.warning(t("inspector.too_many_tokens", n=len(ids), limit=limit))
+        ids = ids[:limit]
+    pieces = [tok.id_to_piece(i) for i in ids]
+    with open_box(t("inspector.tokenization_title", n=len(ids)), key="insp_tokens") as token_box:
+        text("inspector.tokenization")
+        if token_box.open:  # a data grid (its ticks for "seen in training"): drawn when someone looks at it
+            st.dataframe(ins.token_table(ids, pieces, tok, vocab.pieces if vocab.found else None), hide_index=True)
+
+    # ----------------------------------------------------------------------------- run the model
+    src_labels = tgt_labels = ctx = None
+    steps = result = None
+    if arch == "encoder-decoder":
+        c1, c2 = st.columns([1, 2])
+        methods = options("inspector.method", ("beam", "greedy"))
+        method = c1.radio(t("inspector.decoding"), list(methods), horizontal=True, format_func=methods.get,
+                          **keep("insp_method", "beam", url="decoding", valid=methods))
+        beam = c2.slider(t("inspector.beam_size"), 2, 8, disabled=method == "greedy",
+                         **keep("insp_beam", 4, url="beam", valid=range(2, 9)))
+        source = ("translation", tok.decode(ids), method == "greedy", beam)
+        result = translation(path, *source[1:])
+        st.subheader(t("inspector.translation"))
+        if unknown:
+            st.warning(t("inspector.unknown_translation", words=never))
+        st.code(result.text or "∅", language=None)
+        if not result.finished:
+            st.caption(t("inspector.no_eos"))
+        att = result.attention
+        src_labels, tgt_labels = ins.labels(result.src_pieces), ins.labels(result.tgt_pieces)
+        steps = result.steps
+    elif arch == "decoder-only":
+        ctx = [tok.bos_id] + ids
+        c1, c2 = st.columns(2)
+        temperature = c1.slider(t("inspector.temperature"), 0.0, 2.0, step=0.05,
+                                **keep("insp_temperature", 1.0, url="temperature", valid=between(0.0, 2.0)))
+        top_k = c2.slider(t("inspector.top_k"), 0, 50, **keep("insp_top_k", 10, url="top_k", valid=range(0, 51)))
+        source = ("next_token", tuple(ctx), float(temperature), int(top_k))
+        probs, att = next_token(path, ctx, temperature, top_k)
+        top = [(tok.id_to_piece(i), p, i) for i, p in top_candidates(probs, 10)]
+        st.subheader(t("inspector.next_token"))
+        if unknown:
+            st.warning(t("inspector.unknown_lm", words=never))
+        fig = bar_chart(ins.labels([pc for pc, _, _ in top]), [p for _, p, _ in top], horizontal=True, y_range=[0, 1],
+                        x_title=t("inspector.probability"), y_title=t("inspector.token"))
+        show_figure(fig, name="next-token", csv=csv_text(["piece", "id", "probability"], [(pc, i, p) for pc, p, i in top]))
+
+        def _append():
+            draw = st.session_state.get("insp_draws", 0)
+            st.session_state["insp_draws"] = draw + 1
+            seed = draw_seed(int(st.session_state.get("insp_seed") or 0), draw)
+            nxt = lm_sample(loaded.model, ctx, temperature=temperature, top_k=top_k, seed=seed)
+            if nxt == tok.eos_id:
+                st.session_state["insp_note"] = "eos"
+                return
+            st.session_state["insp_text"] = tok.decode(ids + [nxt])
+
+        def _new_seed():
+            st.session_state["insp_seed"] = ins.fresh_seed(st.session_state.get("insp_seed"))
+            st.session_state["insp_draws"] = 0
+
+        c1, c2, c3 = st.columns([2, 1, 2], vertical_alignment="bottom")
+        c1.number_input(t("inspector.seed"), 0, ins.MAX_SEED, step=1, on_change=lambda: st.session_state.update(insp_draws=0),
+                        **keep("insp_seed", 0, url="seed", valid=between(0, ins.MAX_SEED)))
+        c2.button(t("inspector.new_seed"), key="insp_new_seed", on_click=_new_seed)
+        c3.button(t("inspector.append"), key="insp_append", on_click=_append, type="primary")
+        st.caption(t("inspector.seed_caption", seed=st.session_state["insp_seed"], draw=st.session_state.get("insp_draws", 0) + 1))
+        if st.session_state.pop("insp_note", None) == "eos":
+            st.info(t("inspector.eos_sampled"))
+        tgt_labels = ins.labels([tok.id_to_piece(i) for i in ctx])
+    elif facts.task == "mlm":  # a pretrained BERT: what it puts in each [MASK], and its attention on [CLS] … [SEP]
+        second = st.text_input(t("inspector.mlm.second"), max_chars=ins.MAX_CHARS, help=t("inspector.mlm.second_help"),
+                               **keep("insp_mlm_pair", "", url="pair"))
+        try:
+            source = ("fill_mask", sentence, (second or "").strip())
+            filled = fill_mask(path, sentence, second)
+        except ValueError as e:
+            error(UserError("inspector.errors.too_long"), detail=str(e))
+            return
+        att = filled.attention
+        src_labels = ins.labels(filled.pieces)
+        st.subheader(t("inspector.mlm.title"))
+        if not filled.predictions:
+            st.info(t("inspector.mlm.no_mask"))
+        for pos, top in filled.predictions:
+            fig = bar_chart(ins.labels([pc for pc, _ in top]), [p for _, p in top], horizontal=True, y_range=[0, 1],
+                            title=t("inspector.mlm.at", position=pos), x_title=t("inspector.probability"),
+                            y_title=t("inspector.token"))
+            show_figure(fig, name=f"mask-{pos}", csv=csv_text(["piece", "probability"], top), key=f"mask-{pos}")
+    else:
+        source = ("forward", tuple(ids))
+        att = forward_pass(path, ids)
+        src_labels = ins.labels(pieces)
+        if unknown:
+            st.warning(t("inspector.unknown_other", words=never))
+
+    # ----------------------------------------------------------------------------- attention
+    # What follows depends only on the model version, what was run on it (`source`), the language and the
+    # controls below: every session asking for the same gets the same figures and tables, built once (shared_view).
+    view = (str(path), model_stamp(path), lang(), *source)
+    st.subheader(t("inspector.attention"))
+
+    attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx, tok)
 
 
 def _add_word(key: str) -> None:
-    """A palette click: append the word to the sentence box, and clear the palette for the next click."""
+    """A palette click: append the word to the sentence box, and clear the palette for the next click. The new
+    sentence changes the section around the palette, so that section reruns (not the palette's own fragment,
+    nor the page above the sentence)."""
     st.session_state["insp_text"] = ins.append_word(st.session_state.get("insp_text", ""), st.session_state.get(key) or "")
     st.session_state[key] = None
+    st.rerun(SENTENCE)
 
 
 # The palette (a button for each of the model's ~350 words) is drawn only while its box is open, and only its
 # open word group: drawn closed, its buttons took ~0.3 s of the browser's work each time the page opened (issue
 # 13, docs/benchmarks.md). The box is a fragment: opening it or another word group reruns the box only; a word
-# click changes the sentence, so the whole page then reruns.
+# click changes the sentence, so the sentence's section then reruns (_add_word).
 @st.fragment
-def palette_box(groups, palette: dict, shown_text: str) -> None:
-    if st.session_state.get("insp_text", "") != shown_text:  # a word was added: the page above must show it
-        st.rerun()
+def palette_box(groups, palette: dict) -> None:
     box = open_box(t("inspector.vocabulary_title"), key="insp_vocab")
     with box:
         text("inspector.vocabulary")
@@ -115,128 +252,9 @@ def palette_box(groups, palette: dict, shown_text: str) -> None:
             st.caption(t("inspector.palette_none"))
 
 
-# Words the model never saw open the box once (the palette offers the ones it knows); opened here, not by an
-# argument of the fragment, which its own reruns would pass again after the learner closed the box.
-if unknown and st.session_state.get("insp_unknown_seen") != unknown:
-    open_box_now("insp_vocab")
-st.session_state["insp_unknown_seen"] = unknown
-palette_box(groups, vocab.palette, raw)
-
-if cut:
-    st.warning(t("inspector.cut", n=ins.MAX_CHARS))
-if not sentence:
-    st.info(t("inspector.type_sentence"))
-    st.stop()
-if not vocab.found:
-    st.caption(t("inspector.no_training_data"))
-never = ins.unknown_list(unknown, vocab.words)
-
-# ----------------------------------------------------------------------------- tokenization
-ids = tok.encode(sentence)
-limit = cfg.max_len - 2
-if len(ids) > limit:
-    st.warning(t("inspector.too_many_tokens", n=len(ids), limit=limit))
-    ids = ids[:limit]
-pieces = [tok.id_to_piece(i) for i in ids]
-with open_box(t("inspector.tokenization_title", n=len(ids)), key="insp_tokens") as token_box:
-    text("inspector.tokenization")
-    if token_box.open:  # a data grid (its ticks for "seen in training"): drawn when someone looks at it
-        st.dataframe(ins.token_table(ids, pieces, tok, vocab.pieces if vocab.found else None), hide_index=True)
-
-# ----------------------------------------------------------------------------- run the model
-src_labels = tgt_labels = ctx = None
-steps = result = None
-if arch == "encoder-decoder":
-    c1, c2 = st.columns([1, 2])
-    methods = options("inspector.method", ("beam", "greedy"))
-    method = c1.radio(t("inspector.decoding"), list(methods), horizontal=True, format_func=methods.get,
-                      **keep("insp_method", "beam", url="decoding", valid=methods))
-    beam = c2.slider(t("inspector.beam_size"), 2, 8, disabled=method == "greedy",
-                     **keep("insp_beam", 4, url="beam", valid=range(2, 9)))
-    source = ("translation", tok.decode(ids), method == "greedy", beam)
-    result = translation(path, *source[1:])
-    st.subheader(t("inspector.translation"))
-    if unknown:
-        st.warning(t("inspector.unknown_translation", words=never))
-    st.code(result.text or "∅", language=None)
-    if not result.finished:
-        st.caption(t("inspector.no_eos"))
-    att = result.attention
-    src_labels, tgt_labels = ins.labels(result.src_pieces), ins.labels(result.tgt_pieces)
-    steps = result.steps
-elif arch == "decoder-only":
-    ctx = [tok.bos_id] + ids
-    c1, c2 = st.columns(2)
-    temperature = c1.slider(t("inspector.temperature"), 0.0, 2.0, step=0.05,
-                            **keep("insp_temperature", 1.0, url="temperature", valid=between(0.0, 2.0)))
-    top_k = c2.slider(t("inspector.top_k"), 0, 50, **keep("insp_top_k", 10, url="top_k", valid=range(0, 51)))
-    source = ("next_token", tuple(ctx), float(temperature), int(top_k))
-    probs, att = next_token(path, ctx, temperature, top_k)
-    top = [(tok.id_to_piece(i), p, i) for i, p in top_candidates(probs, 10)]
-    st.subheader(t("inspector.next_token"))
-    if unknown:
-        st.warning(t("inspector.unknown_lm", words=never))
-    fig = bar_chart(ins.labels([pc for pc, _, _ in top]), [p for _, p, _ in top], horizontal=True, y_range=[0, 1],
-                    x_title=t("inspector.probability"), y_title=t("inspector.token"))
-    show_figure(fig, name="next-token", csv=csv_text(["piece", "id", "probability"], [(pc, i, p) for pc, p, i in top]))
-
-    def _append():
-        draw = st.session_state.get("insp_draws", 0)
-        st.session_state["insp_draws"] = draw + 1
-        seed = draw_seed(int(st.session_state.get("insp_seed") or 0), draw)
-        nxt = lm_sample(loaded.model, ctx, temperature=temperature, top_k=top_k, seed=seed)
-        if nxt == tok.eos_id:
-            st.session_state["insp_note"] = "eos"
-            return
-        st.session_state["insp_text"] = tok.decode(ids + [nxt])
-
-    def _new_seed():
-        st.session_state["insp_seed"] = ins.fresh_seed(st.session_state.get("insp_seed"))
-        st.session_state["insp_draws"] = 0
-
-    c1, c2, c3 = st.columns([2, 1, 2], vertical_alignment="bottom")
-    c1.number_input(t("inspector.seed"), 0, ins.MAX_SEED, step=1, on_change=lambda: st.session_state.update(insp_draws=0),
-                    **keep("insp_seed", 0, url="seed", valid=between(0, ins.MAX_SEED)))
-    c2.button(t("inspector.new_seed"), key="insp_new_seed", on_click=_new_seed)
-    c3.button(t("inspector.append"), key="insp_append", on_click=_append, type="primary")
-    st.caption(t("inspector.seed_caption", seed=st.session_state["insp_seed"], draw=st.session_state.get("insp_draws", 0) + 1))
-    if st.session_state.pop("insp_note", None) == "eos":
-        st.info(t("inspector.eos_sampled"))
-    tgt_labels = ins.labels([tok.id_to_piece(i) for i in ctx])
-elif facts.task == "mlm":  # a pretrained BERT: what it puts in each [MASK], and its attention on [CLS] … [SEP]
-    second = st.text_input(t("inspector.mlm.second"), max_chars=ins.MAX_CHARS, help=t("inspector.mlm.second_help"),
-                           **keep("insp_mlm_pair", "", url="pair"))
-    try:
-        source = ("fill_mask", sentence, (second or "").strip())
-        filled = fill_mask(path, sentence, second)
-    except ValueError as e:
-        error(UserError("inspector.errors.too_long"), detail=str(e))
-        st.stop()
-    att = filled.attention
-    src_labels = ins.labels(filled.pieces)
-    st.subheader(t("inspector.mlm.title"))
-    if not filled.predictions:
-        st.info(t("inspector.mlm.no_mask"))
-    for pos, top in filled.predictions:
-        fig = bar_chart(ins.labels([pc for pc, _ in top]), [p for _, p in top], horizontal=True, y_range=[0, 1],
-                        title=t("inspector.mlm.at", position=pos), x_title=t("inspector.probability"),
-                        y_title=t("inspector.token"))
-        show_figure(fig, name=f"mask-{pos}", csv=csv_text(["piece", "probability"], top), key=f"mask-{pos}")
-else:
-    source = ("forward", tuple(ids))
-    att = forward_pass(path, ids)
-    src_labels = ins.labels(pieces)
-    if unknown:
-        st.warning(t("inspector.unknown_other", words=never))
-
-# ----------------------------------------------------------------------------- attention
-# What follows depends only on the model version, what was run on it (`source`), the language and the
-# controls below: every session asking for the same gets the same figures and tables, built once (shared_view).
-view = (str(path), model_stamp(path), lang(), *source)
-st.subheader(t("inspector.attention"))
-
 # The controls inside each tab change only that tab's figure: each is a fragment, so moving one reruns the
-# fragment, not the page (the sentence and the model rerun everything; the attention kind, the section below).
+# fragment only (a new sentence reruns the sentence's section, another model the page; the attention kind, the
+# section below).
 @st.fragment
 def grid_detail(view, weights, kind, kind_name, q_labels, k_labels, q_title, k_title):
     """One layer's and head's map (or the mean over layers / heads), picked under the grid."""
@@ -365,4 +383,4 @@ def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx,
                       key="insp-averages")
 
 
-attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx, tok)
+sentence_section(path, model_stamp(path), loaded, facts, vocab, groups, choices)

@@ -85,14 +85,17 @@ def watch_runs(page):
     in one render, and the attribute never changed.)"""
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
     runs = page.__dict__.setdefault("atlas_runs", [0])
+    ends = page.__dict__.setdefault("atlas_run_ends", [])  # how each run ended, e.g. FINISHED_FRAGMENT_RUN_SUCCESSFULLY
 
     def frame(payload):
         if isinstance(payload, (bytes, bytearray)):
             try:
-                if ForwardMsg.FromString(bytes(payload)).WhichOneof("type") == "script_finished":
-                    runs[0] += 1
+                msg = ForwardMsg.FromString(bytes(payload))
             except Exception:  # not a ForwardMsg: nothing to count
-                pass
+                return
+            if msg.WhichOneof("type") == "script_finished":
+                ends.append(ForwardMsg.ScriptFinishedStatus.Name(msg.script_finished))
+                runs[0] += 1
 
     page.on("websocket", lambda ws: ws.on("framereceived", frame))
     return page

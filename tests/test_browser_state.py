@@ -239,8 +239,9 @@ def test_a_language_switch_keeps_every_choice_on_screen(browser, info):
 def test_the_word_palette_draws_its_open_group_and_keeps_its_place(browser):
     """Issue 13: the inspector's palette box is a fragment that draws only its open word group. In a real
     browser: opening the box and another group shows that group's words only; a word click reaches the
-    sentence box and the translation (the whole page reruns), and the box and its group stay open, also
-    through a language switch; closed by hand, it stays closed."""
+    sentence box and the translation (the sentence's section reruns, not the page above it: the server reports
+    fragment runs only), and the box and its group stay open, also through a language switch; closed by hand,
+    it stays closed."""
     info = BY_URL["inspector"]
     ctx, page = page_in_english(browser, info)
     try:
@@ -258,10 +259,22 @@ def test_the_word_palette_draws_its_open_group_and_keeps_its_place(browser):
         assert main.locator(".st-key-insp_pal_subject button").count() == 0
         pieces = main.locator("[data-testid='stExpander'] summary").filter(has_text="Tokenization")
         before = pieces.inner_text()  # "Tokenization: 9 pieces", drawn by the page above the box
+        ends = page.__dict__["atlas_run_ends"]
+        n_runs = len(ends)
         with rerun(page):
             main.locator(".st-key-insp_pal_verb button").filter(has_text="like").first.click()
         assert main.locator(".st-key-insp_text textarea").input_value().rstrip().lower().endswith("like")
-        assert pieces.inner_text() != before, "the page above the box follows the new sentence"
+        assert pieces.inner_text() != before, "the section around the box follows the new sentence"
+        runs = ends[n_runs:]  # the palette's own run ends early, for the sentence's section
+        assert "FINISHED_FRAGMENT_RUN_SUCCESSFULLY" in runs and "FINISHED_SUCCESSFULLY" not in runs, \
+            f"a word click reruns the sentence's section only, not the page: {runs}"
+        n_runs = len(ends)
+        with rerun(page):
+            typed = main.locator(".st-key-insp_text textarea")
+            typed.fill("I like the sea.")
+            typed.press("Control+Enter")
+        assert pieces.inner_text() != before
+        assert set(ends[n_runs:]) == {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}, f"a typed sentence: {ends[n_runs:]}"
         assert main.locator(".st-key-insp_pal_verb button").count() > 10, "the box and its group stay open"
         assert_no_exception(page, "palette word click")
         set_language(page, "ko")
