@@ -105,6 +105,27 @@ def test_train_leave_return_inspect(tmp_path):
                        e => (e.textContent || "").includes(name) || (e.value || "").includes(name))""",
                 arg=run_dirs[0].name, timeout=30_000)
 
+            # A new sentence reruns the inspector's sentence section only; but after newer weights of the open
+            # model (a run saving a checkpoint), it reruns the whole page, whose card describes the weights.
+            ends = page.__dict__["atlas_run_ends"]
+            weights = run_dirs[0] / "model" / "model.safetensors"
+            for sentence, newer in (("1 2 3", True), ("1 2 3 4", False)):
+                if newer:
+                    later = weights.stat().st_mtime + 60
+                    os.utime(weights, (later, later))
+                n_runs = len(ends)
+                with rerun(page, draw_all=False):
+                    box = page.locator(".st-key-insp_text textarea")
+                    box.fill(sentence)
+                    box.press("Control+Enter")
+                page.wait_for_timeout(1000)
+                runs_now = ends[n_runs:]
+                if newer:
+                    assert "FINISHED_SUCCESSFULLY" in runs_now, f"newer weights: the whole page reruns ({runs_now})"
+                else:
+                    assert set(runs_now) == {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}, runs_now
+            no_exception(page, "inspector, newer weights")
+
             # A second run: "Show run" must switch to it at once, with its Stop button, although an older,
             # finished run was selected before (it used to stay on the old run until the learner switched).
             nav(page, "직접 학습하기")
