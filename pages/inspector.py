@@ -57,6 +57,7 @@ try:
 except CheckpointError as e:
     error(UserError("inspector.errors.cannot_load", detail=str(e)))
     st.stop()
+stamp = model_stamp(path)  # the version of the weights this run draws
 cfg, tok = loaded.config, loaded.tokenizer
 if tok is None:
     error(UserError("inspector.errors.no_tokenizer"))
@@ -65,7 +66,7 @@ arch = cfg.architecture
 facts = card(path)
 st.caption(" · ".join(ins.summary(facts)))
 with st.expander(t("inspector.card.expander")):
-    table(shared_view("card_rows", (str(path), model_stamp(path), lang()), lambda: ins.card_rows(facts)),
+    table(shared_view("card_rows", (str(path), stamp, lang()), lambda: ins.card_rows(facts)),
           key="insp-card")
     if ins.score_note(facts):
         st.caption(ins.score_note(facts))
@@ -217,7 +218,7 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
     # ----------------------------------------------------------------------------- attention
     # What follows depends only on the model version, what was run on it (`source`), the language and the
     # controls below: every session asking for the same gets the same figures and tables, built once (shared_view).
-    view = (str(path), model_stamp(path), lang(), *source)
+    view = (str(path), stamp, lang(), *source)
     st.subheader(t("inspector.attention"))
 
     attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx, tok)
@@ -383,4 +384,4 @@ def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx,
                       key="insp-averages")
 
 
-sentence_section(path, model_stamp(path), loaded, facts, vocab, groups, choices)
+sentence_section(path, stamp, loaded, facts, vocab, groups, choices)

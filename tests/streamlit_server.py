@@ -106,12 +106,15 @@ def rerun(page, timeout=120_000, draw_all: bool = True):
     """`with rerun(page): <a click>`: the click makes Streamlit run the page (or a fragment) again; wait until
     the server has finished that run, then as wait_idle. A fixed pause instead raced a loaded machine: the run
     had not started when the wait began, and the test read the page before the click's run (a tab's panel still
-    empty). The page must come from new_page (or watch_runs)."""
+    empty). The page must come from new_page (or watch_runs). `with rerun(page) as ended:` gives a function that
+    returns how each run since the action ended (e.g. FINISHED_FRAGMENT_RUN_SUCCESSFULLY), as they arrive."""
     runs = page.__dict__.get("atlas_runs")
     if runs is None:
         raise RuntimeError("rerun() needs a page made by new_page() or watch_runs()")
     before = runs[0]
-    yield
+    ends = page.__dict__["atlas_run_ends"]
+    n_ends = len(ends)
+    yield lambda: ends[n_ends:]
     deadline = time.time() + timeout / 1000
     while runs[0] == before:  # playwright delivers the socket's frames while the test waits in a call
         if time.time() > deadline:

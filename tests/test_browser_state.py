@@ -259,22 +259,19 @@ def test_the_word_palette_draws_its_open_group_and_keeps_its_place(browser):
         assert main.locator(".st-key-insp_pal_subject button").count() == 0
         pieces = main.locator("[data-testid='stExpander'] summary").filter(has_text="Tokenization")
         before = pieces.inner_text()  # "Tokenization: 9 pieces", drawn by the page above the box
-        ends = page.__dict__["atlas_run_ends"]
-        n_runs = len(ends)
-        with rerun(page):
+        with rerun(page) as ended:
             main.locator(".st-key-insp_pal_verb button").filter(has_text="like").first.click()
         assert main.locator(".st-key-insp_text textarea").input_value().rstrip().lower().endswith("like")
         assert pieces.inner_text() != before, "the section around the box follows the new sentence"
-        runs = ends[n_runs:]  # the palette's own run ends early, for the sentence's section
+        runs = ended()  # the palette's own run ends early, for the sentence's section
         assert "FINISHED_FRAGMENT_RUN_SUCCESSFULLY" in runs and "FINISHED_SUCCESSFULLY" not in runs, \
             f"a word click reruns the sentence's section only, not the page: {runs}"
-        n_runs = len(ends)
-        with rerun(page):
+        with rerun(page) as ended:
             typed = main.locator(".st-key-insp_text textarea")
             typed.fill("I like the sea.")
             typed.press("Control+Enter")
         assert pieces.inner_text() != before
-        assert set(ends[n_runs:]) == {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}, f"a typed sentence: {ends[n_runs:]}"
+        assert set(ended()) == {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}, f"a typed sentence: {ended()}"
         assert main.locator(".st-key-insp_pal_verb button").count() > 10, "the box and its group stay open"
         assert_no_exception(page, "palette word click")
         set_language(page, "ko")

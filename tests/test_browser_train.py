@@ -107,19 +107,17 @@ def test_train_leave_return_inspect(tmp_path):
 
             # A new sentence reruns the inspector's sentence section only; but after newer weights of the open
             # model (a run saving a checkpoint), it reruns the whole page, whose card describes the weights.
-            ends = page.__dict__["atlas_run_ends"]
             weights = run_dirs[0] / "model" / "model.safetensors"
             for sentence, newer in (("1 2 3", True), ("1 2 3 4", False)):
                 if newer:
                     later = weights.stat().st_mtime + 60
                     os.utime(weights, (later, later))
-                n_runs = len(ends)
-                with rerun(page, draw_all=False):
+                with rerun(page, draw_all=False) as ended:
                     box = page.locator(".st-key-insp_text textarea")
                     box.fill(sentence)
                     box.press("Control+Enter")
                 page.wait_for_timeout(1000)
-                runs_now = ends[n_runs:]
+                runs_now = ended()
                 if newer:
                     assert "FINISHED_SUCCESSFULLY" in runs_now, f"newer weights: the whole page reruns ({runs_now})"
                 else:
