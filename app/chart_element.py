@@ -77,16 +77,22 @@ def module_url() -> str:
 LOAD_JS = 'window.__atlasChartModule ||= import(new URL("%s", document.baseURI).href)'
 
 
+def stub_js() -> str:
+    """The component's inline script: it imports app/static/atlas_chart.js (once per tab) and hands each figure
+    to it. Streamlit calls it with each new figure, on the same element, and calls the cleanup it returns when
+    the element goes, or at once for a call that a newer figure overtook while the module was loading: each
+    call's cleanup is its own (a token), so a late one leaves the newer figure's plot alone."""
+    return """export default function (c) {
+  const load = (%s), call = {};
+  load.then((m) => m.render(c, call));
+  return () => { load.then((m) => m.unmount(c.parentElement, call)); };
+}""" % (LOAD_JS % module_url())
+
+
 @functools.lru_cache(maxsize=1)
 def _component():
-    """The registered component; its inline script only imports app/static/atlas_chart.js (once per tab) and
-    hands each figure to it."""
-    stub = """export default function (c) {
-  const load = (%s);
-  load.then((m) => m.render(c));
-  return () => { load.then((m) => m.unmount(c.parentElement)); };
-}""" % (LOAD_JS % module_url())
-    return st.components.v2.component(COMPONENT, js=stub, isolate_styles=False)
+    """The registered component (its script: stub_js)."""
+    return st.components.v2.component(COMPONENT, js=stub_js(), isolate_styles=False)
 
 
 def warm_js(idle: str) -> str:

@@ -141,7 +141,20 @@ def draw_all_charts(page) -> int:
     page.wait_for_function(  # every chart element of the page has reached the element's script
         """() => { const n = document.querySelectorAll("[class*='st-key-atlas-chart-']").length;
                    return n === 0 || (window.atlasCharts && window.atlasCharts.count() >= n); }""", timeout=60_000)
-    return page.evaluate("() => window.atlasCharts ? window.atlasCharts.drawAll() : 0") or 0
+    n = page.evaluate("() => window.atlasCharts ? window.atlasCharts.drawAll() : 0") or 0
+    odd = page.evaluate(CHART_BOXES_JS)
+    assert not odd, f"chart elements that do not hold one drawn plot: {odd}"
+    return n
+
+
+# Every chart element of the page, once drawn, holds one box with one plot with its figure, or the message that
+# it could not be drawn: not two boxes, not an emptied plot (a call's cleanup run on a newer call's chart, stop 38).
+CHART_BOXES_JS = """() => [...document.querySelectorAll("[class*='st-key-atlas-chart-']")].map((el) => {
+    const boxes = el.querySelectorAll('.atlas-chart'), failed = el.querySelector('.atlas-chart-failed:not([hidden])');
+    const drawn = [...boxes].filter((b) => b.classList.contains('js-plotly-plot') && Array.isArray(b.data)).length;
+    const key = [...el.classList].find((c) => c.startsWith('st-key-'));
+    return boxes.length === 1 && (drawn === 1 || failed) ? null : `${key}: ${boxes.length} boxes, ${drawn} drawn`;
+  }).filter((x) => x)"""
 
 
 # For every Plotly chart of the page: the margins it was given, the ones Plotly drew it with (a side that grew

@@ -189,3 +189,56 @@ def test_charts_follow_the_pages_theme_dark_then_light():
         page.wait_for_function(f"() => ({paper})().every((c) => c === '#ffffff')", timeout=30_000)
         assert len(page.evaluate(paper)) == len(dark)  # redrawn in place, none lost
         browser.close()
+
+
+# Streamlit's side of the chart element (its BidiComponent, 1.67): it calls the component's script with each new
+# figure on the same element, and keeps the cleanup the script returns for when the element goes; a call that a
+# newer figure overtook while the script was loading gets its cleanup called at once, before or after the newer
+# call. Each scenario: steps of ("call", figure) and ("cleanup", which call), on one element.
+CALLS_JS = """async ([stub, figures, scenarios]) => {
+  const url = URL.createObjectURL(new Blob([stub], {type: "text/javascript"}));
+  const script = (await import(url)).default;
+  const main = document.querySelector('[data-testid="stMain"]');
+  const seen = {};
+  for (const [name, steps] of Object.entries(scenarios)) {
+    const parent = main.insertBefore(document.createElement("div"), main.firstChild);
+    const cleanups = [];
+    for (const [step, arg] of steps) {
+      if (step === "call") cleanups.push(script({parentElement: parent, data: figures[arg]}));
+      else cleanups[arg]();
+    }
+    await window.atlasCharts.drawAll();
+    await new Promise((r) => setTimeout(r, 500));  // whatever a stale call still draws, it has drawn
+    seen[name] = {boxes: parent.querySelectorAll('.atlas-chart').length,
+                  plots: [...parent.querySelectorAll('.js-plotly-plot')].map((gd) => gd.data ? Array.from(gd.data[0].y) : null)};
+    parent.remove();
+  }
+  return seen;
+}"""
+
+
+def test_a_chart_called_again_while_loading_keeps_one_plot_of_the_newest_figure():
+    """The CI's recipe page (stop 38) once held two empty plots: the schedule's slider moved twice, Streamlit
+    called the chart's script again before the first call had returned, and the first call's cleanup, run at
+    once, emptied the element's plot and left it on the page beside the new one. Whatever order the calls and
+    their cleanups come in, the element holds one plot, of the newest figure, and none once it is gone."""
+    from playwright.sync_api import sync_playwright
+
+    from app.chart_element import payload, stub_js
+    figures = [payload({"data": [{"type": "scatter", "y": y}], "layout": {"height": 200}}, {}, "failed").decode()
+               for y in ([1, 2, 3], [3, 2, 1])]
+    scenarios = {
+        "overtaken": [("call", 0), ("cleanup", 0), ("call", 1)],
+        "late cleanup": [("call", 0), ("call", 1), ("cleanup", 0)],
+        "gone": [("call", 0), ("call", 1), ("cleanup", 1)],
+    }
+    with served() as (url, _), sync_playwright() as p:
+        browser = _browser(p)
+        page = new_page(browser, viewport={"width": 1400, "height": 1000})
+        page.goto(f"{url}/?lang=en")
+        _settle(page)
+        seen = page.evaluate(CALLS_JS, [stub_js(), figures, scenarios])
+        browser.close()
+    assert seen == {"overtaken": {"boxes": 1, "plots": [[3, 2, 1]]},
+                    "late cleanup": {"boxes": 1, "plots": [[3, 2, 1]]},
+                    "gone": {"boxes": 0, "plots": []}}, seen

@@ -126,7 +126,7 @@ async function draw(rec) {
   rec.drawing = (async () => {
     try {
       const [Plotly, theme] = await Promise.all([loadPlotly(spec.plotly), loadTheme(spec.themeFile)]);
-      if (!charts.has(rec.parent)) return;  // gone while loading
+      if (charts.get(rec.parent) !== rec) return;  // gone while loading
       rec.spec = spec;
       rec.theme = theme;
       const fig = themed(spec, theme);
@@ -191,7 +191,8 @@ const sized = new ResizeObserver((entries) => {
   }
 });
 
-export function render({data, parentElement}) {
+// `call`: the token of this call of the component's script (app/chart_element.py, stub_js); its cleanup names it.
+export function render({data, parentElement}, call) {
   let rec = charts.get(parentElement);
   if (!rec) {
     const div = document.createElement("div");
@@ -207,6 +208,7 @@ export function render({data, parentElement}) {
     charts.set(parentElement, rec);
     sized.observe(div);
   }
+  rec.call = call;
   const spec = decode(data);
   if (spec.version === rec.drawnVersion && rec.dark === isDark() && !rec.drawing) return;
   rec.pending = spec;
@@ -215,14 +217,18 @@ export function render({data, parentElement}) {
   else requestAnimationFrame(() => { if (charts.get(parentElement) === rec) watch(rec); });  // once laid out
 }
 
-export function unmount(parentElement) {
+// The element is gone, or the call `call` was overtaken before it returned (Streamlit then runs its cleanup at
+// once, before or after the newer call): the chart goes, plot and message too, unless a newer call has it now.
+export function unmount(parentElement, call) {
   const rec = charts.get(parentElement);
-  if (!rec) return;
+  if (!rec || rec.call !== call) return;
   charts.delete(parentElement);
   if (full === rec) full = null;
   if (rec.observer) rec.observer.unobserve(rec.div);
   sized.unobserve(rec.div);
   if (plotlyLib) plotlyLib.purge(rec.div);
+  rec.div.remove();
+  rec.message.remove();
 }
 
 // Load Plotly and the theme before the first chart needs them.
