@@ -62,21 +62,30 @@ def open_page(page, lang, info):
 READABILITY_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')).map((gd, i) => {
     const size = gd._fullLayout && gd._fullLayout._size;
     const ticks = Array.from(gd.querySelectorAll('.xtick text, .ytick text')).map(t => t.textContent);
-    return {i, width: gd.clientWidth, plotW: size ? size.w : 0, plotH: size ? size.h : 0,
+    // labels written on the plot (a scatter's point labels, annotations): two that cover each other are unreadable
+    const labels = Array.from(gd.querySelectorAll('.textpoint text, .annotation-text-g text'))
+      .map(e => [e.textContent, e.getBoundingClientRect()]).filter(([t, b]) => t.trim() && b.width && b.height);
+    const overlaps = [];
+    labels.forEach(([ta, a], k) => labels.slice(k + 1).forEach(([tb, b]) => {
+      if (Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1)
+        overlaps.push(ta + ' / ' + tb); }));
+    return {i, width: gd.clientWidth, plotW: size ? size.w : 0, plotH: size ? size.h : 0, overlaps,
             blankTicks: ticks.filter(t => t.trim() === '').length, ticks: ticks.length,
             title: (gd._fullLayout && gd._fullLayout.title && gd._fullLayout.title.text) || ''};
 })"""
 
 
 def assert_charts_readable(page, where):
-    """Every Plotly chart has a plot area of a readable size and no blank tick label (a raw `<s>` token
-    label is read as HTML by plotly: the label vanishes and the plot is squashed)."""
+    """Every Plotly chart has a plot area of a readable size, no blank tick label (a raw `<s>` token label is
+    read as HTML by plotly: the label vanishes and the plot is squashed) and no two labels on the plot drawn
+    over each other."""
     page.wait_for_timeout(300)
     for c in page.evaluate(READABILITY_JS):
         if c["width"] == 0:  # inside a collapsed expander or a hidden tab
             continue
         assert c["blankTicks"] == 0, f"{where}: chart {c['i']} ({c['title']}) has blank tick labels"
         assert c["plotH"] >= 60 and c["plotW"] >= 0.25 * c["width"], f"{where}: chart {c['i']} squashed: {c}"
+        assert not c["overlaps"], f"{where}: chart {c['i']} ({c['title']}) has labels drawn over each other: {c['overlaps']}"
     assert_laid_out_once(page, where)
 
 
@@ -91,6 +100,20 @@ def assert_laid_out_once(page, where):
 def assert_no_exception(page, where):
     boxes = page.locator("[data-testid='stException']")
     assert boxes.count() == 0, f"{where}: {boxes.first.inner_text()[:500]}"
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("log", ["0", "1"])
+def test_schedule_peaks_of_equal_height_keep_their_labels_apart(browser_page, lang, log):
+    """The recipe page marks each schedule's peak with its step and rate. Schedules with d_model · warmup alike
+    peak at the same rate: with d_model 1024 and the default extra curve (512, 8000) two labels were written over
+    each other. Four such peaks, on a linear and on a logarithmic step axis: every label readable."""
+    url, page = browser_page
+    page.goto(f"{url}/recipe?lang={lang}&d_model=1024&pairs=512,8000;2048,2000;256,16000;128,20000&log={log}")
+    wait_idle(page)
+    assert_no_exception(page, f"recipe ({lang})")
+    page.locator(".st-key-atlas-chart-sch_fig").first.screenshot(path=str(SHOTS / f"recipe-equal-peaks-{log}-{lang}.png"))
+    assert_charts_readable(page, f"recipe, equal peaks, log={log} ({lang})")
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])

@@ -305,3 +305,19 @@ def test_amending_a_draft_keeps_it_a_draft_and_draws_what_plotly_updates_draw():
     assert style.figure_dict(amended) == style.figure_dict(by_plotly)
     every = style.amend(build(), every_trace=dict(showlegend=False))
     assert [tr["showlegend"] for tr in style.figure_dict(every)["data"]] == [False, False]
+
+
+def test_equal_peaks_close_together_get_labels_at_different_heights():
+    """Two schedules with the same d_model · warmup peak at the same rate: their labels are raised apart (not
+    written over each other), with a line down to each point, and the y range leaves room for the highest."""
+    line_chart = curves.line_chart
+    steps = np.arange(1, 100_001, 1000, dtype=float)
+    lr = {"a": np.minimum(steps / 4000, 1.0) * 4.94e-4, "b": np.minimum(steps / 8000, 1.0) * 4.94e-4}
+    fig = line_chart(steps, lr, markers={"peaks": ([4000, 8000], [4.94e-4, 4.94e-4],
+                                                         ["4,000: 4.94e-04", "8,000: 4.94e-04"])}, height=430)
+    notes = fig.to_dict()["layout"]["annotations"]
+    assert sorted(n["text"] for n in notes) == ["4,000: 4.94e-04", "8,000: 4.94e-04"]
+    assert len({n["ay"] for n in notes}) == 2 and all(n["ay"] < 0 for n in notes)
+    assert fig.to_dict()["layout"]["yaxis"]["range"][1] > 4.94e-4
+    far = line_chart(steps, lr, markers={"peaks": ([4000, 90_000], [4.94e-4, 4.94e-4], ["x", "y"])}, height=430)
+    assert len({n["ay"] for n in far.to_dict()["layout"]["annotations"]}) == 1  # apart already: one height

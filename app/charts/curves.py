@@ -56,14 +56,60 @@ def line_chart(x, series: dict, *, title="", x_title="", y_title="", log_x=False
         lo, hi = (ys.min(), ys.max()) if ys.size else (0.0, 1.0)
         traces.append(dict(type="scatter", x=[vline, vline], y=[lo, hi], mode="lines", name=vline_label,
                            line=dict(color="#555", dash="dash", width=1.5)))
+    notes, y_axis = [], dict(title=dict(text=y_title), **_axis(log_y))
     for name, (mx, my, texts) in (markers or {}).items():
-        traces.append(dict(type="scatter", x=list(mx), y=list(my), name=name, mode="markers+text", text=list(texts),
-                           textposition="top center", marker=dict(size=10, symbol="star", color="black")))
+        traces.append(dict(type="scatter", x=list(mx), y=list(my), name=name, mode="markers",
+                           marker=dict(size=10, symbol="star", color="black")))
+        points = [(float(a), float(b), str(c)) for a, b, c in zip(mx, my, texts)]
+        if points and not log_y:
+            curves = np.concatenate([to_np(v).ravel() for v in series.values()] + [to_np(my).ravel()])
+            notes, top = point_labels(points, xs, curves[np.isfinite(curves)], log_x=log_x, plot_h=max(100, height - 240))
+            if top is not None:
+                y_axis["range"] = top
     # made in one go: each add_trace / update_* call would validate the whole figure again
     return figure(traces, dict(
-        xaxis=dict(title=dict(text=x_title), **_axis(log_x)), yaxis=dict(title=dict(text=y_title), **_axis(log_y)),
+        xaxis=dict(title=dict(text=x_title), **_axis(log_x)), yaxis=y_axis, annotations=notes or None,
         title=dict(text=title),
         height=height, margin=margins(title, 50 if title else 20), legend=legend_below()))
+
+
+LABEL_CHAR_PX, LABEL_LINE_PX = 6.8, 16  # a 12 px label: a character's width, a line's height
+LABEL_ABOVE_PX = 18  # from a point to the middle of its label
+NARROW_PLOT_PX = 560  # the labels are spread apart for a plot this wide (a chart in a narrow window)
+
+
+def point_labels(points, xs, ys, *, log_x: bool, plot_h: int) -> tuple[list[dict], list[float] | None]:
+    """Labels for marked points (x, y, text), as annotations: each above its point, and raised a line at a time
+    while it would cover a label placed before it (points of equal height close together, such as the peaks of
+    two schedules with the same d_model · warmup), with a thin line down to its point. Returns the annotations
+    and the y range that leaves room for the highest label (None: the plot's own range has room)."""
+    fx = math.log10 if log_x else float
+    shown = [(x, y, text) for x, y, text in sorted(points, key=lambda p: (-p[1], p[0])) if x > 0 or not log_x]
+    xs = xs[xs > 0] if log_x else xs
+    x0, x1 = (fx(float(xs.min())), fx(float(xs.max()))) if xs.size else (0.0, 1.0)
+    lo, hi = (float(ys.min()), float(ys.max())) if ys.size else (0.0, 1.0)
+    top = hi
+    for _ in range(4):  # a higher range brings the points closer together: place them again until it holds
+        placed, lifts, need = [], [], hi
+        for x, y, text in shown:
+            cx = (fx(x) - x0) / ((x1 - x0) or 1.0) * NARROW_PLOT_PX
+            cy = (y - lo) / ((top - lo) or 1.0) * plot_h
+            half = (LABEL_CHAR_PX * len(text) + 6) / 2
+            lift = LABEL_ABOVE_PX
+            while any(abs(cx - px) < half + ph + 4 and abs(cy + lift - py) < LABEL_LINE_PX for px, py, ph in placed):
+                lift += LABEL_LINE_PX
+            placed.append((cx, cy + lift, half))
+            lifts.append(lift)
+            room = 1 - (lift + LABEL_LINE_PX) / plot_h  # the share of the plot's height below the label's top
+            if room > 0:
+                need = max(need, lo + (y - lo) / room)
+        if need <= top * (1 + 1e-9):
+            break
+        top = need
+    notes = [dict(x=fx(x), y=y, text=text, showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor="#888", standoff=7,
+                  ax=0, ay=-lift) for (x, y, text), lift in zip(shown, lifts)]
+    pad = 0.03 * ((top - lo) or 1.0)
+    return notes, ([lo - pad, top + pad] if top > hi else None)
 
 
 def histogram_overlay(series: dict, *, title="", x_title="", y_title="", nbins=80, height=360) -> go.Figure:
