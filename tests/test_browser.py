@@ -59,11 +59,15 @@ def open_page(page, lang, info):
     assert page.locator("[role='dialog']").count() == 0, page.locator("[role='dialog']").first.inner_text()
 
 
-READABILITY_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')).map((gd, i) => {
+READABILITY_JS = r"""() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')).map((gd, i) => {
     const size = gd._fullLayout && gd._fullLayout._size;
     const ticks = Array.from(gd.querySelectorAll('.xtick text, .ytick text')).map(t => t.textContent);
-    // labels written on the plot (a scatter's point labels, annotations): two that cover each other are unreadable
-    const labels = Array.from(gd.querySelectorAll('.textpoint text, .annotation-text-g text'))
+    // the texts of a chart (tick labels, axis titles, the legend, point labels, annotations, the colour bar's):
+    // two that cover each other are unreadable
+    const labels = Array.from(gd.querySelectorAll('.xtick text, .ytick text, .g-xtitle text, .g-ytitle text, ' +
+        '.legendtext, .textpoint text, .annotation-text-g text, .gtitle, .cbtitle text, .cbaxis text'))
+      // a label turned by other than a right angle (slanted tick labels) has a box much larger than its text
+      .filter(e => { const m = /rotate\((-?[\d.]+)/.exec(e.getAttribute('transform') || ''); return !m || +m[1] % 90 === 0; })
       .map(e => [e.textContent, e.getBoundingClientRect()]).filter(([t, b]) => t.trim() && b.width && b.height);
     const overlaps = [];
     labels.forEach(([ta, a], k) => labels.slice(k + 1).forEach(([tb, b]) => {

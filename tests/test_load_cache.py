@@ -140,18 +140,20 @@ def test_a_ready_figure_draws_exactly_as_the_figure():
     it was made from (the same values; keys may come in another order), once that figure has its toolbar room; every later draw gets that dict without copying."""
     import plotly.graph_objects as go
 
-    from app.charts.margins import fit_margins
+    from app.charts.margins import fit_layout
     from app.charts.style import ROOM_MARK, ready_figure, toolbar_room
     for (name, fig), plain in zip(_all_kinds_of_figure().items(), _all_kinds_of_figure().values()):
         ready = ready_figure(fig)
-        # the same figure, built again, with its margins fitted to its labels and its toolbar room added the way
-        # plotly adds them
+        # the same figure, built again, with its margins fitted to its labels, its legend put under its x axis
+        # and its toolbar room added the way plotly adds them
         plain_dict = plain.to_dict()
         layout = plain.layout.to_plotly_json()
-        margin = fit_margins(plain_dict["data"], plain_dict["layout"])
-        if margin is not None:
-            layout["margin"] = margin
-            plain.update_layout(margin=margin)
+        fitted = fit_layout(plain_dict["data"], plain_dict["layout"])
+        if "margin" in fitted:
+            layout["margin"] = fitted["margin"]
+            plain.update_layout(margin=fitted["margin"])
+        if "legend" in fitted:
+            plain.update_layout(legend=fitted["legend"])
         if toolbar_room(layout).get("meta") == ROOM_MARK:
             plain.update_layout(margin=layout["margin"], height=layout["height"], title=layout["title"], meta=ROOM_MARK)
         assert json.loads(_streamlit_spec(ready)) == json.loads(_streamlit_spec(plain)), name

@@ -60,6 +60,21 @@ def test_a_legend_under_the_plot_and_axis_titles_get_room_below():
     assert _margin(legend)["b"] > _margin(plain)["b"]
 
 
+def test_a_legend_under_the_plot_starts_below_the_axis_title():
+    """A short plot (the recipe page's loss curves, 300 px high): the legend's top, -y plot heights below the
+    plot, comes after the x axis's tick labels and title, which the bottom margin holds above it."""
+    from app.charts.margins import fit_layout
+    for height in (300, 600):
+        d = curves.line_chart([0.1, 0.5, 0.9], {"no smoothing": [2.3, 0.7, 0.1], "smoothing": [2.4, 0.8, 0.5]},
+                              title="loss", x_title="model's probability on the correct token", height=height).to_dict()
+        fitted = fit_layout(d["data"], d["layout"])
+        margin = fitted.get("margin") or d["layout"]["margin"]
+        plot_h = height - margin["t"] - margin["b"]
+        axis_room = 12 * 1.35 + 14 + 14 * 1.35 + 16  # a line of ticks, the title and the gaps Plotly leaves
+        assert -fitted["legend"]["y"] * plot_h >= axis_room, (height, fitted)
+        assert margin["b"] >= -fitted["legend"]["y"] * plot_h + 2 * 12 * 1.6  # the legend below it fits too
+
+
 def test_a_figure_that_asks_for_fixed_margins_keeps_them():
     fig = figure([dict(type="bar", x=["a", "b"], y=[1, 2])], dict(margin=dict(l=5, r=5, t=5, b=5, autoexpand=False)))
     assert fit_margins(fig.__dict__["_atlas_draft"][0], fig.__dict__["_atlas_draft"][1]) is None

@@ -9,9 +9,25 @@ import plotly.graph_objects as go
 from app.charts.style import colour, figure, labels as escaped_labels, legend_below, margins, named_scale, to_np
 
 
-def _axis(log: bool) -> dict:
-    """Log axes label only the powers of ten, written as powers (no '2 5 2' minor ticks, no '1µ')."""
-    return dict(type="log", dtick=1, exponentformat="power") if log else dict(type="linear")
+def _axis(log: bool, values=None, most: int = 8) -> dict:
+    """An axis for `values`. Whole numbers a few apart (token positions) are labelled one by one. Log axes label
+    only powers of ten, written as powers (no '2 5 2' minor ticks, no '1µ'): every one, or every second, third …
+    so that at most `most` labels share the axis (the softmax gradient's 18 decades on a plot 150 px high were
+    written over each other)."""
+    try:
+        values = np.asarray(values, dtype=float).ravel() if values is not None else None
+    except (TypeError, ValueError):  # words, not numbers
+        values = None
+    if not log:
+        v = values if values is not None else np.array([])
+        whole = v.size and np.isfinite(v).all() and (v == np.round(v)).all() and v.max() - v.min() <= 12
+        return dict(type="linear", dtick=1) if whole else dict(type="linear")  # positions 1 … 4, not 1.5, 2.5
+    step = 1
+    if values is not None:
+        v = values[np.isfinite(values) & (values > 0)]
+        if v.size:
+            step = max(1, math.ceil((math.log10(v.max()) - math.log10(v.min())) / max(1, most)))
+    return dict(type="log", dtick=step, exponentformat="power")
 
 
 def log_coordinate(value: float) -> float:
@@ -56,7 +72,8 @@ def line_chart(x, series: dict, *, title="", x_title="", y_title="", log_x=False
         lo, hi = (ys.min(), ys.max()) if ys.size else (0.0, 1.0)
         traces.append(dict(type="scatter", x=[vline, vline], y=[lo, hi], mode="lines", name=vline_label,
                            line=dict(color="#555", dash="dash", width=1.5)))
-    notes, y_axis = [], dict(title=dict(text=y_title), **_axis(log_y))
+    every_y = np.concatenate([to_np(v).ravel() for v in series.values()]) if (log_y and series) else None
+    notes, y_axis = [], dict(title=dict(text=y_title), **_axis(log_y, every_y, most=max(3, (height - 240) // 30)))
     for name, (mx, my, texts) in (markers or {}).items():
         traces.append(dict(type="scatter", x=list(mx), y=list(my), name=name, mode="markers",
                            marker=dict(size=10, symbol="star", color="black")))
@@ -68,7 +85,7 @@ def line_chart(x, series: dict, *, title="", x_title="", y_title="", log_x=False
                 y_axis["range"] = top
     # made in one go: each add_trace / update_* call would validate the whole figure again
     return figure(traces, dict(
-        xaxis=dict(title=dict(text=x_title), **_axis(log_x)), yaxis=y_axis, annotations=notes or None,
+        xaxis=dict(title=dict(text=x_title), **_axis(log_x, xs)), yaxis=y_axis, annotations=notes or None,
         title=dict(text=title),
         height=height, margin=margins(title, 50 if title else 20), legend=legend_below()))
 

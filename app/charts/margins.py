@@ -274,9 +274,17 @@ def _legend_items(data: list[dict], layout: dict) -> list[str]:
 def fit_margins(data: list[dict], layout: dict) -> dict | None:
     """The figure's margins grown to hold its labels (never smaller than the ones it has), or None when it
     leaves its margins to Plotly (autoexpand off) or needs nothing more."""
+    return fit_layout(data, layout).get("margin")
+
+
+def fit_layout(data: list[dict], layout: dict) -> dict:
+    """What the figure's layout needs changed, as {"margin": fit_margins' margins, "legend": the place of a
+    legend under the plot}: either left out when it needs nothing. A legend under the plot goes right below the
+    x axis's tick labels and title: at a fixed share of the plot's height (legend_below's -0.18) it covered the
+    axis title of every plot shorter than about 300 px (the recipe page's loss curves, the why page's costs)."""
     margin = dict(layout.get("margin") or {})
     if margin.get("autoexpand") is False:
-        return None
+        return {}
     # unset sides: Streamlit's theme sets left and right to 0, Plotly's default top and bottom are 80 px
     given = {s: float(margin[s]) if margin.get(s) is not None else (0.0 if s in "lr" else 80.0) for s in "lrtb"}
     need = dict.fromkeys("lrtb", 0.0)
@@ -325,6 +333,7 @@ def fit_margins(data: list[dict], layout: dict) -> dict | None:
         need["r"] = max(need["r"], max(bars) + 28)
     items = _legend_items(data, layout)
     legend = layout.get("legend") or {}
+    below_axis = None
     if items and legend.get("orientation") == "h" and float(legend.get("y", 1.02)) < 0:
         row_px, rows, width = TICK_PX * 1.6, 1, 0.0
         for item in items:  # assume a plot ~380 px wide (a figure in a column): the legend wraps past that
@@ -332,16 +341,15 @@ def fit_margins(data: list[dict], layout: dict) -> dict | None:
             if width and width + w > 380:
                 rows, width = rows + 1, 0.0
             width += w
-        height = float(layout.get("height") or 450)
         legend_h = rows * row_px + 10
-        # the legend's top sits -y plot heights below the plot; the plot is what the margins leave
-        for _ in range(3):
-            plot_h = max(50.0, height - max(given["t"], need["t"]) - max(given["b"], need["b"]))
-            need["b"] = max(need["b"], -float(legend.get("y")) * plot_h + legend_h + 8)
+        below_axis = need["b"] + SAFETY  # the legend's top: under the x axis's labels and title
+        need["b"] = max(need["b"], below_axis + legend_h + 8)
     out = {}
     for s in "lrtb":
         want = math.ceil(need[s] + SAFETY) if need[s] else 0
         out[s] = max(int(round(given[s])), want)
-    if all(out[s] == given[s] for s in "lrtb"):
-        return None
-    return {**margin, **out}
+    fitted = {} if all(out[s] == given[s] for s in "lrtb") else {"margin": {**margin, **out}}
+    if below_axis is not None:  # in plot heights, as the legend's y is given: the plot is what the margins leave
+        plot_h = max(50.0, float(layout.get("height") or 450) - out["t"] - out["b"])
+        fitted["legend"] = {"y": -round(below_axis / plot_h, 4)}
+    return fitted

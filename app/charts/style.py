@@ -214,28 +214,31 @@ def ready_figure(fig) -> ReadyFigure:
     import plotly.io as pio
     draft = fig.__dict__.get("_atlas_draft")
     if draft is not None:  # an untouched DraftFigure: its dicts as plotly's to_dict writes them
-        margin = _fitted_margins(draft[0], draft[1])
+        fitted = _fitted_layout(draft[0], draft[1])
         d = json.loads(pio.to_json({"data": _packed(draft[0]), "layout": _packed(draft[1])}, validate=False))
         d["layout"].setdefault("template", _default_template(pio.templates.default))
     else:
         plain = fig.to_dict()
-        margin = _fitted_margins(plain.get("data") or [], plain.get("layout") or {})
+        fitted = _fitted_layout(plain.get("data") or [], plain.get("layout") or {})
         d = json.loads(pio.to_json(plain, validate=False))
-    if margin is not None:  # room for the labels before Plotly measures them: the figure is laid out once
-        d.setdefault("layout", {})["margin"] = margin
+    layout = d.setdefault("layout", {})
+    if "margin" in fitted:  # room for the labels before Plotly measures them: the figure is laid out once
+        layout["margin"] = fitted["margin"]
+    if "legend" in fitted:
+        layout["legend"] = {**(layout.get("legend") or {}), **fitted["legend"]}
     toolbar_room(d.setdefault("layout", {}))
     return ReadyFigure(d)
 
 
-def _fitted_margins(data, layout):
-    """app.charts.margins.fit_margins, which only saves the browser a second layout pass: a figure it cannot
-    read keeps its own margins (and Plotly's automatic ones) rather than failing the page. tests/test_margins.py
-    calls it unguarded on every builder's figure."""
-    from app.charts.margins import fit_margins
+def _fitted_layout(data, layout) -> dict:
+    """app.charts.margins.fit_layout, which only saves the browser a second layout pass and puts a legend under
+    the x axis: a figure it cannot read keeps its own margins and legend (and Plotly's automatic margins) rather
+    than failing the page. tests/test_margins.py calls it unguarded on every builder's figure."""
+    from app.charts.margins import fit_layout
     try:
-        return fit_margins(data, layout)
+        return fit_layout(data, layout)
     except Exception:  # noqa: BLE001
-        return None
+        return {}
 
 
 def _packed(props):
