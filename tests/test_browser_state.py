@@ -10,7 +10,7 @@ import pytest
 
 from app.pages_list import PAGES
 from tests.streamlit_server import new_page, rerun, wait_idle
-from tests.test_browser import SHOTS, assert_no_exception, open_page, set_language
+from tests.test_browser import SHOTS, assert_charts_readable, assert_no_exception, open_page, set_language
 
 pytestmark = pytest.mark.browser
 playwright = pytest.importorskip("playwright.sync_api")
@@ -133,6 +133,7 @@ def test_inputs_survive_other_pages_and_a_language_switch(browser, url):
             act(page, action, key, arg)
             assert_no_exception(page, f"{url}: {action} {key}")
         changed = snapshot(page)
+        assert_charts_readable(page, f"{url}: after its controls moved")
         for _, key, _ in RECIPES[url]:
             assert changed["inputs"].get(key) != before_defaults["inputs"].get(key), f"{url}: {key} did not change"
         first, second = others(url)

@@ -26,6 +26,8 @@ import numpy as np
 TICK_PX, TITLE_PX = 12, 14   # Streamlit's theme: tick labels 0.75rem, axis titles 0.875rem
 LINE = 1.35                  # a line of text is this many font sizes high
 SAFETY = 4                   # px added to every estimated side
+TICK_PLOT_PX = 700           # the plot width assumed for whether x labels fit side by side (a chart in the main
+                             # column of a laptop's window; wider, Plotly may leave them level and the room goes unused)
 _NARROW = set("fijlrtI.,:;'!|()[]{}\"` ")
 _WIDE = set("mwMW@%")
 _TAG = re.compile(r"<[^>]+>")
@@ -318,8 +320,12 @@ def fit_layout(data: list[dict], layout: dict) -> dict:
             side = axis.get("side") or "bottom"
             if (side == "bottom" and lo > 0.01) or (side == "top" and hi < 0.99):
                 continue
-            angle = abs(float(axis.get("tickangle") or 0))
+            angle = abs(float(axis.get("tickangle") or 0)) if axis.get("tickangle") != "auto" else 0.0
             tick_h = TICK_PX * LINE * max((_lines(t) for t in ticks), default=1) if ticks else 0.0
+            if not angle and len(ticks) > 1:  # Plotly turns labels that would touch: 30°, or 90° if still too close
+                apart = TICK_PLOT_PX * (hi - lo) / len(ticks)
+                if tick_w + 6 > apart:
+                    angle = 30.0 if apart >= tick_h / math.sin(math.radians(30)) else 90.0
             if angle and ticks:
                 a = math.radians(angle)
                 tick_h = tick_w * math.sin(a) + tick_h * math.cos(a)
