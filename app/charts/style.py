@@ -226,7 +226,7 @@ def ready_figure(fig) -> ReadyFigure:
         layout["margin"] = fitted["margin"]
     if "legend" in fitted:
         layout["legend"] = {**(layout.get("legend") or {}), **fitted["legend"]}
-    toolbar_room(d.setdefault("layout", {}))
+    toolbar_room(layout)
     return ReadyFigure(d)
 
 
