@@ -66,23 +66,24 @@ def line_chart(x, series: dict, *, title="", x_title="", y_title="", log_x=False
     xs = to_np(x)
     traces = [dict(type="scatter", x=xs, y=to_np(ys), mode=mode, name=name, line=dict(color=colour(i), width=2))
               for i, (name, ys) in enumerate(series.items())]
+    values = np.concatenate([to_np(v).ravel() for v in series.values()]) if series else np.array([])
     if vline is not None:  # a trace, not a shape: shapes and annotations misplace x on log axes
-        ys = np.concatenate([to_np(v).ravel() for v in series.values()]) if series else np.array([])
-        ys = ys[np.isfinite(ys) & ((ys > 0) if log_y else True)]
+        ys = values[np.isfinite(values) & ((values > 0) if log_y else True)]
         lo, hi = (ys.min(), ys.max()) if ys.size else (0.0, 1.0)
         traces.append(dict(type="scatter", x=[vline, vline], y=[lo, hi], mode="lines", name=vline_label,
                            line=dict(color="#555", dash="dash", width=1.5)))
-    every_y = np.concatenate([to_np(v).ravel() for v in series.values()]) if (log_y and series) else None
-    notes, y_axis = [], dict(title=dict(text=y_title), **_axis(log_y, every_y, most=max(3, (height - 240) // 30)))
+    y_axis = dict(title=dict(text=y_title), **_axis(log_y, values if log_y else None, most=max(3, (height - 240) // 30)))
+    points = []
     for name, (mx, my, texts) in (markers or {}).items():
         traces.append(dict(type="scatter", x=list(mx), y=list(my), name=name, mode="markers",
                            marker=dict(size=10, symbol="star", color="black")))
-        points = [(float(a), float(b), str(c)) for a, b, c in zip(mx, my, texts)]
-        if points and not log_y:
-            curves = np.concatenate([to_np(v).ravel() for v in series.values()] + [to_np(my).ravel()])
-            notes, top = point_labels(points, xs, curves[np.isfinite(curves)], log_x=log_x, plot_h=max(100, height - 240))
-            if top is not None:
-                y_axis["range"] = top
+        points += [(float(a), float(b), str(c)) for a, b, c in zip(mx, my, texts)]
+    notes = []
+    if points and not log_y:  # every group's labels kept apart from each other
+        every = np.concatenate([values, [y for _, y, _ in points]])
+        notes, top = point_labels(points, xs, every[np.isfinite(every)], log_x=log_x, plot_h=max(100, height - 240))
+        if top is not None:
+            y_axis["range"] = top
     # made in one go: each add_trace / update_* call would validate the whole figure again
     return figure(traces, dict(
         xaxis=dict(title=dict(text=x_title), **_axis(log_x, xs)), yaxis=y_axis, annotations=notes or None,
@@ -90,7 +91,8 @@ def line_chart(x, series: dict, *, title="", x_title="", y_title="", log_x=False
         height=height, margin=margins(title, 50 if title else 20), legend=legend_below()))
 
 
-LABEL_CHAR_PX, LABEL_LINE_PX = 6.8, 16  # a 12 px label: a character's width, a line's height
+LABEL_CHAR_PX, LABEL_LINE_PX = 6.8, 16  # a 12 px label: a character's width (a little wider than margins.text_px
+# estimates, so labels are kept apart with room to spare), a line's height
 LABEL_ABOVE_PX = 18  # from a point to the middle of its label
 NARROW_PLOT_PX = 560  # the labels are spread apart for a plot this wide (a chart in a narrow window)
 
