@@ -1,6 +1,6 @@
 """Text for the attention and multi-head pages: what the learner types (tokens, matrices) and the
 numbers model/ computed, written out as formulas and sentences. No computation and no st.* calls
-(the numbers come from model/lab.py and model/worked_example.py); words come from the catalogue."""
+(the numbers come from model/lessons/lab.py and model/lessons/worked_example.py); words come from the catalogue."""
 from __future__ import annotations
 
 import re
@@ -10,8 +10,9 @@ import numpy as np
 from app.charts.export import csv_text
 from app.format import compact, vector
 from app.i18n import t
-from model.worked_example import (PRINTED_DECIMALS, ChainRow, CellTrace, DotTerms, ExampleReport, SoftmaxTerm,
-                                  WeightedSum)
+from model.lessons.worked_example import (
+    PRINTED_DECIMALS, ChainRow, CellTrace, DotTerms, ExampleReport, SoftmaxTerm, WeightedSum,
+)
 
 # the printed matrices' names as they are shown (S′ with a prime, not an apostrophe)
 DISPLAY = {"S": "S", "S'": "S′", "A": "A", "O": "O"}
@@ -21,12 +22,12 @@ STAGE_FORMULAS = {"raw": "S = QKᵀ", "scaled": "S′ = S / √dₖ", "weights":
 
 
 def stage_name(stage: str) -> str:
-    """The name of a stage (an id of model.lab.STAGE_IDS) as figure title and button label."""
+    """The name of a stage (an id of model.lessons.lab.STAGE_IDS) as figure title and button label."""
     return STAGE_FORMULAS.get(stage) or t(f"attention.stage.{stage}.name")
 
 
 def matrix_to_text(m) -> str:
-    """The inverse of model.worked_example.parse_matrix, for filling the text areas."""
+    """The inverse of model.lessons.worked_example.parse_matrix, for filling the text areas."""
     return "\n".join(" ".join(f"{x:g}" for x in row) for row in np.asarray(m, float))
 
 

@@ -10,7 +10,7 @@
   LaTeX braces in prose stay as they are.
 
 Both languages must have exactly the same keys and sections, and every key the code names must
-exist (tests/test_i18n.py). `lang()` works outside a Streamlit run too (it then returns "en")."""
+exist (tests/app/test_i18n.py). `lang()` works outside a Streamlit run too (it then returns "en")."""
 from __future__ import annotations
 
 import functools

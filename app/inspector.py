@@ -9,8 +9,8 @@ import secrets
 from app.format import code_span, fixed, percent
 from app.i18n import catalogue, lang, t
 from app.resources import device_text
-from model.card import PAPER_BLEU_EN_DE, CardFacts
-from model.vocabulary import case_variant
+from model.training.card import PAPER_BLEU_EN_DE, CardFacts
+from model.data.vocabulary import case_variant
 
 MAX_CHARS = 2000
 MAX_SEED = 2**31 - 1
@@ -181,7 +181,7 @@ def card_rows(facts: CardFacts) -> list[dict]:
 # ----------------------------------------------------------------------------- a language model, position by position
 
 def position_rows(ids: list[int], cands, piece) -> list[dict]:
-    """model.probe.lm_position_candidates over `ids` as table rows; piece(id) gives a token's text."""
+    """model.lessons.probe.lm_position_candidates over `ids` as table rows; piece(id) gives a token's text."""
     col = {k: t(f"inspector.pos_table.{k}") for k in ("position", "token", "next", "probability", "rank", "first")}
     rows = []
     for c in cands:
@@ -198,14 +198,14 @@ def _rounded(v) -> float | None:
 
 
 def stats_rows(stats: list[dict]) -> list[dict]:
-    """Head statistics (model.metrics.summarize_heads) as table rows: 1-based layer/head, rounded."""
+    """Head statistics (model.inference.metrics.summarize_heads) as table rows: 1-based layer/head, rounded."""
     layer, head = t("common.layer"), t("common.head")
     return [{layer: s["layer"] + 1, head: s["head"] + 1, **{t(f"inspector.stat.{k}"): _rounded(s.get(k)) for k in STATS}}
             for s in stats]
 
 
 def averages_rows(averages: list[dict]) -> list[dict]:
-    """model.metrics.layer_averages as table rows: 1-based layers, then the row over everything."""
+    """model.inference.metrics.layer_averages as table rows: 1-based layers, then the row over everything."""
     layer = t("common.layer")
     return [{layer: t("inspector.all") if a["layer"] is None else str(a["layer"] + 1),
              **{t(f"inspector.stat.{k}"): _rounded(v) for k, v in a.items() if k != "layer"}}

@@ -1,12 +1,12 @@
 """The background-training job manager: one object per server, shared by every session.
 
-Each training run is a subprocess, `python -m model.train --config RUNS/<id>/config.json ...
+Each training run is a subprocess, `python -m model.training.train --config RUNS/<id>/config.json ...
 --out RUNS/<id>`, never a thread of the server. Everything about a run lives in its folder, so a
 restarted server (a new manager) finds the runs again:
 
     RUNS/<id>/job.json      written by the manager only: options, the command, pid, queue time
     RUNS/<id>/config.json   the model (a TransformerConfig) the trainer builds, exactly
-    RUNS/<id>/status.json   "queued" from the manager; then the trainer's own status (model/run_files.py)
+    RUNS/<id>/status.json   "queued" from the manager; then the trainer's own status (model/training/run_files.py)
     RUNS/<id>/metrics.jsonl the trainer's curves          RUNS/<id>/train.log  its stdout + stderr
     RUNS/<id>/checkpoint.pt, model/, corpus.tsv (an uploaded corpus)
 
@@ -24,8 +24,8 @@ A classroom shares one server (docs/classroom.md):
 - limits: active runs per owner (ATLAS_QUEUE_PER_SESSION, 3) and in all (ATLAS_QUEUE_TOTAL, 12),
   and a disk budget for RUNS (ATLAS_RUNS_BUDGET_MB, 2000), each refused with a UserError.
 - a standby trainer: while a slot is free, the training page asks for a trainer process started ahead of
-  time (`prepare()`, model/train_standby.py), which has imported torch; the next launch hands it its run
-  instead of starting `python -m model.train`, so the first step comes ~5 s sooner. Same options, same
+  time (`prepare()`, model/training/standby.py), which has imported torch; the next launch hands it its run
+  instead of starting `python -m model.training.train`, so the first step comes ~5 s sooner. Same options, same
   files, same exit codes; ATLAS_TRAINER_STANDBY=0 turns it off.
 - threads: the trainers get `thread_budget()`'s share of the cores (--threads, OMP_NUM_THREADS), the
   server's own torch the rest (`apply_server_threads()`, called by app/main.py).
@@ -63,12 +63,13 @@ from pathlib import Path
 
 from app import jobs_estimate
 from app.jobs_options import DEFAULT_TASK, MAX_PARAMETERS, TrainOptions, train_arguments, validate_options
-from model.allocator import HUGE_PAGES
+from model.training.allocator import HUGE_PAGES
 from model.atomic import atomic_write_json
-from model.corpus import SYNTHETIC_TASKS, TASKS
+from model.data.corpus import SYNTHETIC_TASKS, TASKS
 from model.messages import Message, UserError
-from model.run_files import (ACTIVE, STATES, clean_metrics, message_code, read_json_object, read_metrics,
-                             status_message, update_status)
+from model.training.run_files import (
+    ACTIVE, STATES, clean_metrics, message_code, read_json_object, read_metrics, status_message, update_status,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS_ENV = "ATLAS_RUNS_DIR"
@@ -76,7 +77,7 @@ MAX_RUNS_ENV = "ATLAS_MAX_RUNS"
 THREADS_ENV = "ATLAS_TRAIN_THREADS"
 TEACHER_ENV = "ATLAS_TEACHER_MODE"
 STANDBY_ENV = "ATLAS_TRAINER_STANDBY"  # "0": no trainer started ahead of time (the tests' default)
-STANDBY_MODULE = "model.train_standby"
+STANDBY_MODULE = "model.training.standby"
 STANDBY_IDLE_SECONDS = 900  # an unused standby trainer exits after this long; the page starts another
 PER_OWNER_ENV, PER_OWNER_DEFAULT = "ATLAS_QUEUE_PER_SESSION", 3  # active (queued or running) runs of one session
 TOTAL_ENV, TOTAL_DEFAULT = "ATLAS_QUEUE_TOTAL", 12                # active runs of everyone together
@@ -281,7 +282,7 @@ def wait_for_warm_up(timeout: float = 30.0) -> None:
     at once can each hold a module the other needs; Python then hands one of them a half-initialised module
     ("partially initialized module 'pandas' has no attribute 'Series'", seen on a page's first run beside the
     warm-up). So every page but the first waits here: it would have imported the same modules itself, so the
-    wait costs it little (tests/test_warm.py)."""
+    wait costs it little (tests/app/test_warm.py)."""
     if _WARM_UP_STARTED:
         _WARM_UP_DONE.wait(timeout)
 
@@ -334,8 +335,8 @@ def runs_dir() -> Path:
     return Path(env).expanduser().resolve() if env else ROOT / "runs"
 
 
-def pid_alive(pid, run_dir: Path | None = None, program: str = "model.train") -> bool:
-    """Is `pid` a live trainer of `run_dir` (or another of our programs, e.g. "model.study")? os.kill(pid, 0)
+def pid_alive(pid, run_dir: Path | None = None, program: str = "model.training.train") -> bool:
+    """Is `pid` a live trainer of `run_dir` (or another of our programs, e.g. "model.training.study")? os.kill(pid, 0)
     says whether the pid exists; on Linux /proc/<pid> also rules out zombies and a pid reused by another
     program after a reboot or crash (its command line must hold `program` and the run folder's name)."""
     try:
@@ -364,10 +365,12 @@ def pid_alive(pid, run_dir: Path | None = None, program: str = "model.train") ->
         return True
     if stat[stat.rfind(")") + 2:][:1] in ("Z", "X"):
         return False  # exited, not yet reaped
-    if not any(program in part for part in cmdline):
+    # a run handed to the standby trainer runs under the standby's command line
+    programs = (program, STANDBY_MODULE) if program == "model.training.train" else (program,)
+    if not any(name in part for part in cmdline for name in programs):
         return False
     if run_dir is not None and not any(run_dir.name in part for part in cmdline):
-        try:  # a standby trainer that took this run works in its folder (model/train_standby.py)
+        try:  # a standby trainer that took this run works in its folder (model/training/standby.py)
             return os.path.basename(os.readlink(proc / "cwd")) == run_dir.name
         except OSError:
             return False
@@ -456,7 +459,7 @@ class JobManager:
         self._lock = threading.RLock()
         self._procs: dict[str, subprocess.Popen] = {}
         self.standby = os.environ.get(STANDBY_ENV, "1") != "0" if standby is None else standby
-        self._standby: subprocess.Popen | None = None  # a trainer waiting for a run (model/train_standby.py)
+        self._standby: subprocess.Popen | None = None  # a trainer waiting for a run (model/training/standby.py)
         self._standby_ready = False
         try:  # recover: runs whose process vanished are settled; queued runs start
             self.root.mkdir(parents=True, exist_ok=True)
@@ -629,7 +632,7 @@ class JobManager:
         (a stored command line is never executed: a crafted job.json in the runs folder must not run a
         program). None when the options are missing or do not pass the page's own checks."""
         if job.get("resume") and (d / "args.json").exists():
-            return [self.python, "-m", "model.train", "--resume", str(d), "--threads", str(self.threads)]
+            return [self.python, "-m", "model.training.train", "--resume", str(d), "--threads", str(self.threads)]
         stored = job.get("options")
         if not isinstance(stored, dict):
             return None
@@ -641,7 +644,7 @@ class JobManager:
             validate_options(o)
         except (TypeError, ValueError, OSError):  # UserError is a ValueError
             return None
-        cmd = [self.python, "-m", "model.train", "--config", str(d / "config.json"), *train_arguments(o)]
+        cmd = [self.python, "-m", "model.training.train", "--config", str(d / "config.json"), *train_arguments(o)]
         if o.task == "tsv":
             cmd += ["--tsv", str(d / "corpus.tsv")]
         return cmd + ["--threads", str(self.threads), "--out", str(d)]
@@ -657,7 +660,7 @@ class JobManager:
             with open(d / "train.log", "ab") as log:
                 log.write(f"\n$ {' '.join(cmd)}\n".encode())
                 log.flush()
-                proc = self._hand_to_standby(d, cmd[3:])  # cmd[3:]: the options after `python -m model.train`
+                proc = self._hand_to_standby(d, cmd[3:])  # cmd[3:]: the options after `python -m model.training.train`
                 if proc is None:
                     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
                                             stderr=subprocess.STDOUT, start_new_session=True)
@@ -676,7 +679,7 @@ class JobManager:
 
     # ---- the standby trainer
     def prepare(self) -> None:
-        """Start a standby trainer (model/train_standby.py) unless one is waiting, every slot is busy (a new
+        """Start a standby trainer (model/training/standby.py) unless one is waiting, every slot is busy (a new
         run would queue, and the import would slow the running trainers) or standby trainers are off. The
         training page calls this on every visit; cheap when one is already there."""
         if not self.standby:
@@ -748,7 +751,7 @@ class JobManager:
 
     def trainer_env(self) -> dict:
         """The trainer's environment: this manager's thread budget for OpenMP too, the repository importable,
-        torch's large tensors on huge pages (model/allocator.py)."""
+        torch's large tensors on huge pages (model/training/allocator.py)."""
         env = {**HUGE_PAGES, **os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": str(self.threads),
                "MKL_NUM_THREADS": str(self.threads)}
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
@@ -777,7 +780,7 @@ class JobManager:
                 n += 1
                 run_id = f"{base}-{n}"
             d = self.root / run_id
-            cmd = [self.python, "-m", "model.train", "--config", str(d / "config.json"), *train_arguments(options)]
+            cmd = [self.python, "-m", "model.training.train", "--config", str(d / "config.json"), *train_arguments(options)]
             if options.task == "tsv":
                 cmd += ["--tsv", str(d / "corpus.tsv")]
             cmd += ["--threads", str(self.threads), "--out", str(d)]

@@ -14,7 +14,7 @@ from model.messages import UserError
 
 @functools.cache
 def vocab_size(task: str) -> int:
-    from model.tokenizer import build_tokenizer
+    from model.data.tokenizer import build_tokenizer
     return build_tokenizer(task).vocab_size
 
 
@@ -23,7 +23,7 @@ _TOKENS: dict[str, float] = {}  # tokens per example of each built-in task, once
 
 def _task_tokens(task: str) -> float:
     if task not in _TOKENS:
-        from model.corpus import train_head
+        from model.data.corpus import train_head
         _TOKENS[task] = _average_tokens(task, train_head(task, UPLOAD_SAMPLE))
     return _TOKENS[task]
 
@@ -75,11 +75,11 @@ def _kept_tokens_path():
     import hashlib
     from pathlib import Path
 
-    from model.corpus import LEXICON_PATH, cache_dir
-    from model.tokenizer import DEFAULT_DIR
+    from model.data.corpus import LEXICON_PATH, cache_dir
+    from model.data.tokenizer import DEFAULT_DIR
     here = Path(__file__).resolve()
     digest = hashlib.sha256()
-    for part in (here.parent.parent / "model" / "corpus.py", LEXICON_PATH, DEFAULT_DIR / "tokenizer.model", here,
+    for part in (here.parent.parent / "model" / "data" / "corpus.py", LEXICON_PATH, DEFAULT_DIR / "tokenizer.model", here,
                  here.parent / "jobs_options.py"):
         digest.update(part.read_bytes())
     return cache_dir() / f"estimate-tokens-{digest.hexdigest()[:16]}.json"
@@ -108,7 +108,7 @@ def _keep_tokens(path, values: dict[str, float]) -> None:
 
 
 def _average_tokens(task: str, pairs: list[tuple[str, str]]) -> float:
-    from model.tokenizer import build_tokenizer
+    from model.data.tokenizer import build_tokenizer
     tok = build_tokenizer(task)
     pairs = pairs[:UPLOAD_SAMPLE] or [("", "")]
     limit = MAX_LEN - 2
@@ -188,12 +188,12 @@ def estimate(o: TrainOptions, threads: int, pairs: list[tuple[str, str]] | None 
     if is_family(o.task):
         return family_estimate(o)
     import torch
-    from model.transformer import Transformer
+    from model.nn.transformer import Transformer
     cfg = config_for(o)
     with torch.device("meta"):
         params = Transformer(cfg).num_parameters()
     if o.task == "tsv" and pairs is None and o.tsv_bytes:
-        from model.corpus import read_tsv_corpus
+        from model.data.corpus import read_tsv_corpus
         with contextlib.suppress(UserError):
             pairs = read_tsv_corpus(o.tsv_bytes, max_bytes=MAX_UPLOAD_BYTES)
     tok_ex = tokens_per_example(o.task, pairs)

@@ -9,20 +9,20 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from model.config import PRESETS, TransformerConfig
-from model.corpus import ASSETS, TASKS, read_tsv_corpus, split_pairs
+from model.nn.config import PRESETS, TransformerConfig
+from model.data.corpus import ASSETS, TASKS, read_tsv_corpus, split_pairs
 from model.family import FAMILY_TASKS
 from model.messages import Message, UserError
 
 ALL_TASKS = TASKS + ("tsv",) + tuple(FAMILY_TASKS)  # the family members train their own architecture
 DEFAULT_TASK = "copy"  # what the training page offers first
 SIZES = ("tiny", "small", "custom")
-SIZE_PRESET = {"tiny": "tiny", "small": "teaching", "custom": "teaching"}  # model.config.PRESETS names
+SIZE_PRESET = {"tiny": "tiny", "small": "teaching", "custom": "teaching"}  # model.nn.config.PRESETS names
 # A recipe per size that works on a CPU (the tiny one learns the copy task in ~300 steps).
 RECIPES = {"tiny": dict(steps=300, batch_size=32, warmup=100, lr_factor=0.5),
            "small": dict(steps=1000, batch_size=64, warmup=400, lr_factor=1.0),
            "custom": dict(steps=500, batch_size=32, warmup=200, lr_factor=0.5)}
-# A task's own recipe for a size, where one was measured (issue 13, docs/benchmarks.md "Training recipe"):
+# A task's own recipe for a size, where one was measured (docs/benchmarks.md "Training recipe"):
 # en-ko at the small size batches by tokens (sentences of similar length together: ~5% padding instead of
 # ~49% with 64 random sentences) with a shorter warm-up and a lower peak rate, which leaves the loss plateau
 # sooner; 1,200 steps of 1,024 tokens see about as many sentences as 1,000 steps of 64, at half the compute.
@@ -185,7 +185,7 @@ def model_config(o: TrainOptions, vocab_size: int) -> TransformerConfig:
     if is_family(o.task):
 
         from model.family import family_task
-        from model.train import build_parser
+        from model.training.train import build_parser
         args = build_parser().parse_args(["--task", o.task, "--seed", str(int(o.seed))])
         return family_task(o.task, o.seed).default_config(args)
     if o.size not in SIZES:

@@ -9,8 +9,8 @@ import streamlit as st
 from app.jobs import runs_dir  # one rule for where runs live: $ATLAS_RUNS_DIR or runs/
 
 from app.i18n import t
-from model.config import PRESETS, TransformerConfig, parameter_formula
-from model.device import DeviceParts, best_device, cpu_only_machine, device_parts, parse_description
+from model.nn.config import PRESETS, TransformerConfig, parameter_formula
+from model.nn.device import DeviceParts, best_device, cpu_only_machine, device_parts, parse_description
 
 
 def settle_heap() -> None:
@@ -38,7 +38,7 @@ def _device_parts(device: str | None) -> DeviceParts:
 
 def device_text(parts: DeviceParts | str | None) -> str:
     """A device in the current language: DeviceParts, or a description as the trainer recorded it
-    (model.device.describe_device); a description it cannot read is shown as it is."""
+    (model.nn.device.describe_device); a description it cannot read is shown as it is."""
     if isinstance(parts, str):
         parts = parse_description(parts) or parts
     if not isinstance(parts, DeviceParts):
@@ -54,8 +54,8 @@ def device_description(device=None) -> str:
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def parameter_count(config_dict: dict) -> int:
-    """Exact parameter count of a configuration, term by term (model.transformer.parameter_formula: instant,
-    and checked against counting the tensors of a model built on the meta device in tests/test_table3.py)."""
+    """Exact parameter count of a configuration, term by term (model.nn.transformer.parameter_formula: instant,
+    and checked against counting the tensors of a model built on the meta device in tests/model/test_table3.py)."""
     return parameter_formula(TransformerConfig.from_dict(config_dict))
 
 
@@ -66,14 +66,14 @@ def preset_parameter_count(name: str) -> int:
 @st.cache_resource(show_spinner=False)
 def shared_tokenizer():
     """The shipped sentencepiece tokenizer (English and Korean)."""
-    from model.tokenizer import load_tokenizer
+    from model.data.tokenizer import load_tokenizer
     return load_tokenizer()
 
 
 @st.cache_resource(show_spinner=False)
 def demo_model(vocab_size: int):
-    """The masks page's small encoder-decoder with seeded random weights (model.probe)."""
-    from model.probe import seeded_demo_model
+    """The masks page's small encoder-decoder with seeded random weights (model.lessons.probe)."""
+    from model.lessons.probe import seeded_demo_model
     return seeded_demo_model(vocab_size)
 
 
@@ -164,7 +164,7 @@ def pretrained_dtype(device):
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _load(path: str, stamp: float):
-    from model.checkpoint import load_model_dir
+    from model.training.checkpoint import load_model_dir
     from model.hub import is_hf_folder, load_pretrained
     if is_hf_folder(Path(path)):
         device = best_device()
@@ -194,30 +194,30 @@ def warm_first_model() -> None:
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _vocabulary(path: str, stamp: float):
-    from model.vocabulary import model_vocabulary
+    from model.data.vocabulary import model_vocabulary
     return model_vocabulary(load_model(Path(path)))
 
 
 def vocabulary(path: Path):
-    """What the model's input side met in training (model.vocabulary.Vocabulary: token ids, words, a
+    """What the model's input side met in training (model.data.vocabulary.Vocabulary: token ids, words, a
     palette); cached per version of the weights."""
     return _vocabulary(str(path), _stamp(Path(path)))
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _card(path: str, stamp: float):
-    from model.card import card_facts
+    from model.training.card import card_facts
     return card_facts(load_model(Path(path)))
 
 
 def card(path: Path):
-    """The model's key facts (model.card.CardFacts), cached per version of the weights."""
+    """The model's key facts (model.training.card.CardFacts), cached per version of the weights."""
     return _card(str(path), _stamp(Path(path)))
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _translation(path: str, stamp: float, text: str, greedy: bool, beam: int):
-    from model.decode import translate
+    from model.inference.decode import translate
     return translate(load_model(Path(path)), text, beam_size=beam, greedy=greedy)
 
 
@@ -228,7 +228,7 @@ def translation(path: Path, text: str, greedy: bool, beam: int):
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _forward_pass(path: str, stamp: float, ids: tuple[int, ...]):
-    from model.probe import forward_attention
+    from model.lessons.probe import forward_attention
     return forward_attention(load_model(Path(path)).model, list(ids))
 
 
@@ -240,7 +240,7 @@ def forward_pass(path: Path, ids: list[int]):
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _lm_positions(path: str, stamp: float, ids: tuple[int, ...], k: int):
-    from model.probe import lm_position_candidates
+    from model.lessons.probe import lm_position_candidates
     return lm_position_candidates(load_model(Path(path)).model, list(ids), k)
 
 
@@ -264,12 +264,12 @@ def fill_mask(path: Path, text: str, text_b: str = ""):
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _next_token(path: str, stamp: float, ids: tuple[int, ...], temperature: float, top_k: int):
-    from model.decode import lm_next_token
+    from model.inference.decode import lm_next_token
     return lm_next_token(load_model(Path(path)).model, list(ids), temperature=temperature, top_k=top_k)
 
 
 def next_token(path: Path, ids: list[int], temperature: float, top_k: int):
-    """A decoder-only model's next-token probabilities and attention for ids (model.decode.lm_next_token),
+    """A decoder-only model's next-token probabilities and attention for ids (model.inference.decode.lm_next_token),
     cached per (model version, ids, temperature, top-k): every session typing the same text shares one pass."""
     return _next_token(str(path), _stamp(Path(path)), tuple(ids), float(temperature), int(top_k))
 

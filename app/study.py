@@ -1,5 +1,5 @@
 """The Table 3 study for the page: the shipped table, a learner's own rerun (a background
-`python -m model.study` process, one per server), and the reading of the paper's conclusions against our
+`python -m model.training.study` process, one per server), and the reading of the paper's conclusions against our
 numbers. No Streamlit here: it is tested on its own."""
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 from app.jobs import JobManager, pid_alive, runs_dir
 from model.messages import UserError
-from model.study import DEFAULTS, RESULT, read_json
-from model.table3 import STUDY_ROWS
+from model.training.study import DEFAULTS, RESULT, read_json
+from model.lessons.table3 import STUDY_ROWS
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "assets" / "study" / "table3.json"
@@ -29,7 +29,7 @@ def study_dir() -> Path:
 
 
 def load_table(path: Path) -> dict | None:
-    """A study document (model.study's table3.json), or None when missing or not one."""
+    """A study document (model.training.study's table3.json), or None when missing or not one."""
     doc = read_json(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
         return None
@@ -100,7 +100,7 @@ def verdicts(doc: dict, metric: str = "perplexity") -> list[Verdict]:
     """Each conclusion of the paper against our rows, by the median over seeds: reproduced when our
     difference has the paper's sign and exceeds 5 % (for "same": when within 5 %), not reproduced when it has
     the opposite sign beyond 5 %, unclear otherwise."""
-    from model.table3 import paper_row
+    from model.lessons.table3 import paper_row
     rows = {r["row"]: r for r in doc["rows"]}
     out = []
     for c in CLAIMS:
@@ -157,11 +157,11 @@ def state(folder: Path | None = None) -> dict:
 
 
 def _alive(pid) -> bool:
-    return pid_alive(pid, program="model.study")
+    return pid_alive(pid, program="model.training.study")
 
 
 def start(rows: list[str], seeds: int, *, fresh: bool, folder: Path | None = None) -> list[str]:
-    """Start `python -m model.study table3` on `rows` in the background; the argv started. UserError when
+    """Start `python -m model.training.study table3` on `rows` in the background; the argv started. UserError when
     one is already running, the choice is empty or out of range, or the folder cannot be written."""
     folder = folder or study_dir()
     if state(folder)["state"] == "running":
@@ -171,7 +171,7 @@ def start(rows: list[str], seeds: int, *, fresh: bool, folder: Path | None = Non
         raise UserError("study.errors.no_rows")
     if not (isinstance(seeds, int) and 1 <= seeds <= MAX_SEEDS):
         raise UserError("study.errors.seeds", most=MAX_SEEDS)
-    argv = [sys.executable, "-m", "model.study", "table3", "--out", str(folder), "--rows", ",".join(rows),
+    argv = [sys.executable, "-m", "model.training.study", "table3", "--out", str(folder), "--rows", ",".join(rows),
             "--seeds", str(seeds), "--threads", str(DEFAULTS["threads"]), "--workers", "1"]
     if fresh:
         argv.append("--fresh")

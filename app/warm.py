@@ -207,7 +207,7 @@ GROUPS = (_texts, _fields, _choices, _numbers, _boxes, _grid)
 def elements() -> None:
     """The hidden button the script clicks, once per group of GROUPS; each click reruns this fragment only,
     which then draws the next group (one element of each kind the pages use: inputs, KaTeX, tabs, a form, the
-    data grid...) in the hidden box it is called in, in place of the group before. tests/test_warm.py checks
+    data grid...) in the hidden box it is called in, in place of the group before. tests/app/test_warm.py checks
     the groups against the pages. Interactive elements carry no key: their state goes with them at the next
     run. A full run draws the button alone."""
     if not st.button(t("common.warm_up"), key=ELEMENTS_KEY):

@@ -16,7 +16,7 @@ OUT = Path(__file__).resolve().parent / "results"
 def _count_cpu_flash_attention():
     """torch's FlopCounterMode knows the CUDA attention kernels but not the CPU's fused one, which the trainer's
     step runs: without this, a step on that path is credited ~4% fewer FLOPs than the same step done with explicit
-    matmuls (tests/test_bench_flops.py). Counted as the model's math, as on the explicit path: QKᵀ and ×V forward,
+    matmuls (tests/model/test_bench_flops.py). Counted as the model's math, as on the explicit path: QKᵀ and ×V forward,
     dV, dP, dQ, dK backward (not the kernel's recomputation of QKᵀ, which torch counts for its CUDA kernels);
     a causal mask is counted in full, as everywhere else."""
     from torch.utils import flop_counter as fc

@@ -1,4 +1,4 @@
-"""Every control of every page in a real browser (issue 13), against a bare Streamlit page in the same run.
+"""Every control of every page in a real browser, against a bare Streamlit page in the same run.
 
     python bench/controls.py [--pages attention,masks,...] [--langs en,ko] [--repeats 3] [--all-options] [--list]
                              [--no-first] [--no-controls] [--read-first-s 10]
@@ -441,7 +441,7 @@ def set_open(tab: Tab, o: dict, want: bool, quiet_ms: int, timeout_s: float) -> 
 
 def lazy_controls(tab: Tab, base: list[dict], quiet_ms: int, timeout_s: float, via: tuple = (),
                   known: set | None = None) -> tuple[list[dict], list[dict]]:
-    """Controls that a page draws only inside an opened expander or tab (issue 13: the inspector's palette and
+    """Controls that a page draws only inside an opened expander or tab (the inspector's palette and
     its word groups, the printed example's tabs). Each closed expander and tab is opened once: one whose
     opening reruns the page is lazy; opening it is a control of its own, and the controls it adds are measured
     with it open (`via`: the lazy containers to open first, outermost first). Lazy containers inside a lazy

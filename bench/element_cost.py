@@ -1,4 +1,4 @@
-"""What one Streamlit element costs the browser when a page opens (run by hand; issue 13).
+"""What one Streamlit element costs the browser when a page opens (run by hand).
 
 A scratch app with two pages: an empty one and one that draws N elements of one kind. The bench opens the second
 page from the sidebar again and again in headless Chromium and records, with the DevTools CPU profiler, the

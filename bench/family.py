@@ -1,4 +1,4 @@
-"""The family page's interactions (issue 14 budget: each under 300 ms of server time on this CPU).
+"""The family page's interactions (each under 300 ms of server time on this CPU).
 
     python -m bench.family [--repeats 8]
 

@@ -1,4 +1,4 @@
-"""The first opening of each page in a browser tab, two checkouts side by side (issue 13).
+"""The first opening of each page in a browser tab, two checkouts side by side.
 
     python bench/first_open.py --a /tmp/before/app/main.py [--b app/main.py] [--rounds 4] [--read-s 10]
                                [--pages attention,positional,why] [--langs en,ko] [--name first-open-<date>]

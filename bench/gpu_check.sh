@@ -12,7 +12,7 @@ python3 bench/inspector_latency.py --device cuda --repeats 50
 # the why page's measurement on the card: one forward pass of each layer, n up to 16,384
 python3 -c "
 import json, sys; sys.path.insert(0, '.')
-from model.complexity import time_layers
+from model.lessons.complexity import time_layers
 res = time_layers([16, 64, 256, 1024, 4096, 16384], device='cuda', repeats=5, budget_s=120)
 print(json.dumps(res, indent=1)); json.dump(res, open('bench/results/complexity_cuda.json', 'w'), indent=1)"
 if [ -n "${OUT:-}" ]; then cp bench/results/*cuda*.json "$OUT"/; fi

@@ -18,8 +18,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from app.charts.heatmaps import attention_heatmap, head_grid  # noqa: E402
 from bench.common import machine, sync, table, write  # noqa: E402
-from model.checkpoint import load_model_dir  # noqa: E402
-from model.decode import greedy_decode  # noqa: E402
+from model.training.checkpoint import load_model_dir  # noqa: E402
+from model.inference.decode import greedy_decode  # noqa: E402
 
 SENTENCE = "My friend did not buy a red apple at the market today ."  # 12 words (some out of domain)
 IN_DOMAIN = "The teacher did not buy a red apple yesterday."

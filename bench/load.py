@@ -36,7 +36,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 
 from bench.common import machine, table, write  # noqa: E402
-from model.probe import example_groups  # noqa: E402
+from model.lessons.probe import example_groups  # noqa: E402
 from tests.streamlit_server import served  # noqa: E402
 
 PAGE = "inspector"

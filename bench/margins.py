@@ -1,4 +1,4 @@
-"""Which figures Plotly lays out twice in the browser (issue 13).
+"""Which figures Plotly lays out twice in the browser.
 
     python bench/margins.py [--pages attention,masks,...] [--langs en,ko] [--out bench/results/margins.json]
 

@@ -1,4 +1,4 @@
-"""Pretrained-model budgets (issue 11), measured with random weights of opus-mt-en-de's exact shape
+"""Pretrained-model budgets, measured with random weights of opus-mt-en-de's exact shape
 (73.9M parameters: vocab 58,101, d_model 512, 6+6 layers, 8 heads, d_ff 2048, swish, [sin|cos] positions):
 
 1. importing the folder (config + safetensors + tokenizer -> our Transformer)  budget < 5 s
@@ -61,9 +61,9 @@ def timed(fn, n: int) -> list[float]:
 
 def main() -> dict:
     from app.charts.heatmaps import head_grid
-    from model.decode import greedy_decode, translate
+    from model.inference.decode import greedy_decode, translate
     from model.hub import load_pretrained
-    from model.probe import kind_weights
+    from model.lessons.probe import kind_weights
 
     torch.set_num_threads(max(1, torch.get_num_threads()))
     with tempfile.TemporaryDirectory() as tmp:

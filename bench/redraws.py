@@ -1,4 +1,4 @@
-"""Which charts each control redraws: a census in headless Chromium (issue 13, where a control's browser time goes).
+"""Which charts each control redraws: a census in headless Chromium (where a control's browser time goes).
 
     python bench/redraws.py [--pages attention,masks,...] [--langs en,ko] [--name redraws-DATE]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.train_throughput import SIZES, make_step, ours  # noqa: E402  (first: it sets the trainer's environment)
-from model.allocator import keep_freed_memory  # noqa: E402
+from model.training.allocator import keep_freed_memory  # noqa: E402
 
 import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402

@@ -1,14 +1,14 @@
-"""Time to 95% test exact match of en-ko training recipes, side by side (issue 13).
+"""Time to 95% test exact match of en-ko training recipes, side by side.
 
     python bench/train_recipe.py [--budget 240] [--check-every 12] [--target 0.95] [--threads 1]
                                  [--recipes before,after] [--keep-going] [--extra NAME=OPTIONS]
     python bench/train_recipe.py --first-step [--repeats 3]   # trainer start -> its first metrics line
     python bench/train_recipe.py --first-step --via-manager   # the page's Start: plain against standby trainer
 
-Each recipe is a list of `python -m model.train` options; the bench builds the trainer's own model,
-optimiser, schedule and batches (model.train._Seq2Seq), trains, and every --check-every seconds of
+Each recipe is a list of `python -m model.training.train` options; the bench builds the trainer's own model,
+optimiser, schedule and batches (model.training.train._Seq2Seq), trains, and every --check-every seconds of
 training scores greedy exact match on the whole test split exactly as `--export` does
-(model.evaluate.score_test's greedy pass: model.decode.greedy_decode_batch + model.metrics.exact_match).
+(model.inference.evaluate.score_test's greedy pass: model.inference.decode.greedy_decode_batch + model.inference.metrics.exact_match).
 Time = training wall time only (batching, forward, backward, optimiser step), evaluation left out.
 The recipes take turns, one checkpoint interval each, every recipe with its own torch RNG state, so load
 from other work on a shared machine hits them alike. Reports per recipe: tokens/s (real source + target
@@ -25,20 +25,20 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from model.allocator import keep_freed_memory, request_huge_pages  # noqa: E402  (imports no torch)
+from model.training.allocator import keep_freed_memory, request_huge_pages  # noqa: E402  (imports no torch)
 
-if "--default-malloc" not in sys.argv:  # the trainer process's settings (model/allocator.py); before torch's import
+if "--default-malloc" not in sys.argv:  # the trainer process's settings (model/training/allocator.py); before torch's import
     request_huge_pages()
 
 import torch  # noqa: E402
 
 from bench.common import machine, table, write  # noqa: E402
 from app.jobs_options import RECIPES, task_recipe, train_arguments, TrainOptions  # noqa: E402
-from model.decode import greedy_decode_batch  # noqa: E402
-from model.metrics import exact_match  # noqa: E402
-from model.train import _Seq2Seq, build_parser  # noqa: E402
-from model.train_data import encode_pairs, load_task  # noqa: E402
-from model.schedule import ADAM_BETAS, ADAM_EPS, noam_lambda  # noqa: E402
+from model.inference.decode import greedy_decode_batch  # noqa: E402
+from model.inference.metrics import exact_match  # noqa: E402
+from model.training.train import _Seq2Seq, build_parser  # noqa: E402
+from model.data.train_data import encode_pairs, load_task  # noqa: E402
+from model.training.schedule import ADAM_BETAS, ADAM_EPS, noam_lambda  # noqa: E402
 
 # What the training page starts for task en-ko, size "small" (app/jobs_options), as trainer options.
 PAGE_SMALL = ["--preset", "teaching", "--max-len", "64"]
@@ -68,7 +68,7 @@ class Contender:
         torch.manual_seed(self.args.seed)
         self.model = self.job.build(cfg).to(device)
         self.opt, self.sched = self.job.optimizer(self.model, self.args)
-        if name == "before":  # the trainer before issue 13: Adam's per-parameter loop, not the fused kernel
+        if name == "before":  # the older trainer: Adam's per-parameter loop, not the fused kernel
             self.opt = torch.optim.Adam(self.model.parameters(), lr=1.0, betas=ADAM_BETAS, eps=ADAM_EPS)
             self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, noam_lambda(cfg.d_model, self.args.warmup,
                                                                                    self.args.lr_factor))
@@ -109,7 +109,7 @@ class Contender:
 
     def scored_model(self):
         """The model a run ending now would export: with --average-last K, the mean of the last K snapshots
-        (model.train.Averaging; the live weights while there is none yet)."""
+        (model.training.train.Averaging; the live weights while there is none yet)."""
         if not self.snapshots:
             return self.model
         import copy
@@ -152,7 +152,7 @@ def first_step(repeats: int, threads: int, name: str = "train_first_step") -> No
     import subprocess
     import tempfile
     from app.jobs_options import model_config
-    from model.train_data import build_tokenizer
+    from model.data.train_data import build_tokenizer
     root = Path(__file__).resolve().parent.parent
     o = TrainOptions(task="en-ko", size="small", **task_recipe("en-ko", "small"))
     rows = []
@@ -165,7 +165,7 @@ def first_step(repeats: int, threads: int, name: str = "train_first_step") -> No
             out = Path(tmp) / f"run{i}"
             env = {**os.environ, "ATLAS_CACHE_DIR": str(cold_cache), "OMP_NUM_THREADS": str(threads)}
             t0 = time.perf_counter()
-            proc = subprocess.Popen([sys.executable, "-m", "model.train", "--config", str(cfg), *train_arguments(o),
+            proc = subprocess.Popen([sys.executable, "-m", "model.training.train", "--config", str(cfg), *train_arguments(o),
                                      "--threads", str(threads), "--out", str(out)], cwd=root, env=env,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             running = first = cpu = None
@@ -194,7 +194,7 @@ def first_step(repeats: int, threads: int, name: str = "train_first_step") -> No
 def first_step_via_manager(repeats: int, threads: int, name: str = "train_first_step_manager") -> None:
     """The training page's path: app.jobs.JobManager.start() -> the first "train" line of metrics.jsonl, with
     a plain trainer started at the click and with the standby trainer the page starts ahead of time
-    (JobManager.prepare(), model/train_standby.py), taking turns; the cache of encoded splits warm."""
+    (JobManager.prepare(), model/training/standby.py), taking turns; the cache of encoded splits warm."""
     import tempfile
     from app.jobs import JobManager
     o = TrainOptions(task="en-ko", size="small", **task_recipe("en-ko", "small"))
@@ -254,7 +254,7 @@ def main():
                    help="another recipe: a name and trainer options, e.g. 'x=--batch-tokens 2048 --warmup 200'")
     p.add_argument("--default-malloc", action="store_true",
                    help="leave glibc's malloc thresholds and torch's page size as they are (the trainer's process "
-                        "keeps freed memory and asks for huge pages: model/allocator.py)")
+                        "keeps freed memory and asks for huge pages: model/training/allocator.py)")
     p.add_argument("--name", default=None, help="result file name (default: train_recipe, with --first-step "
                    "train_first_step or, with --via-manager, train_first_step_manager)")
     args = p.parse_args()

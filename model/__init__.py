@@ -1,6 +1,6 @@
 """Attention Atlas model package: plain PyTorch, no Streamlit.
 
-The names below load on first use (PEP 562), so `import model.config` and the other torch-free modules
+The names below load on first use (PEP 562), so `import model.nn.config` and the other torch-free modules
 (the corpus, the paper's numbers, the run files) do not import torch: a page that shows no tensor draws
 before torch has loaded."""
 from __future__ import annotations
@@ -8,10 +8,10 @@ from __future__ import annotations
 import importlib
 
 _WHERE = {
-    "MultiHeadAttention": "attention", "scaled_dot_product_attention": "attention",
-    "PAPER_PARAMS": "config", "PRESETS": "config", "TransformerConfig": "config",
-    "positional_encoding": "layers", "causal_mask": "masks", "padding_mask": "masks", "noam_lr": "schedule",
-    "Intermediates": "transformer", "Transformer": "transformer", "TransformerOutput": "transformer",
+    "MultiHeadAttention": "nn.attention", "scaled_dot_product_attention": "nn.attention",
+    "PAPER_PARAMS": "nn.config", "PRESETS": "nn.config", "TransformerConfig": "nn.config",
+    "positional_encoding": "nn.layers", "causal_mask": "nn.masks", "padding_mask": "nn.masks", "noam_lr": "training.schedule",
+    "Intermediates": "nn.transformer", "Transformer": "nn.transformer", "TransformerOutput": "nn.transformer",
 }
 
 __all__ = [

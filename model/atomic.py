@@ -1,8 +1,8 @@
 """Atomic file writes: a crash never leaves a half-written file under the final name.
 
 Every write goes to a temporary file in the same folder, is fsync'ed and then `os.replace`d over the
-final name. Shared by model directories and checkpoints (model/checkpoint.py), tokenizers
-(model/tokenizer.py) and run files (model/run_files.py, app/jobs.py); it imports nothing of the
+final name. Shared by model directories and checkpoints (model/training/checkpoint.py), tokenizers
+(model/data/tokenizer.py) and run files (model/training/run_files.py, app/jobs.py); it imports nothing of the
 model package, so checkpoint and tokenizer no longer import each other for it."""
 from __future__ import annotations
 

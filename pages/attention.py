@@ -11,9 +11,9 @@ from app.i18n import UserError, lang, t
 from app.resources import device_description, shared_figure, shared_view
 from app.state import OneBased, keep, open_tabs
 from app.ui import error, show_figure, show_matrix, table, text
-from model import lab as mlab
-from model import worked_example as wx
-from model.device import best_device
+from model.lessons import lab as mlab
+from model.lessons import worked_example as wx
+from model.nn.device import best_device
 
 st.title(t("attention.title"))
 text("attention.intro")
@@ -64,7 +64,7 @@ o1.button(t("attention.reset"), on_click=_reset_example, key="att_reset")
 causal = o2.toggle(t("attention.causal"), **keep("att_causal", False, url="causal"))
 
 
-# Speed (issue 13): every section below the inputs is a fragment with its own controls, so moving one of
+# Speed: every section below the inputs is a fragment with its own controls, so moving one of
 # them reruns that section only; the inputs above rerun the page. Figures and long CSV exports are built
 # once per inputs and language (app.resources.shared_figure / shared_view, bounded) and then only drawn.
 try:
@@ -180,7 +180,7 @@ def printed_section():
     reveal = st.toggle(t("attention.printed.reveal"), **keep("att_reveal", False))
     ex_labels = wx.EXAMPLE_TOKENS
     # Only the open tab is drawn (a tab's click reruns this section): four tabs drawn at once were a fifth of
-    # the browser's work when the page opened (issue 13). The tabs' names are formulas, the same in both languages.
+    # the browser's work when the page opened. The tabs' names are formulas, the same in both languages.
     for name, tab in open_tabs({key: lab.DISPLAY[key] for key in wx.PRINTED_STAGE}, key="att_printed_tab"):
         if not tab.open:
             continue
@@ -229,7 +229,7 @@ def printed_section():
 printed_section()
 
 # ---------------------------------------------------------------- 5. dot-product vs additive
-TIMING_RUN = "att_timing_run"  # the timing under way: [n, h, model.lab.time_scoring_steps(...), last step]
+TIMING_RUN = "att_timing_run"  # the timing under way: [n, h, model.lessons.lab.time_scoring_steps(...), last step]
 STEP_SECONDS = 0.2  # timed runs per rerun of the timing: as many as fit in this, at least one
 
 

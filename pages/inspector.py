@@ -15,11 +15,11 @@ from app.resources import (available_models, card, fill_mask, forward_pass, lm_p
 from app.state import OneBased, between, keep, open_box, open_box_now, open_tabs
 from model.hub.fetch import FetchError, fetch
 from app.ui import error, show_figure, show_matrix, table, text
-from model.checkpoint import CheckpointError
-from model.decode import lm_sample, top_candidates
-from model.metrics import layer_averages, summarize_heads
-from model.probe import draw_seed, inspector_examples, kind_weights, pick_map, step_cross_attention
-from model.vocabulary import unknown_words
+from model.training.checkpoint import CheckpointError
+from model.inference.decode import lm_sample, top_candidates
+from model.inference.metrics import layer_averages, summarize_heads
+from model.lessons.probe import draw_seed, inspector_examples, kind_weights, pick_map, step_cross_attention
+from model.data.vocabulary import unknown_words
 
 st.title(t("inspector.title"))
 text("inspector.intro")
@@ -85,7 +85,7 @@ if st.session_state.get("insp_for") != choice:  # a new model: start from its fi
 
 # ----------------------------------------------------------------------------- the sentence
 # Everything below the model's card follows the sentence: the sentence box, the palette, the tokens, the model's
-# run and the attention. It is one fragment (issue 13): a new sentence, typed, picked or built word by word,
+# run and the attention. It is one fragment: a new sentence, typed, picked or built word by word,
 # reruns this section, not the title, the model's choice and its card above it. Another model reruns the page.
 SENTENCE = "insp-sentence"
 
@@ -339,7 +339,7 @@ def steps_tab(view, steps, att, src_labels, tok, n_layers):
 
 # The kind of attention and the tabs are a fragment: another kind or another tab reruns this section, not the
 # model. Only the open tab is drawn (a tab's click reruns the section): the stats tab's data grid, the head view
-# and the decoding steps, drawn hidden, were a fifth of the browser's work of each new sentence (issue 13).
+# and the decoding steps, drawn hidden, were a fifth of the browser's work of each new sentence.
 @st.fragment
 def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx, tok):
     kinds = att.kinds()

@@ -12,10 +12,10 @@ from app.resources import (available_models, demo_model, load_model, model_stamp
                            shared_tokenizer, shared_view)
 from app.state import OneBased, keep
 from app.ui import error, show_matrix, table, text
-from model.checkpoint import CheckpointError
-from model.config import PRESETS
-from model.mask_demo import SCORES_OF, mask_demo_batch
-from model.probe import MASK_KINDS, all_heads_matrix, attention_maps, examples, max_future_weight
+from model.training.checkpoint import CheckpointError
+from model.nn.config import PRESETS
+from model.lessons.mask_demo import SCORES_OF, mask_demo_batch
+from model.lessons.probe import MASK_KINDS, all_heads_matrix, attention_maps, examples, max_future_weight
 
 MAX_TOKENS = 20
 MAX_SENTENCES = 6
@@ -120,7 +120,7 @@ cfg = model.config
 st.caption(t("masks.model_caption", desc=model_desc, d_model=cfg.d_model, heads=cfg.n_heads,
              enc=cfg.n_encoder_layers, dec=cfg.n_decoder_layers, vocab=cfg.vocab_size))
 
-# Speed (issue 13): each section below is a fragment with its own inputs, so an input of one section reruns
+# Speed: each section below is a fragment with its own inputs, so an input of one section reruns
 # that section only (the model picker above reruns the page). Model results, figures and tables are built
 # once per model version, inputs and language (app.resources.shared_view / shared_figure, bounded).
 

@@ -10,10 +10,10 @@ from app.i18n import UserError, t
 from app.resources import shared_figure, shared_view
 from app.state import keep
 from app.ui import error, show_figure, show_matrix, table, text
-from model import lab as mlab
-from model import layer_walk as mwalk
-from model.config import PRESETS
-from model.layer_walk import TOLERANCE
+from model.lessons import lab as mlab
+from model.lessons import layer_walk as mwalk
+from model.nn.config import PRESETS
+from model.lessons.layer_walk import TOLERANCE
 
 # Every section follows the inputs at the top, so a change reruns the page; what it computes is cached per
 # input (st.cache_data, bounded) and every figure is built once per input and language (app.resources).

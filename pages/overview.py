@@ -8,9 +8,10 @@ from app.i18n import t
 from app.pages_list import PAGES
 from app.resources import parameter_count, pretrained_models, pretrained_sizes, shared_view
 from app.ui import table, text
-from model.paper_numbers import (P100_FLOPS, PAPER_GPUS, PAPER_TABLE2, PAPER_TRAINING, PAPER_VOCAB,
-                                 common_vocabulary, flops_text, table3_counts, training_flops,
-                                 vocabulary_free_gap)
+from model.lessons.paper_numbers import (
+    P100_FLOPS, PAPER_GPUS, PAPER_TABLE2, PAPER_TRAINING, PAPER_VOCAB, common_vocabulary, flops_text, table3_counts,
+    training_flops, vocabulary_free_gap,
+)
 
 MODEL_NAMES = {"base": "Transformer (base)", "big": "Transformer (big)"}
 

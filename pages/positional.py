@@ -12,8 +12,10 @@ from app.inputs import parse_int_list, split_words
 from app.resources import shared_figure, shared_view
 from app.state import keep
 from app.ui import error, show_figure, show_matrix, table, text
-from model import positions as mpos
-from model.positions import EXPERIMENT_MODEL, ORDERS, SINUSOIDAL_LOOKUP_LIMIT, per_word_differences, unshuffled_attention
+from model.lessons import positions as mpos
+from model.lessons.positions import (
+    EXPERIMENT_MODEL, ORDERS, SINUSOIDAL_LOOKUP_LIMIT, per_word_differences, unshuffled_attention,
+)
 
 MAX_WORDS = 24
 MAX_DIMS, DIM_LIMIT = 8, 511  # up to 8 dimensions, each below the largest d_model the slider allows

@@ -1,6 +1,6 @@
 """Training recipe (section 5.3-5.4): the warm-up learning-rate schedule, Adam's settings, label
-smoothing and residual dropout — every number computed by model.schedule, torch.optim.Adam,
-F.cross_entropy and model.dropout."""
+smoothing and residual dropout — every number computed by model.training.schedule, torch.optim.Adam,
+F.cross_entropy and model.nn.dropout."""
 import streamlit as st
 
 from app.charts.curves import bar_chart, line_chart
@@ -12,12 +12,12 @@ from app.inputs import parse_pairs, piece_label
 from app.resources import demo_model, shared_figure, shared_tokenizer, shared_view
 from app.state import between, keep
 from app.ui import error, show_figure, show_matrix, table, text
-from model.config import PRESETS
-from model.dropout_demo import MASKS_AVERAGED, PAPER_RATES, TABLE3_DROPOUT, residual_dropout
-from model.optim_demo import adam_trace
-from model.probe import examples
-from model.schedule import ADAM_BETAS, ADAM_EPS, compare_schedules
-from model.smoothing import smoothing_demo
+from model.nn.config import PRESETS
+from model.lessons.dropout_demo import MASKS_AVERAGED, PAPER_RATES, TABLE3_DROPOUT, residual_dropout
+from model.lessons.optim_demo import adam_trace
+from model.lessons.probe import examples
+from model.training.schedule import ADAM_BETAS, ADAM_EPS, compare_schedules
+from model.training.smoothing import smoothing_demo
 
 MAX_CURVES = 6
 D_LIMITS, W_LIMITS = (1, 1_000_000), (1, 10_000_000)

@@ -1,4 +1,4 @@
-"""Table 3 in miniature: the paper's ablation rows beside the same rows trained here (model/study.py),
+"""Table 3 in miniature: the paper's ablation rows beside the same rows trained here (model/training/study.py),
 by factor, with the seeds' spread, a reading of which conclusions our miniature reproduces, and a rerun
 of any rows in the background."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from app.i18n import UserError, lang, options, t
 from app.resources import shared_figure
 from app.state import keep
 from app.ui import error, show_figure, text
-from model.table3 import MINI_BASE, PAPER_TABLE3, STUDY_ROWS, paper_row
+from model.lessons.table3 import MINI_BASE, PAPER_TABLE3, STUDY_ROWS, paper_row
 
 GROUPS = ("A", "B", "C", "D", "E")
 

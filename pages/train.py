@@ -130,7 +130,7 @@ else:  # a link describes the form as shown: the custom sizes only with size=cus
 # -----------------------------------------------------------------------------
 # 3. training recipe
 st.header(t("train.section.training"))
-recipe = task_recipe(task, size)  # a family task's own, en-ko's measured recipe (issue 13), else the size's
+recipe = task_recipe(task, size)  # a family task's own, en-ko's measured recipe, else the size's
 which = task if is_family(task) else (f"{task}_{size}" if (task, size) in TASK_RECIPES else size)
 c1, c2, c3, c4, c5, c6 = st.columns(6)
 # One set of keys per size (and per family task): each starts from its own recipe, and keeps what the learner set.

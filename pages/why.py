@@ -13,9 +13,9 @@ from app.inputs import parse_int_list
 from app.resources import device_description, shared_figure, shared_view
 from app.state import keep
 from app.ui import error, show_figure, table, text
-from model import complexity as mcx
-from model.complexity import TIMED, complexity_table, time_layers, timing_summary
-from model.device import best_device
+from model.lessons import complexity as mcx
+from model.lessons.complexity import TIMED, complexity_table, time_layers, timing_summary
+from model.nn.device import best_device
 
 FIRST_VIEW = dict(ns=(16, 64, 256), d=64, batch=2, repeats=3, recurrent="gru", one_thread=True)
 MAX_N, MAX_SIZES = 4096, 6

@@ -6,7 +6,7 @@ import torch
 
 # No trainer started ahead of time (app.jobs.JobManager.prepare) unless a test asks for one: set for the whole
 # session, so that the module-wide browser servers (started before any per-test fixture) inherit it too.
-# tests/test_jobs_standby.py passes standby=True to its managers.
+# tests/app/test_jobs_standby.py passes standby=True to its managers.
 os.environ["ATLAS_TRAINER_STANDBY"] = "0"
 
 

@@ -1,4 +1,4 @@
-"""Margins that already hold what a figure draws, so that Plotly lays it out once (issue 13).
+"""Margins that already hold what a figure draws, so that Plotly lays it out once.
 
 Streamlit's chart theme turns on Plotly's automatic margins for every axis. Plotly then draws the figure,
 measures its tick labels, axis titles, colour bars and legend, and when they need more room than the figure's

@@ -58,7 +58,7 @@ def figure(data: list[dict], layout: dict) -> go.Figure:
     dict(text=…)), built without plotly's property checks: they took most of a build (a head view: 12 of 17 ms;
     11% of the server's time with 4 learners typing sentences). What the checks would still change is done
     here: unset (None) properties are dropped and a named colour scale becomes plotly's list of colours.
-    tests/test_charts.py builds every builder's figure again with the checks on and requires the same JSON,
+    tests/app/test_charts.py builds every builder's figure again with the checks on and requires the same JSON,
     so nothing misspelt or half-written gets out."""
     traces = []
     for trace in data:
@@ -73,7 +73,7 @@ class DraftFigure(go.Figure):
     """A figure that holds its traces and layout as the dicts it was given until something reads or changes it
     as a plotly figure: only then is plotly's figure made (its constructor and `to_dict`, a deep copy, were 9% of
     the server's time with learners typing new sentences). `ready_figure` draws an untouched draft straight from
-    its dicts, with the same JSON as the plotly figure (tests/test_charts.py, every builder)."""
+    its dicts, with the same JSON as the plotly figure (tests/app/test_charts.py, every builder)."""
 
     def __init__(self, data: list[dict], layout: dict):  # noqa: plotly's constructor runs on first use
         self.__dict__["_atlas_draft"] = (data, layout)
@@ -118,7 +118,7 @@ def lift_title(fig: go.Figure, extra: int = 36) -> go.Figure:
         top = fig.layout.margin.t if fig.layout.margin.t is not None else 30
         fig.update_layout(margin=dict(t=top + extra), height=(fig.layout.height or 400) + extra, **change)
         return fig
-    layout = draft[1]  # (a draft's title is already dict(text=…): tests/test_charts.py checks every builder)
+    layout = draft[1]  # (a draft's title is already dict(text=…): tests/app/test_charts.py checks every builder)
     top = (layout.get("margin") or {}).get("t")
     change.update(margin=dict(t=(top if top is not None else 30) + extra), height=(layout.get("height") or 400) + extra)
     return amend(fig, change)
@@ -192,7 +192,7 @@ class ReadyFigure(go.Figure):
     records). st.plotly_chart calls `to_dict()` on every draw and serialises the result: on a live figure that
     is a deep copy that packs every array again, then a walk that converts numpy values one by one (13 ms for
     the head view here, on every rerun of every session); on this dict it takes ~0.3 ms, and the JSON Streamlit
-    sends is the same, byte for byte (tests/test_load_cache.py). Made by `ready_figure(fig)`, it is only drawn
+    sends is the same, byte for byte (tests/app/test_load_cache.py). Made by `ready_figure(fig)`, it is only drawn
     (and may be shared by every session, see app.resources.shared_figure): it has no traces or layout objects
     to read or change, and `figure_dict(fig)` reads its dict."""
 
@@ -233,7 +233,7 @@ def ready_figure(fig) -> ReadyFigure:
 def _fitted_layout(data, layout) -> dict:
     """app.charts.margins.fit_layout, which only saves the browser a second layout pass and puts a legend under
     the x axis: a figure it cannot read keeps its own margins and legend (and Plotly's automatic margins) rather
-    than failing the page. tests/test_margins.py calls it unguarded on every builder's figure."""
+    than failing the page. tests/app/test_margins.py calls it unguarded on every builder's figure."""
     from app.charts.margins import fit_layout
     try:
         return fit_layout(data, layout)

@@ -11,8 +11,8 @@ from app.i18n import UserError, t
 from app.jobs import runs_dir
 from app.state import keep
 from app.ui import error
-from model.checkpoint import CheckpointError
-from model.corpus import ASSETS
+from model.training.checkpoint import CheckpointError
+from model.data.corpus import ASSETS
 
 SHIPPED = "shipped"  # the picker's id for the shipped model of a task
 

@@ -12,7 +12,7 @@ from app.inputs import piece_label
 from app.resources import SHIPPED, load_model
 from app.state import keep
 from app.ui import error, show_figure, text
-from model.checkpoint import CheckpointError
+from model.training.checkpoint import CheckpointError
 from model.family.gpt import MAX_TOKENS, future_weight, next_token_view
 
 

@@ -18,7 +18,7 @@ from app.resources import model_stamp, shared_figure
 from app.state import OneBased, keep
 from app.train_ui import plain
 from app.ui import error, show_figure, show_matrix, table, text
-from model.checkpoint import CheckpointError
+from model.training.checkpoint import CheckpointError
 from model.family.mlm import fill_masks, later_share, tokens
 
 MAX_CHARS = 400  # per text box; the model reads at most max_len pieces anyway
@@ -145,7 +145,7 @@ def render() -> None:
         lm, lm_note, lm_max = None, "family_mlm.lm_too_long", lm.config.max_len
     if lm is not None:
         from app.resources import forward_pass
-        from model.probe import kind_weights
+        from model.lessons.probe import kind_weights
         lm_ids = result.filled_ids()
         lm_labels = labels([lm.tokenizer.id_to_piece(i) for i in lm_ids])
         lm_weights = kind_weights(forward_pass(lm_path, lm_ids), "decoder_self")  # (layers, H, T, T)

@@ -238,7 +238,7 @@ export function preload(plotlyFile, themeFile) {
 
 // One small figure of each trace type the app draws (app/charts: go.Heatmap, go.Scatter, go.Bar, go.Histogram,
 // go.Image), with the layout features its figures use (category axes, a reversed axis, titles, a colour bar,
-// a legend, binary arrays as Python's Plotly writes them). tests/test_browser.py checks the list against app/.
+// a legend, binary arrays as Python's Plotly writes them). tests/browser/test_browser_pages.py checks the list against app/.
 const WARM_FIGURES = [
   {data: [{type: "heatmap", x: ["a", "b"], y: ["a", "b"], xgap: 1, ygap: 1, zmin: 0, zmax: 1, texttemplate: "%{text}",
            z: {dtype: "f8", bdata: "AAAAAAAA8D8AAAAAAAAAAAAAAAAAAOA/AAAAAAAA4D8=", shape: "2, 2"},

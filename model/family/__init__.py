@@ -1,7 +1,7 @@
-"""The Transformer family (issue 14): BERT-style masked LM, ViT and DETR as small models trained here.
+"""The Transformer family: BERT-style masked LM, ViT and DETR as small models trained here.
 
 Each member is a `FamilyTask`: it knows its data (seeded, fixed splits), builds its model from a config
-dataclass, cuts batches, computes the loss and scores a split. The trainer (model/train.py) runs every
+dataclass, cuts batches, computes the loss and scores a split. The trainer (model/training/train.py) runs every
 task through the same loop, status files, checkpoints and resume as translation, so a family run shows
 on the training page like any other.
 
@@ -13,7 +13,7 @@ A family model directory (written by save_family_dir, read by load_family_dir):
     + whatever the task's save_extra writes (a tokenizer)
 
 Every member builds its layers from the same attention code as the paper's Transformer
-(model.attention.MultiHeadAttention, model.layers.EncoderLayer / FeedForward / Residual), so a learner
+(model.nn.attention.MultiHeadAttention, model.nn.layers.EncoderLayer / FeedForward / Residual), so a learner
 sees the same code behave four ways."""
 from __future__ import annotations
 
@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..atomic import atomic_path, atomic_write_json
+from model.atomic import atomic_path, atomic_write_json
 
 if TYPE_CHECKING:
     import torch
 
-# torch and the checkpoint code load when a model is built, saved or read (model.checkpoint imports torch),
+# torch and the checkpoint code load when a model is built, saved or read (model.training.checkpoint imports torch),
 # so the task list above can be read by a page before torch has loaded.
 
 # task name -> "module:class" (imported only when used, so the app starts without them)
@@ -80,7 +80,7 @@ class FamilyTask:
         """(optimizer, LambdaLR scheduler). Default: the paper's Adam and warm-up schedule."""
         import torch
 
-        from ..schedule import ADAM_BETAS, ADAM_EPS, noam_lambda
+        from model.training.schedule import ADAM_BETAS, ADAM_EPS, noam_lambda
         opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=ADAM_BETAS, eps=ADAM_EPS)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, noam_lambda(self.d_model(model.config), args.warmup,
                                                                     args.lr_factor))
@@ -137,7 +137,7 @@ class LoadedFamily:
 def save_family_dir(directory: str | os.PathLike, task: FamilyTask, model: torch.nn.Module,
                     meta: dict | None = None) -> Path:
     """config.json (with the family), model.safetensors, extras, then meta.json: each file atomically."""
-    from ..checkpoint import CONFIG_FILE, META_FILE, WEIGHTS_FILE, CheckpointError
+    from model.training.checkpoint import CONFIG_FILE, META_FILE, WEIGHTS_FILE, CheckpointError
     from safetensors.torch import save_model
 
     d = Path(directory)
@@ -155,7 +155,7 @@ def save_family_dir(directory: str | os.PathLike, task: FamilyTask, model: torch
 
 def family_of(directory: str | os.PathLike) -> str | None:
     """The family task a model directory holds, or None (a Transformer directory, or no config)."""
-    from ..checkpoint import CONFIG_FILE, CheckpointError, _read_json
+    from model.training.checkpoint import CONFIG_FILE, CheckpointError, _read_json
     try:
         cfg = _read_json(Path(directory) / CONFIG_FILE)
     except CheckpointError:
@@ -168,7 +168,7 @@ def load_family_dir(directory: str | os.PathLike, expect: str | None = None, dev
     folder, another family than `expect`, a config that does not fit, damaged weights."""
     from safetensors.torch import load_model
 
-    from ..checkpoint import CONFIG_FILE, META_FILE, WEIGHTS_FILE, CheckpointError, _brief, _read_json
+    from model.training.checkpoint import CONFIG_FILE, META_FILE, WEIGHTS_FILE, CheckpointError, _brief, _read_json
 
     d = Path(directory)
     if not d.is_dir():

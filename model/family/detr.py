@@ -9,8 +9,8 @@ What changes from the paper's Transformer:
 - the N predictions are a *set*: the Hungarian algorithm matches them one-to-one to the objects before
   the loss is computed (class + L1 + generalised IoU), and unmatched queries must say "no object".
 
-The encoder is model.layers.EncoderLayer and the decoder layers are built from the same
-model.attention.MultiHeadAttention, FeedForward and Residual as the translation model."""
+The encoder is model.nn.layers.EncoderLayer and the decoder layers are built from the same
+model.nn.attention.MultiHeadAttention, FeedForward and Residual as the translation model."""
 from __future__ import annotations
 
 import dataclasses
@@ -22,12 +22,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..attention import MultiHeadAttention
-from ..config import TransformerConfig, from_known_dict
-from ..dropout import Dropout
-from ..layers import EncoderLayer, FeedForward, Residual, positional_encoding
-from . import FamilyTask
-from .shapes import CLASSES, IMAGE_SIZE, Scene, make_batch, make_scene
+from model.nn.attention import MultiHeadAttention
+from model.nn.config import TransformerConfig, from_known_dict
+from model.nn.dropout import Dropout
+from model.nn.layers import EncoderLayer, FeedForward, Residual, positional_encoding
+from model.family import FamilyTask
+from model.family.shapes import CLASSES, IMAGE_SIZE, Scene, make_batch, make_scene
 
 VAL_IMAGES = 256
 TEST_IMAGES = 1000

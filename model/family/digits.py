@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..corpus import ASSETS
-from ..messages import UserError
+from model.data.corpus import ASSETS
+from model.messages import UserError
 
 DIGITS_FILE = ASSETS / "digits" / "digits.npz"
 SIZE = 8                # pixels per side

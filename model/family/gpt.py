@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..messages import UserError
+from model.messages import UserError
 
 MAX_TOKENS = 24  # the figure stays readable; the model itself takes up to its max_len
 
@@ -23,7 +23,7 @@ class NextTokenView:
 def next_token_view(loaded, text: str, k: int = 8) -> NextTokenView:
     """The next-token distribution of a decoder-only LoadedModel after `text`, and every head's map.
     UserError "family_gpt.errors.empty" for text with no tokens."""
-    from ..decode import lm_next_token, top_candidates
+    from model.inference.decode import lm_next_token, top_candidates
     tok, model = loaded.tokenizer, loaded.model
     ids = tok.encode((text or "").strip())
     if not ids:

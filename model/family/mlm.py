@@ -1,7 +1,7 @@
 """BERT (Devlin et al., 2018) in miniature: the paper's encoder alone, trained here as a masked language
 model on the teaching corpus, in English, in Korean, and on English–Korean pairs.
 
-The model IS `model.transformer.Transformer` with a TransformerConfig of architecture "encoder-only":
+The model IS `model.nn.transformer.Transformer` with a TransformerConfig of architecture "encoder-only":
 the same EncoderLayer / MultiHeadAttention code as the translator, with no causal mask, so every token
 attends to both sides. Where it follows BERT rather than the paper (each a config option):
 - token + position + segment embeddings, summed, then a LayerNorm (segment_vocab=2, embed_norm; no
@@ -16,7 +16,7 @@ Tokens: the shipped shared EN/KO sentencepiece model (vocab 2000). BERT's specia
 [CLS] = <s> (2), [SEP] = </s> (3), [PAD] = <pad> (0), and one new id, 2000, is [MASK] (vocab 2001).
 A learner types "[MASK]" in the text; the mask stands for one whole piece, including its "▁".
 
-Examples (from model.corpus.task_pairs("en-ko", seed)): one English sentence "[CLS] en [SEP]", one
+Examples (from model.data.corpus.task_pairs("en-ko", seed)): one English sentence "[CLS] en [SEP]", one
 Korean sentence "[CLS] ko [SEP]" (segment 0 throughout), or a translation pair "[CLS] en [SEP] ko [SEP]"
 with segment 0 up to the first [SEP] and 1 after it: with the translation beside it the model can
 read the hidden word in the other language. Training steps draw one kind each (English 20%, Korean 20%,
@@ -43,10 +43,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..config import TransformerConfig
-from ..messages import UserError
-from ..transformer import Intermediates, Transformer
-from . import FamilyTask
+from model.nn.config import TransformerConfig
+from model.messages import UserError
+from model.nn.transformer import Intermediates, Transformer
+from model.family import FamilyTask
 
 KINDS = ("en", "ko", "pair")  # a single English sentence, a single Korean one, a translation pair
 KIND_SHARES = (0.2, 0.2, 0.6)  # how often training draws each kind: pairs teach reading the other language
@@ -67,7 +67,7 @@ DEFAULTS = {"d_model": 128, "n_heads": 4, "d_ff": 512, "layers": 2, "dropout": 0
 
 class MlmTokenizer:
     """The shared sentencepiece tokenizer with BERT's extra pieces: [CLS] / [SEP] / [PAD] are its
-    <s> / </s> / <pad>, [MASK] is one new id (base vocab size). Same interface as model.tokenizer:
+    <s> / </s> / <pad>, [MASK] is one new id (base vocab size). Same interface as model.data.tokenizer:
     encode(text) (no [CLS]/[SEP]; a typed "[MASK]" becomes mask_id), decode, pieces, id_to_piece,
     is_byte, vocab_size, save(dir)."""
     kind = "mlm-sentencepiece"
@@ -84,7 +84,7 @@ class MlmTokenizer:
     @classmethod
     def load(cls, directory: str | Path | None = None) -> "MlmTokenizer":
         """From a folder holding tokenizer.model (default: the shipped shared tokenizer)."""
-        from ..tokenizer import DEFAULT_DIR, load_tokenizer
+        from model.data.tokenizer import DEFAULT_DIR, load_tokenizer
         return cls(load_tokenizer(directory if directory is not None else DEFAULT_DIR))
 
     def save(self, directory: str | Path) -> Path:
@@ -277,8 +277,8 @@ def masked_logits(model: Transformer, batch: MlmBatch) -> tuple[torch.Tensor, to
 
 @functools.lru_cache(maxsize=2)
 def encoded_splits(seed: int = 0) -> dict[str, list[tuple[list[int], list[int]]]]:
-    """The en-ko corpus's splits (model.corpus.task_pairs("en-ko", seed)) as (en ids, ko ids)."""
-    from ..corpus import task_pairs
+    """The en-ko corpus's splits (model.data.corpus.task_pairs("en-ko", seed)) as (en ids, ko ids)."""
+    from model.data.corpus import task_pairs
     tok = shared_tokenizer().base
     return {k: [(tok.encode(en), tok.encode(ko)) for en, ko in v] for k, v in task_pairs("en-ko", seed).items()}
 

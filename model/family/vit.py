@@ -4,7 +4,7 @@ What changed from the paper's Transformer: only the encoder, with no mask (every
 patch); the "words" are square patches of the image, each flattened and projected linearly to d_model; a
 learned [CLS] token is put in front, and its final state (after a last LayerNorm) is classified by one linear
 layer; positions are a learned table (one vector per patch and one for [CLS]) instead of sinusoids. The
-layers themselves are the paper's: model.layers.EncoderLayer built from a TransformerConfig, so the very
+layers themselves are the paper's: model.nn.layers.EncoderLayer built from a TransformerConfig, so the very
 same MultiHeadAttention code runs here as in translation (pre-LN and GELU, as in ViT).
 
 The original ViT cuts a 224×224 image into 16×16 patches: 14×14 = 196 patches + [CLS] = 197 tokens. Here an
@@ -19,12 +19,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..config import ACTIVATIONS, TransformerConfig, from_known_dict
-from ..dropout import Dropout
-from ..layers import EncoderLayer
-from . import FamilyTask
-from .digits import MAX_VALUE, N_CLASSES, SIZE, split, train_batch
-from .digits import image_from_text, image_to_text  # noqa: F401  (the page's typed grid, re-exported)
+from model.nn.config import ACTIVATIONS, TransformerConfig, from_known_dict
+from model.nn.dropout import Dropout
+from model.nn.layers import EncoderLayer
+from model.family import FamilyTask
+from model.family.digits import MAX_VALUE, N_CLASSES, SIZE, split, train_batch
+from model.family.digits import image_from_text, image_to_text  # noqa: F401  (the page's typed grid, re-exported)
 
 ROLLOUT_RESIDUAL = 0.5  # Abnar & Zuidema (2020): Ã = 0.5·A + 0.5·I for the residual connection
 
@@ -85,7 +85,7 @@ class ViTConfig:
         return self.patch_size ** 2
 
     def encoder_config(self) -> TransformerConfig:
-        """The stack's sizes as a TransformerConfig, so model.layers.EncoderLayer builds the layers."""
+        """The stack's sizes as a TransformerConfig, so model.nn.layers.EncoderLayer builds the layers."""
         return TransformerConfig(
             vocab_size=self.n_classes, d_model=self.d_model, n_heads=self.n_heads, d_ff=self.d_ff,
             n_encoder_layers=self.n_layers, n_decoder_layers=0, dropout=float(self.dropout), max_len=self.n_tokens,

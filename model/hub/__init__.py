@@ -9,7 +9,7 @@ Family modules (model/hub/marian.py, gpt2.py, bert.py) each provide:
 
     MODEL_TYPES: tuple[str, ...]                      # config.json "model_type" values handled
     def convert(hf_config: dict, weights: dict[str, Tensor]) -> tuple[TransformerConfig, dict[str, Tensor]]
-    def tokenizer(folder: Path, hf_config: dict)      # our tokenizer interface (see model/tokenizer.py)
+    def tokenizer(folder: Path, hf_config: dict)      # our tokenizer interface (see model/data/tokenizer.py)
     def meta(hf_config: dict) -> dict                 # task ("translation"/"lm"/"mlm"), extra facts
 
 Weights load safely: safetensors, or a PyTorch .bin with torch.load(weights_only=True) (a pickle that
@@ -22,13 +22,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CheckpointError
+from model.errors import CheckpointError
 
 if TYPE_CHECKING:  # torch loads when weights do: listing folders and sizes (the overview) runs without it
     import torch
 
-    from ..checkpoint import LoadedModel
-    from ..transformer import Transformer
+    from model.training.checkpoint import LoadedModel
+    from model.nn.transformer import Transformer
 
 FAMILIES = ("marian", "gpt2", "bert")
 SAFETENSORS, PICKLE_BIN = "model.safetensors", "pytorch_model.bin"
@@ -148,7 +148,7 @@ def load_pretrained(folder: str | os.PathLike, device: str | torch.device = "cpu
     """A Hugging Face model folder as our Transformer + tokenizer. Raises HubError on any problem.
     dtype=torch.bfloat16 halves the memory and speeds a GPU up; the numbers then differ from float32 in
     about the third significant digit (decoding and figures read them back as float32)."""
-    from ..checkpoint import LoadedModel
+    from model.training.checkpoint import LoadedModel
     folder = Path(folder)
     if not folder.is_dir():
         raise HubError(f"{folder}: folder not found")
@@ -183,8 +183,8 @@ def build_with(config, state: dict[str, torch.Tensor], path: Path) -> Transforme
     computed rather than stored, are then made on the CPU."""
     import torch
 
-    from ..layers import positional_encoding
-    from ..transformer import Transformer
+    from model.nn.layers import positional_encoding
+    from model.nn.transformer import Transformer
     with torch.device("meta"):
         model = Transformer(config)
     missing, unexpected = model.load_state_dict(state, strict=False, assign=True)

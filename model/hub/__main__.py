@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import HubError, cached_models, load_pretrained
-from .fetch import FetchError, fetch
+from model.hub import HubError, cached_models, load_pretrained
+from model.hub.fetch import FetchError, fetch
 
 
 def main(argv: list[str] | None = None) -> int:

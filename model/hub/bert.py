@@ -26,10 +26,10 @@ from typing import Iterable
 
 import torch
 
-from ..config import TransformerConfig
-from ..tokenizer import _Base
-from ..transformer import Intermediates, Transformer
-from . import HubError
+from model.nn.config import TransformerConfig
+from model.data.tokenizer import _Base
+from model.nn.transformer import Intermediates, Transformer
+from model.hub import HubError
 
 MODEL_TYPES = ("bert",)
 
@@ -384,7 +384,7 @@ class WordPieceTokenizer(_Base):
         return tokens, model
 
     def save(self, path: str | Path) -> Path:
-        from ..atomic import atomic_write_text
+        from model.atomic import atomic_write_text
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path / VOCAB_FILE, "".join(t + "\n" for t in self.itos))

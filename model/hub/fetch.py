@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from . import hub_cache_dir
+from model.hub import hub_cache_dir
 
 NEEDED = ["config.json", "generation_config.json", "tokenizer_config.json", "special_tokens_map.json",
           "vocab.json", "vocab.txt", "merges.txt", "source.spm", "target.spm", "*.md", "LICENSE*"]

@@ -31,9 +31,9 @@ from typing import Iterable
 import regex
 import torch
 
-from ..atomic import atomic_write_text
-from ..config import TransformerConfig
-from . import HubError
+from model.atomic import atomic_write_text
+from model.nn.config import TransformerConfig
+from model.hub import HubError
 
 MODEL_TYPES = ("gpt2",)
 VOCAB_FILE, MERGES_FILE = "vocab.json", "merges.txt"

@@ -11,7 +11,7 @@ softmax). Where it differs, each difference is a TransformerConfig option:
 - max_len = max_position_embeddings; pad_id = pad_token_id.
 The decoder starts from the pad token (decoder_start_token_id), not from a <s>, and never produces
 it (the checkpoints' bad_words_ids): the tokenizer's bos_id is decoder_start_token_id and its
-`banned_ids` holds the pad id, which model.decode leaves out of every choice.
+`banned_ids` holds the pad id, which model.inference.decode leaves out of every choice.
 
 Weights: Hugging Face keeps q, k, v as three Linear layers; ours are fused — self-attention's `qkv`
 is [q; k; v] stacked on the output axis, cross-attention's `kv` is [k; v]. Layer norms: encoder
@@ -35,9 +35,9 @@ from typing import Iterable
 
 import torch
 
-from ..config import TransformerConfig
-from ..layers import positional_encoding
-from . import HubError
+from model.nn.config import TransformerConfig
+from model.nn.layers import positional_encoding
+from model.hub import HubError
 
 MODEL_TYPES = ("marian",)
 SOURCE_SPM, TARGET_SPM, VOCAB_FILE, TARGET_VOCAB_FILE = "source.spm", "target.spm", "vocab.json", "target_vocab.json"
@@ -273,12 +273,12 @@ def _vocab(data, path: Path) -> dict[str, int]:
 
 
 class MarianTokenizer:
-    """Hugging Face's MarianTokenizer, on sentencepiece, with our tokenizer interface (model/tokenizer.py).
+    """Hugging Face's MarianTokenizer, on sentencepiece, with our tokenizer interface (model/data/tokenizer.py).
 
     encode(text): the text is split around literal special tokens (</s>, <unk>, <pad>), each other
     chunk loses a leading language code (>>kor<<, kept as one token), source.spm cuts the rest into
     pieces, and vocab.json gives each piece its id (<unk> when it has none). No </s> is appended:
-    model.decode.translate appends eos_id itself.
+    model.inference.decode.translate appends eos_id itself.
     decode(ids): specials (pad = the decoder's start, eos, unk) are skipped, ids become pieces through
     the vocabulary, and sentencepiece joins them (as Hugging Face: the source model for a shared
     vocabulary, target.spm for separate ones)."""

@@ -1,0 +1,1 @@
+"""Using a trained model: greedy and beam decoding, translation, evaluation and metrics."""

@@ -1,0 +1,1 @@
+"""The Transformer as the paper describes it (sections 3.1-3.5): configuration, attention, layers, masks, dropout, the full model, and the device it runs on."""

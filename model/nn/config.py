@@ -1,0 +1,197 @@
+"""Configurations: one frozen dataclass, plus the paper's presets (Table 3)."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+ARCHITECTURES = ("encoder-decoder", "decoder-only", "encoder-only")
+POSITIONALS = ("sinusoidal", "learned")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swish")
+PE_LAYOUTS = ("interleaved", "halves")
+
+# The options after `pad_id` are the ways real pretrained Transformers differ from the paper's. Each
+# default is the paper's choice, so a config that does not name them is the paper's Transformer.
+PAPER_CHOICES = {"activation": "relu", "pe_layout": "interleaved", "embed_scale": True, "norm_eps": 1e-5,
+                 "output_bias": False, "segment_vocab": 0, "embed_norm": False, "mlm_transform": False}
+
+
+def from_known_dict(cls, d: dict):
+    """A config dataclass from its to_dict(): ValueError naming any key the class does not have (a config
+    written for another model), instead of a TypeError from the constructor."""
+    if not isinstance(d, dict):
+        raise ValueError(f"a configuration is a JSON object, got {type(d).__name__}")
+    unknown = set(d) - {f.name for f in dataclasses.fields(cls)}
+    if unknown:
+        raise ValueError(f"unknown config keys: {sorted(unknown)}")
+    return cls(**d)
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    vocab_size: int = 37000
+    d_model: int = 512
+    n_heads: int = 8
+    d_ff: int = 2048
+    n_encoder_layers: int = 6
+    n_decoder_layers: int = 6
+    dropout: float = 0.1
+    max_len: int = 512
+    architecture: str = "encoder-decoder"
+    norm_first: bool = False  # False = post-LN, as in the paper: x = LN(x + Sublayer(x))
+    positional: str = "sinusoidal"
+    tie_embeddings: bool = True  # section 3.4: one matrix for both embeddings and the softmax
+    label_smoothing: float = 0.1
+    pad_id: int = 0
+    # --- where pretrained models differ from the paper (defaults: the paper) ---
+    activation: str = "relu"        # FFN non-linearity: relu (paper), gelu (BERT), gelu_tanh (GPT-2), swish (Marian)
+    pe_layout: str = "interleaved"  # sinusoids as sin,cos,sin,cos… (paper) or [all sin | all cos] halves (Marian)
+    embed_scale: bool = True        # multiply token embeddings by sqrt(d_model) (paper 3.4); GPT-2 and BERT don't
+    norm_eps: float = 1e-5          # LayerNorm epsilon (BERT: 1e-12)
+    output_bias: bool = False       # a bias added to the output logits (Marian's final_logits_bias, BERT's MLM bias)
+    segment_vocab: int = 0          # BERT's segment (token type) embeddings; 0 = none
+    embed_norm: bool = False        # a LayerNorm right after embeddings + positions (BERT)
+    mlm_transform: bool = False     # BERT's masked-LM head: dense -> activation -> LayerNorm before the output layer
+    tie_output: bool = False        # with tie_embeddings=False: the output layer still reuses the TARGET embedding
+                                    # (Marian models with separate source / target vocabularies, e.g. opus-mt-tc-big)
+    # --- per-head sizes (Table 3, rows A and B); None = d_model / n_heads, the paper's choice ---
+    d_k: int | None = None          # size of each head's queries and keys
+    d_v: int | None = None          # size of each head's values (the heads' outputs, concatenated: n_heads * d_v)
+
+    def __post_init__(self) -> None:
+        if self.architecture not in ARCHITECTURES:
+            raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {self.architecture!r}")
+        if self.positional not in POSITIONALS:
+            raise ValueError(f"positional must be one of {POSITIONALS}, got {self.positional!r}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        if self.pe_layout not in PE_LAYOUTS:
+            raise ValueError(f"pe_layout must be one of {PE_LAYOUTS}, got {self.pe_layout!r}")
+        if not 0.0 < self.norm_eps < 1.0 or self.segment_vocab < 0:
+            raise ValueError("norm_eps must be in (0, 1) and segment_vocab >= 0")
+        for name in ("vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive")
+        for name in ("d_k", "d_v"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
+                raise ValueError(f"{name} must be a positive integer or null (= d_model / n_heads), got {value!r}")
+        if (self.d_k is None or self.d_v is None) and self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}) "
+                             "unless d_k and d_v are both given")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError("dropout must be in [0, 1)")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError("label_smoothing must be in [0, 1)")
+
+    @property
+    def head_k(self) -> int:
+        """d_k: each head's query and key size (d_model / n_heads unless set)."""
+        return self.d_k if self.d_k is not None else self.d_model // self.n_heads
+
+    @property
+    def head_v(self) -> int:
+        """d_v: each head's value size (d_model / n_heads unless set)."""
+        return self.d_v if self.d_v is not None else self.d_model // self.n_heads
+
+    @property
+    def d_head(self) -> int:
+        """The head size when d_k = d_v (the paper's models); d_k otherwise."""
+        return self.head_k
+
+    @property
+    def has_encoder(self) -> bool:
+        return self.architecture in ("encoder-decoder", "encoder-only")
+
+    @property
+    def has_decoder(self) -> bool:
+        return self.architecture in ("encoder-decoder", "decoder-only")
+
+    def differences_from_paper(self) -> dict:
+        """{option: value} for every option where this model is not the paper's Transformer (besides sizes):
+        norm placement, positions, activation, embedding scale, biases, segments, … ."""
+        out = {name: getattr(self, name) for name, paper in PAPER_CHOICES.items() if getattr(self, name) != paper}
+        if self.norm_first:
+            out["norm_first"] = True
+        if self.positional != "sinusoidal":
+            out["positional"] = self.positional
+        for name in ("d_k", "d_v"):
+            if getattr(self, name) is not None and getattr(self, name) != self.d_model // self.n_heads:
+                out[name] = getattr(self, name)
+        if not self.tie_embeddings:
+            out["tie_embeddings"] = False
+            if self.tie_output:
+                out["tie_output"] = True
+        return out
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TransformerConfig":
+        return from_known_dict(cls, d)
+
+    def replace(self, **changes) -> "TransformerConfig":
+        return dataclasses.replace(self, **changes)
+
+
+# The paper's two models (Table 3), with the shared 37,000-token BPE vocabulary of WMT14 En-De.
+PRESETS: dict[str, TransformerConfig] = {
+    "paper_base": TransformerConfig(
+        vocab_size=37000, d_model=512, n_heads=8, d_ff=2048,
+        n_encoder_layers=6, n_decoder_layers=6, dropout=0.1, label_smoothing=0.1,
+    ),
+    "paper_big": TransformerConfig(
+        vocab_size=37000, d_model=1024, n_heads=16, d_ff=4096,
+        n_encoder_layers=6, n_decoder_layers=6, dropout=0.3, label_smoothing=0.1,
+    ),
+    # Small enough to train on a 2-core CPU in minutes; the shipped teaching models use it.
+    "teaching": TransformerConfig(
+        vocab_size=1000, d_model=128, n_heads=4, d_ff=512,
+        n_encoder_layers=2, n_decoder_layers=2, dropout=0.1, max_len=128,
+    ),
+    "tiny": TransformerConfig(
+        vocab_size=64, d_model=64, n_heads=4, d_ff=128,
+        n_encoder_layers=2, n_decoder_layers=2, dropout=0.0, max_len=64,
+    ),
+}
+
+# Parameter counts printed in Table 3 of the paper, for comparison in the app.
+PAPER_PARAMS = {"paper_base": 65_000_000, "paper_big": 213_000_000}
+
+
+def parameter_formula(cfg: TransformerConfig) -> int:
+    """The parameter count of `Transformer(cfg)` written out term by term (no model is built and torch is
+    not needed, so it is instant; tests/model/test_table3.py checks it against `count_parameters` for every row of Table 3).
+
+    Per attention: W^Q, W^K (d_model x h d_k), W^V (d_model x h d_v), W^O (h d_v x d_model), with biases.
+    Per feed-forward: W1 (d_model x d_ff), W2 (d_ff x d_model), with biases. Per LayerNorm: 2 d_model."""
+    D, h, dk, dv, ff = cfg.d_model, cfg.n_heads, cfg.head_k, cfg.head_v, cfg.d_ff
+    ln = 2 * D
+    attention = 2 * (D * h * dk + h * dk) + D * h * dv + h * dv + h * dv * D + D
+    ffn = D * ff + ff + ff * D + D
+    total = 0
+    embeddings = 0  # token tables
+    if cfg.has_encoder:
+        embeddings += 1
+        total += cfg.n_encoder_layers * (attention + ffn + 2 * ln) + (ln if cfg.norm_first else 0)
+    if cfg.has_decoder:
+        cross = cfg.architecture == "encoder-decoder"
+        if not cfg.has_encoder or not cfg.tie_embeddings:
+            embeddings += 1  # decoder-only: its one table; encoder-decoder untied: a separate target table
+        total += cfg.n_decoder_layers * ((2 if cross else 1) * attention + ffn + (3 if cross else 2) * ln)
+        total += ln if cfg.norm_first else 0
+    tables = (1 if cfg.has_encoder else 0) + (1 if cfg.has_decoder else 0)
+    total += embeddings * cfg.vocab_size * D
+    if cfg.positional == "learned":
+        total += tables * cfg.max_len * D
+    if cfg.segment_vocab:
+        total += tables * cfg.segment_vocab * D
+    if cfg.embed_norm:
+        total += tables * ln
+    if not (cfg.tie_embeddings or cfg.tie_output):
+        total += D * cfg.vocab_size  # the output layer (no bias)
+    if cfg.mlm_transform:
+        total += D * D + D + ln
+    if cfg.output_bias:
+        total += cfg.vocab_size
+    return total

@@ -1,0 +1,320 @@
+"""What a learner set survives, in a real browser: on every page with inputs, set values that
+differ from the defaults, visit two other pages and switch the language while away, come back — every
+input and every number in every figure is as it was. Then "reset this page" brings the defaults back,
+and the page's address opened in a fresh browser (a shared link) shows the same view."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.pages_list import PAGES
+from tests.streamlit_server import new_page, rerun, wait_idle
+from tests.browser.test_browser_pages import SHOTS, assert_charts_readable, assert_no_exception, open_page, set_language
+
+pytestmark = pytest.mark.browser
+playwright = pytest.importorskip("playwright.sync_api")
+
+BY_URL = {p.url: p for p in PAGES}
+
+# What a learner does on each page: (action, widget key, argument). Keys are the pages' own widget keys;
+# Streamlit gives a keyed widget's container the class `st-key-<key>`.
+RECIPES = {
+    "attention": [("slide", "att_dk", 5), ("toggle", "att_causal", None), ("slide", "att_hidden", 3),
+                  ("fill", "att_tokens_q", "we eat rice")],
+    "multihead": [("fill", "mh_sentence", "the old dog sleeps near the warm fire"), ("slide", "mh_d", 1),
+                  ("toggle", "mh_pe", None), ("fill", "mh_seed", "7")],
+    "positional": [("slide", "pe_len", 4), ("fill", "pe_dims", "0, 2, 5"), ("fill", "perm_sentence", "we like long walks"),
+                   ("radio", "perm_order", 1), ("fill", "rot_k", "9")],
+    "masks": [("fill", "mask_batch", "the cat sat\nI love you very much"), ("radio", "kind", 2),
+              ("fill", "kind_src", "my sister reads a book")],
+    "recipe": [("slide", "sch_d", 2), ("fill", "sch_pairs", "256, 2000"), ("slide", "ls_eps", 4),
+               ("fill", "drop_sentence", "the boy eats an apple")],
+    "why": [("fill", "cx_n", "400"), ("slide", "cx_k", 2), ("slide", "cx_r", 3)],
+    "inspector": [("fill", "insp_text", "My mother loves the new movie."), ("radio", "insp_kind", 2),
+                  ("radio", "insp_method", 1)],
+    "train": [("select", "train_task", 2), ("radio", "train_size", 1)],
+    "family": [("fill", "fam_mlm_text", "The cat sees the [MASK] today."), ("fill", "fam_mlm_pair", "")],
+}
+
+SNAPSHOT_JS = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const inputs = {};
+  main.querySelectorAll('[class*="st-key-"]').forEach(el => {
+    const key = Array.from(el.classList).find(c => c.startsWith('st-key-')).slice(7);
+    const vals = [];
+    el.querySelectorAll('input, textarea').forEach(i => {
+      if (i.type === 'radio' || i.type === 'checkbox') vals.push(i.checked ? 'on' : 'off');
+      else if (i.getAttribute('role') === 'combobox') vals.push('select=' + i.value);
+      else vals.push(i.value);
+    });
+    if (vals.length) inputs[key] = vals;
+  });
+  const numbers = v => (Array.isArray(v) ? v.flat(3) : []).filter(x => typeof x === 'number').map(x => +x.toPrecision(6));
+  const figures = Array.from(main.querySelectorAll('.js-plotly-plot')).map(gd =>
+      (gd.data || []).map(tr => [numbers(tr.z), numbers(tr.x), numbers(tr.y)]));
+  return JSON.stringify({inputs, figures});
+}"""
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, streamlit_server
+    SHOTS.mkdir(exist_ok=True)
+    with streamlit_server({"ATLAS_RUNS_DIR": str(tmp_path_factory.mktemp("runs"))}) as url, \
+            playwright.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield url, b
+        b.close()
+
+
+def page_in_english(browser, info):
+    """A fresh browser context on the page `info`, reached from the start page in English: (context, page)."""
+    base, b = browser
+    ctx = b.new_context(viewport={"width": 1400, "height": 1000})
+    page = new_page(ctx)
+    page.goto(base)
+    wait_idle(page)
+    set_language(page, "en")
+    open_page(page, "en", info)
+    return ctx, page
+
+
+def act(page, action: str, key: str, arg) -> None:
+    box = page.locator(f"[data-testid='stMain'] .st-key-{key}").first
+    assert box.count() == 1, f"no widget with key {key}"
+    box.scroll_into_view_if_needed()
+    with rerun(page):  # every action here changes its control: a run follows
+        if action == "fill":
+            field = box.locator("textarea, input").first
+            field.fill(arg)
+            field.press("Control+Enter" if field.evaluate("e => e.tagName") == "TEXTAREA" else "Enter")
+        elif action == "slide":
+            thumb = box.locator("input[type='range']").first
+            thumb.focus()
+            for _ in range(arg):
+                thumb.press("ArrowRight")
+        elif action == "toggle":
+            box.locator("label").first.click()
+        elif action == "radio":
+            box.locator("label:has(input)").nth(arg).click()
+        elif action == "select":
+            box.locator("input[role='combobox']").first.click()
+            page.locator("[role='option']").nth(arg).click()
+        else:
+            raise ValueError(action)
+
+
+def snapshot(page, settle_ms: int = 1500, tries: int = 40) -> dict:
+    """Inputs and figure numbers once the page has settled: two reads `settle_ms` apart that agree (on a
+    loaded machine, widgets inside columns and the charts can arrive seconds after the script run ends)."""
+    wait_idle(page)
+    last = page.evaluate(SNAPSHOT_JS)
+    for _ in range(tries):
+        page.wait_for_timeout(settle_ms)
+        now = page.evaluate(SNAPSHOT_JS)
+        if now == last:
+            break
+        last = now
+    return json.loads(last)
+
+
+def others(url: str) -> list:
+    return [p for p in PAGES if p.url not in (url, "train")][:2]
+
+
+@pytest.mark.parametrize("url", list(RECIPES))
+def test_inputs_survive_other_pages_and_a_language_switch(browser, url):
+    info = BY_URL[url]
+    ctx, page = page_in_english(browser, info)
+    try:
+        before_defaults = snapshot(page)
+        for action, key, arg in RECIPES[url]:
+            act(page, action, key, arg)
+            assert_no_exception(page, f"{url}: {action} {key}")
+        changed = snapshot(page)
+        assert_charts_readable(page, f"{url}: after its controls moved")
+        for _, key, _ in RECIPES[url]:
+            assert changed["inputs"].get(key) != before_defaults["inputs"].get(key), f"{url}: {key} did not change"
+        first, second = others(url)
+        open_page(page, "en", first)
+        set_language(page, "ko")
+        open_page(page, "ko", second)
+        set_language(page, "en")
+        open_page(page, "en", info)
+        back = snapshot(page)
+        page.screenshot(path=str(SHOTS / f"state-{url}-back.png"), full_page=True)
+        assert back["inputs"] == changed["inputs"], f"{url}: inputs changed after visiting other pages"
+        assert back["figures"] == changed["figures"], f"{url}: figures changed after visiting other pages"
+
+        # The address bar now describes this view: a fresh browser session opened on it shows the same.
+        link = page.url
+        fresh = new_page(ctx.browser.new_context(viewport={"width": 1400, "height": 1000}))
+        fresh.goto(link)
+        wait_idle(fresh)
+        shared = snapshot(fresh)
+        linked_keys = [key for _, key, _ in RECIPES[url] if key in LINKED.get(url, ())]
+        for key in linked_keys:
+            assert shared["inputs"].get(key) == changed["inputs"].get(key), f"{url}: link {link} lost {key}"
+        fresh.context.close()
+
+        # Reset this page: every input back to where a new visitor starts.
+        with rerun(page):
+            page.locator("[data-testid='stSidebar'] .st-key-reset_page button").first.click()
+        reset = snapshot(page)
+        assert reset["inputs"] == before_defaults["inputs"], f"{url}: reset did not restore the defaults"
+    finally:
+        ctx.close()
+
+
+# Inputs that a shared link carries (the page's main inputs).
+LINKED = {
+    "attention": {"att_tokens_q", "att_causal", "att_dk"},
+    "multihead": {"mh_sentence", "mh_d", "mh_pe", "mh_seed"},
+    "positional": {"pe_len", "pe_dims", "perm_sentence", "perm_order"},
+    "masks": {"mask_batch", "kind", "kind_src"},
+    "recipe": {"sch_d", "sch_pairs", "ls_eps"},
+    "why": {"cx_n", "cx_k", "cx_r"},
+    "inspector": {"insp_text", "insp_kind", "insp_method"},
+    "train": {"train_task", "train_size"},
+    "family": {"fam_mlm_text", "fam_mlm_pair"},
+}
+
+
+# What the browser shows as chosen in every choice widget of the page: a radio's checked option, a select
+# slider's position, and whether each select box / multiselect shows a value.
+CHOICES_JS = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const out = [];
+  main.querySelectorAll('[data-testid="stRadio"]').forEach((r, i) => {
+    const inputs = Array.from(r.querySelectorAll('input[type="radio"]'));
+    out.push('radio' + i + '=' + inputs.map((x, j) => x.checked ? j : null).filter(j => j !== null).join(','));
+  });
+  main.querySelectorAll('[data-testid="stSlider"] [role="slider"]').forEach((s, i) => {
+    out.push('slider' + i + '=' + s.getAttribute('aria-valuenow'));
+  });
+  main.querySelectorAll('[data-testid="stSelectbox"]').forEach((s, i) => {
+    const shown = (s.querySelector('[data-baseweb="select"]') || s).innerText.trim();
+    out.push('select' + i + '=' + (shown ? 'shown' : 'empty'));
+  });
+  return out;
+}"""
+
+
+def settled(page, js: str, expect=None, tries: int = 40, pause_ms: int = 750):
+    """What `js` reads once the page has settled: two reads `pause_ms` apart that agree (on a loaded machine
+    widgets in columns and fragments can arrive seconds after the run ends), or, given `expect`, as soon as
+    a read equals it. A widget drawn without its choice stays so, and the last read is returned."""
+    wait_idle(page)
+    last = page.evaluate(js)
+    for _ in range(tries):
+        if expect is not None and last == expect:
+            return last
+        page.wait_for_timeout(pause_ms)
+        now = page.evaluate(js)
+        if expect is None and now == last:
+            return now
+        last = now
+    return last
+
+
+@pytest.mark.parametrize("info", [p for p in PAGES if p.url != "train"], ids=lambda p: p.url)
+def test_a_language_switch_keeps_every_choice_on_screen(browser, info):
+    """A radio, select box or select slider matches its value by the option's label; a language switch
+    changes every label, and Streamlit then drew the radio with no option selected (the value itself was
+    kept). After switching on the page, and back, the browser shows the same choices."""
+    ctx, page = page_in_english(browser, info)
+    try:
+        en = settled(page, CHOICES_JS)
+        set_language(page, "ko")
+        ko = settled(page, CHOICES_JS, expect=en)
+        page.screenshot(path=str(SHOTS / f"lang-switch-{info.url}-ko.png"), full_page=True)
+        assert ko == en, f"{info.url}: after switching to Korean the page shows other choices"
+        set_language(page, "en")
+        assert settled(page, CHOICES_JS, expect=en) == en, f"{info.url}: after switching back the page shows other choices"
+        assert_no_exception(page, f"{info.url}: language switch")
+    finally:
+        ctx.close()
+
+
+def test_the_word_palette_draws_its_open_group_and_keeps_its_place(browser):
+    """The inspector's palette box is a fragment that draws only its open word group. In a real
+    browser: opening the box and another group shows that group's words only; a word click reaches the
+    sentence box and the translation (the sentence's section reruns, not the page above it: the server reports
+    fragment runs only), and the box and its group stay open, also through a language switch; closed by hand,
+    it stays closed."""
+    info = BY_URL["inspector"]
+    ctx, page = page_in_english(browser, info)
+    try:
+        main = page.locator("[data-testid='stMain']")
+        words = main.locator("[data-testid='stButtonGroup'] button")  # every word button drawn
+        summary = main.locator("[data-testid='stExpander'] summary").filter(has_text="Words and sentences")
+        assert words.count() == 0, "a closed box draws no word buttons"
+        with rerun(page):
+            summary.click()
+        assert main.locator(".st-key-insp_pal_subject button").count() > 10
+        assert words.count() == main.locator(".st-key-insp_pal_subject button").count(), "the open group only"
+        with rerun(page):
+            main.get_by_role("tab", name="verbs", exact=True).click()
+        assert main.locator(".st-key-insp_pal_verb button").count() > 10
+        assert main.locator(".st-key-insp_pal_subject button").count() == 0
+        pieces = main.locator("[data-testid='stExpander'] summary").filter(has_text="Tokenization")
+        before = pieces.inner_text()  # "Tokenization: 9 pieces", drawn by the page above the box
+        with rerun(page) as ended:
+            main.locator(".st-key-insp_pal_verb button").filter(has_text="like").first.click()
+        assert main.locator(".st-key-insp_text textarea").input_value().rstrip().lower().endswith("like")
+        assert pieces.inner_text() != before, "the section around the box follows the new sentence"
+        runs = ended()  # the palette's own run ends early, for the sentence's section
+        assert "FINISHED_FRAGMENT_RUN_SUCCESSFULLY" in runs and "FINISHED_SUCCESSFULLY" not in runs, \
+            f"a word click reruns the sentence's section only, not the page: {runs}"
+        with rerun(page) as ended:
+            typed = main.locator(".st-key-insp_text textarea")
+            typed.fill("I like the sea.")
+            typed.press("Control+Enter")
+        assert pieces.inner_text() != before
+        assert set(ended()) == {"FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}, f"a typed sentence: {ended()}"
+        assert main.locator(".st-key-insp_pal_verb button").count() > 10, "the box and its group stay open"
+        assert_no_exception(page, "palette word click")
+        set_language(page, "ko")
+        assert main.get_by_role("tab", name="동사", exact=True).get_attribute("aria-selected") == "true"
+        assert main.locator(".st-key-insp_pal_verb button").count() > 10
+        with rerun(page):
+            main.locator("[data-testid='stExpander'] summary").filter(has_text="이 모델이 아는").click()
+        assert words.count() == 0
+        with rerun(page):
+            main.locator(".st-key-insp_method label:has(input)").nth(1).click()  # a rerun of the whole page
+        assert words.count() == 0, "closed by hand, it stays closed"
+        assert_no_exception(page, "palette closed")
+    finally:
+        ctx.close()
+
+
+def test_back_leaves_a_page_in_two_steps_and_a_control_adds_one(browser):
+    """Opening a page from the sidebar adds two entries to the browser's history: Streamlit's own (the page's
+    address) and the page's link, sent once (app.state.send_link). Before, each of the link's parameters
+    was an entry of its own: leaving the attention page took 17 presses of Back. A control that changes the
+    link adds one entry."""
+    base, b = browser
+    ctx = b.new_context(viewport={"width": 1400, "height": 1000})
+    page = new_page(ctx)
+    try:
+        page.goto(base)
+        wait_idle(page)
+        set_language(page, "en")
+        start = page.evaluate("history.length")
+        open_page(page, "en", BY_URL["attention"])
+        opened = page.evaluate("history.length")
+        assert opened - start <= 2, f"opening the attention page added {opened - start} history entries"
+        for _ in range(2):
+            page.go_back()
+            wait_idle(page)
+            page.wait_for_timeout(500)
+        assert "/attention" not in page.url, page.url
+        open_page(page, "en", BY_URL["attention"])
+        opened = page.evaluate("history.length")
+        act(page, "slide", "att_dk", 1)  # (a fragment's rerun: its change is sent at once)
+        assert "dk=65" in page.url
+        assert page.evaluate("history.length") - opened == 1, "one control, one entry"
+        assert_no_exception(page, "attention, after Back")
+    finally:
+        ctx.close()
