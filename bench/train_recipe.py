@@ -6,7 +6,7 @@
     python bench/train_recipe.py --first-step --via-manager   # the page's Start: plain against standby trainer
 
 Each recipe is a list of `python -m model.training.train` options; the bench builds the trainer's own model,
-optimiser, schedule and batches (model.training.train._Seq2Seq), trains, and every --check-every seconds of
+optimiser, schedule and batches (model.training.tasks.Seq2Seq), trains, and every --check-every seconds of
 training scores greedy exact match on the whole test split exactly as `--export` does
 (model.inference.evaluate.score_test's greedy pass: model.inference.decode.greedy_decode_batch + model.inference.metrics.exact_match).
 Time = training wall time only (batching, forward, backward, optimiser step), evaluation left out.
@@ -36,7 +36,8 @@ from bench.common import machine, table, write  # noqa: E402
 from app.jobs_options import RECIPES, task_recipe, train_arguments, TrainOptions  # noqa: E402
 from model.inference.decode import greedy_decode_batch  # noqa: E402
 from model.inference.metrics import exact_match  # noqa: E402
-from model.training.train import _Seq2Seq, build_parser  # noqa: E402
+from model.training.options import build_parser  # noqa: E402
+from model.training.tasks import Seq2Seq  # noqa: E402
 from model.data.train_data import encode_pairs, load_task  # noqa: E402
 from model.training.schedule import ADAM_BETAS, ADAM_EPS, noam_lambda  # noqa: E402
 
@@ -62,7 +63,7 @@ class Contender:
     def __init__(self, name: str, argv: list[str], data, device):
         self.name, self.argv = name, argv
         self.args = build_parser().parse_args(argv + ["--out", "/nonexistent"])
-        self.job = _Seq2Seq(self.args, data)
+        self.job = Seq2Seq(self.args, data)
         cfg, problem = self.job.config(self.args)
         assert problem is None, problem
         torch.manual_seed(self.args.seed)
@@ -109,7 +110,7 @@ class Contender:
 
     def scored_model(self):
         """The model a run ending now would export: with --average-last K, the mean of the last K snapshots
-        (model.training.train.Averaging; the live weights while there is none yet)."""
+        (model.training.averaging.Averaging; the live weights while there is none yet)."""
         if not self.snapshots:
             return self.model
         import copy

@@ -30,7 +30,7 @@ from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from bench.common import machine, matmul_peak, sync, table, write  # noqa: E402
 from model import Transformer, TransformerConfig, positional_encoding  # noqa: E402
-from model.training.train import adam  # noqa: E402
+from model.training.tasks import adam  # noqa: E402
 
 SIZES = {
     "tiny": dict(d_model=128, n_heads=4, layers=2, d_ff=512, vocab=1000, batch=32, length=32),
@@ -64,7 +64,7 @@ class TorchBaseline(nn.Module):
 
 
 def ours(s):
-    """The trainer's step (model/training/train.py): the loss comes out of forward(labels=...), a block of rows at a time."""
+    """The trainer's step (model/training/steps.py): the loss comes out of forward(labels=...), a block of rows at a time."""
     cfg = TransformerConfig(vocab_size=s["vocab"], d_model=s["d_model"], n_heads=s["n_heads"], d_ff=s["d_ff"],
                             n_encoder_layers=s["layers"], n_decoder_layers=s["layers"], dropout=0.1, max_len=512,
                             label_smoothing=0.1)  # the batches hold no padding (ids from 4 up), as for the baseline
@@ -103,7 +103,7 @@ def baseline_paper_dropout(s):
 
 
 def make_step(module, loss_fn, device, bf16, fused_adam=True):
-    # The trainer's Adam (model.training.train.adam: torch's fused kernel on the CPU and CUDA) for every contender;
+    # The trainer's Adam (model.training.tasks.adam: torch's fused kernel on the CPU and CUDA) for every contender;
     # --plain-adam measures with Adam's per-parameter loop instead (the older trainer).
     opt = adam(module.parameters(), lr=1e-4) if fused_adam else \
         torch.optim.Adam(module.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)

@@ -76,7 +76,7 @@ def _trainer_options(meta: dict, run_dir: Path | None) -> dict:
     command = meta.get("command")
     if not isinstance(command, str) or "model.training.train" not in command:
         return {}
-    from model.training.train import build_parser
+    from model.training.options import build_parser
     try:
         words = shlex.split(command)
         parsed = build_parser().parse_args(words[words.index("model.training.train") + 1:])

@@ -50,13 +50,16 @@ def take(job: dict) -> None:
     os.close(null)
 
 
-def warm_up(train) -> None:
+def warm_up() -> None:
     """What a trainer's first step would otherwise do first: torch's optimiser pulls in torch._dynamo on its
-    first use (~1.5 s here) and autograd starts its engine; done once on a throwaway parameter."""
+    first use and autograd starts its engine; done once on a throwaway parameter."""
     import torch
+
+    from model.training.schedule import noam_lambda
+    from model.training.tasks import adam
     p = torch.nn.Parameter(torch.ones(8, 8))
-    opt = train.adam([p])
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, train.noam_lambda(8, 10, 1.0))
+    opt = adam([p])
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, noam_lambda(8, 10, 1.0))
     torch.nn.functional.cross_entropy(p @ p, torch.zeros(8, dtype=torch.long)).backward()
     opt.step()
     sched.step()
@@ -67,7 +70,7 @@ def main() -> int:
     p.add_argument("--idle-seconds", type=float, default=900.0)
     args = p.parse_args()
     from model.training import train  # torch and everything the trainer uses, before "ready"
-    warm_up(train)
+    warm_up()
     sys.stdout.write(READY + "\n")
     sys.stdout.flush()
     job = wait_for_job(args.idle_seconds)

@@ -12,7 +12,9 @@ import torch
 
 from app.jobs_options import (LIMITS, RECIPES, TrainOptions, UserError, task_recipe, train_arguments,
                               validate_options)
+from model.training import options
 from model.training import train as trainer
+from model.training.tasks import Seq2Seq
 from model.data import train_data
 from model.data.train_data import EncodedExamples, TokenBatches, example_lengths, load_task, make_batch
 
@@ -86,20 +88,20 @@ def test_decoder_only_batches_count_the_sequence_only():
 
 
 def args_for(*extra):
-    return trainer.build_parser().parse_args(["--task", "copy", "--out", "/nonexistent", *extra])
+    return options.build_parser().parse_args(["--task", "copy", "--out", "/nonexistent", *extra])
 
 
 def test_the_trainer_batches_by_tokens_and_a_new_process_sees_the_same_batches():
     """_Seq2Seq.batch with --batch-tokens: built twice (a run and its resume), the same tensors step by
     step; without it, --batch-size sentences as before."""
     data = load_task("copy", 0, None, 64)
-    first = trainer._Seq2Seq(args_for("--batch-tokens", "512"), data)
-    again = trainer._Seq2Seq(args_for("--batch-tokens", "512"), load_task("copy", 0, None, 64))
+    first = Seq2Seq(args_for("--batch-tokens", "512"), data)
+    again = Seq2Seq(args_for("--batch-tokens", "512"), load_task("copy", 0, None, 64))
     for step in range(40, 60):
         x, y = first.batch(step, 0, 0, 64, "cpu"), again.batch(step, 0, 0, 64, "cpu")
         assert all(torch.equal(p, q) for p, q in zip(x, y))
         assert x[0].numel() + x[2].numel() <= 512
-    plain = trainer._Seq2Seq(args_for(), data)
+    plain = Seq2Seq(args_for(), data)
     assert plain.batch(3, 0, 0, 64, "cpu")[0].size(0) == 64
 
 
@@ -128,10 +130,10 @@ def test_log_first_writes_the_first_step_at_once(tmp_path):
 
 
 def test_batch_tokens_options_are_checked():
-    assert trainer.option_problem(args_for("--batch-tokens", "-1")) == "--batch-tokens must be 0 or more"
-    assert trainer.option_problem(args_for("--batch-tokens", "0")) is None
-    family = trainer.build_parser().parse_args(["--task", "mlm", "--out", "x", "--batch-tokens", "512"])
-    assert "--batch-tokens" in trainer.option_problem(family)
+    assert options.option_problem(args_for("--batch-tokens", "-1")) == "--batch-tokens must be 0 or more"
+    assert options.option_problem(args_for("--batch-tokens", "0")) is None
+    family = options.build_parser().parse_args(["--task", "mlm", "--out", "x", "--batch-tokens", "512"])
+    assert "--batch-tokens" in options.option_problem(family)
 
 
 # ----------------------------------------------------------------------------- the cache of encoded splits
@@ -163,8 +165,8 @@ def test_the_en_ko_recipe_batches_by_tokens_and_its_options_pass_the_trainers_ch
     validate_options(o)
     argv = train_arguments(o)
     assert argv[argv.index("--batch-tokens") + 1] == str(recipe["batch_tokens"])
-    args = trainer.build_parser().parse_args([*argv, "--out", "x"])
-    assert trainer.option_problem(args) is None and args.batch_tokens == recipe["batch_tokens"] and args.log_first
+    args = options.build_parser().parse_args([*argv, "--out", "x"])
+    assert options.option_problem(args) is None and args.batch_tokens == recipe["batch_tokens"] and args.log_first
     # Other tasks and sizes keep their sentence batches.
     assert task_recipe("copy", "small") == {"batch_tokens": 0, "cooldown": 0.0, "dropout": None, **RECIPES["small"]}
     assert "--batch-tokens" not in train_arguments(TrainOptions(task="copy", size="tiny"))
@@ -194,8 +196,8 @@ def test_a_cooldown_reaches_the_trainer_and_only_where_it_means_something():
     o = TrainOptions(task="en-ko", size="small", **{**task_recipe("en-ko", "small"), "cooldown": 0.3})
     validate_options(o)
     argv = train_arguments(o)
-    args = trainer.build_parser().parse_args([*argv, "--out", "x"])
-    assert args.cooldown == 0.3 and trainer.option_problem(args) is None
+    args = options.build_parser().parse_args([*argv, "--out", "x"])
+    assert args.cooldown == 0.3 and options.option_problem(args) is None
     assert "--cooldown" not in train_arguments(TrainOptions(task="copy", size="tiny"))
     for bad in (-0.1, 0.95, float("nan")):
         with pytest.raises(UserError):

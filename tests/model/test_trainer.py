@@ -19,6 +19,7 @@ import pytest
 import torch
 
 from app import i18n
+from model.training import options
 from model.training import train as trainer
 from model.nn.config import PRESETS, TransformerConfig
 from model.messages import Message
@@ -255,14 +256,14 @@ def test_config_builds_exactly_that_model(tmp_path, given):
     ck = torch.load(out / "checkpoint.pt", map_location="cpu", weights_only=True)
     assert ck["config"] == ODD.to_dict()
     assert json.loads((out / "args.json").read_text())["config"] == ODD.to_dict()
-    args = trainer.build_parser().parse_args(["--config", value, "--out", "x"])
-    assert trainer.model_config(args, vocab_size=14) == ODD  # the tokenizer's size does not change it
-    assert "--config '{" in trainer.command_line(argparse_namespace(out))
+    args = options.build_parser().parse_args(["--config", value, "--out", "x"])
+    assert options.model_config(args, vocab_size=14) == ODD  # the tokenizer's size does not change it
+    assert "--config '{" in options.command_line(argparse_namespace(out))
 
 
 def argparse_namespace(out: Path):
     import argparse
-    return argparse.Namespace(**{**vars(trainer.build_parser().parse_args([])),
+    return argparse.Namespace(**{**vars(options.build_parser().parse_args([])),
                                  **json.loads((out / "args.json").read_text())})
 
 
@@ -320,7 +321,7 @@ def test_trainer_says_why_when_the_corpus_leaves_no_training_pairs(tmp_path, mon
 def test_resume_without_a_checkpoint_says_so(tmp_path, monkeypatch):
     out = tmp_path / "run"
     out.mkdir()
-    args = vars(trainer.build_parser().parse_args(["--out", str(out), "--preset", "tiny", "--steps", "2",
+    args = vars(options.build_parser().parse_args(["--out", str(out), "--preset", "tiny", "--steps", "2",
                                                    "--batch-size", "4", "--eval-every", "2", "--threads", "1"]))
     (out / "args.json").write_text(json.dumps(args))
     seen = []
@@ -414,8 +415,8 @@ def test_export_writes_a_model_card(tmp_path, capsys):
     torch.manual_seed(0)
     model = Transformer(PRESETS["tiny"].replace(vocab_size=tok.vocab_size, max_len=12)).eval()
     data = TaskData(tok, [], [], [], False, [("a b", "a b"), ("c d e", "c d e"), ("f", "f")])
-    args = trainer.build_parser().parse_args(["--task", "copy", "--steps", "7", "--out", "x", "--preset", "tiny"])
-    scores = export_model(model, data, args, tmp_path / "copy-model", 12.0, trainer.command_line(args))
+    args = options.build_parser().parse_args(["--task", "copy", "--steps", "7", "--out", "x", "--preset", "tiny"])
+    scores = export_model(model, data, args, tmp_path / "copy-model", 12.0, options.command_line(args))
     assert scores["test_sentences"] == 3 and 0 <= scores["exact_match_greedy"] <= 1
     card = (tmp_path / "copy-model" / "CARD.md").read_text()
     assert card.startswith("# Model card: copy-model")

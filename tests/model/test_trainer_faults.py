@@ -31,6 +31,7 @@ import torch
 from app import i18n
 from model.training import checkpoint as ckpt_mod
 from model.training import train as trainer
+from model.training import steps as train_steps
 from model.training.checkpoint import CheckpointError, load_model_dir, load_training_state
 from model.nn.config import PRESETS
 from model.messages import Message
@@ -68,14 +69,14 @@ DISK_ERRORS = {
 def test_disk_full_during_a_save_fails_clearly(tmp_path, monkeypatch, capsys, kind):
     out = tmp_path / "run"
     calls = {"n": 0}
-    real = trainer.save_training_state
+    real = train_steps.save_training_state
 
     def save(*a, **k):
         calls["n"] += 1
         if calls["n"] == 2:  # the first checkpoint lands, the second finds the disk full
             raise DISK_ERRORS[kind]()
         return real(*a, **k)
-    monkeypatch.setattr(trainer, "save_training_state", save)
+    monkeypatch.setattr(train_steps, "save_training_state", save)
     rc = trainer.main([*FAST, "--steps", "6", "--ckpt-every", "2", "--out", str(out)])
     err = capsys.readouterr().err
     assert rc == 5, err
@@ -97,7 +98,7 @@ def test_a_read_only_folder_during_a_save_fails_clearly(tmp_path, monkeypatch, c
 
     def save(*a, **k):
         raise OSError(errno.EROFS, "Read-only file system", str(out / "checkpoint.pt"))
-    monkeypatch.setattr(trainer, "save_training_state", save)
+    monkeypatch.setattr(train_steps, "save_training_state", save)
     rc = trainer.main([*FAST, "--steps", "2", "--ckpt-every", "2", "--out", str(out)])
     err = capsys.readouterr().err
     assert rc == 5 and "Traceback" not in err
@@ -117,7 +118,7 @@ def test_failed_status_is_still_written_when_no_temporary_file_fits(tmp_path, mo
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_atomic(path, obj)
     monkeypatch.setattr(rf, "atomic_write_json", atomic)
-    monkeypatch.setattr(trainer, "save_training_state",
+    monkeypatch.setattr(train_steps, "save_training_state",
                         lambda *a, **k: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left on device")))
     assert trainer.main([*FAST, "--steps", "2", "--ckpt-every", "2", "--out", str(out)]) == 5
     assert status(out)["state"] == "failed"
