@@ -1,28 +1,16 @@
 """Cached, server-wide resources (one copy per Streamlit server, not per rerun)."""
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 
 import streamlit as st
 
 from app.jobs import runs_dir  # one rule for where runs live: $ATLAS_RUNS_DIR or runs/
 
-from app.i18n import t
+from app.fast.heap import settle_heap  # after each model load (app.fast.heap says why)
+from app.i18n import lang, t
 from model.nn.config import PRESETS, TransformerConfig, parameter_formula
 from model.nn.device import DeviceParts, best_device, cpu_only_machine, device_parts, parse_description
-
-
-def settle_heap() -> None:
-    """Make full garbage collections cheap. With torch, plotly and a model loaded one walks ~300k long-lived
-    objects: 0.17-0.6 s holding the GIL (Streamlit's collection after every run, runner.postScriptGC, is off
-    in .streamlit/config.toml for that reason; Python still starts full collections of its own). Collect
-    once, then move what is alive now (modules, loaded models) into the permanent generation (gc.freeze):
-    later collections only walk what the runs themselves create, so memory stays flat and reruns stop
-    queueing behind the collector. Called when this module is first imported, at the end of the warm-up
-    (app.jobs.warm_up) and after each model load."""
-    gc.collect()
-    gc.freeze()
 
 
 @st.cache_resource(show_spinner=False)
@@ -75,6 +63,21 @@ def demo_model(vocab_size: int):
     """The masks page's small encoder-decoder with seeded random weights (model.lessons.probe)."""
     from model.lessons.probe import seeded_demo_model
     return seeded_demo_model(vocab_size)
+
+
+@st.cache_resource(show_spinner=False)
+def measurements(page: str) -> dict:
+    """A page's store of what it measured on this server, the same dict for every session (a measurement runs
+    live with a progress bar, which a cached function would replay, and is then kept here by the page)."""
+    return {}
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def checked_upload(data: bytes, name: str) -> dict:
+    """The training page's check of an uploaded corpus (app.jobs.options.check_upload), once per file, not on
+    every rerun."""
+    from app.jobs.options import check_upload
+    return check_upload(data, name)
 
 
 # ----------------------------------------------------------------------------- models
@@ -138,16 +141,15 @@ def available_models() -> dict[str, Path]:
     return found
 
 
-def model_stamp(path: Path) -> float:
-    """The version of a model folder's weights (see _stamp): part of every cache key of what it computes."""
-    return _stamp(Path(path))
-
-
-def _stamp(path: Path) -> float:
-    """Changes when the weights are rewritten (a training run saves a newer checkpoint)."""
+def weights_stamp(path: Path | str | None) -> float:
+    """The version of a model folder's weights: the time its weights file was last written (0.0 when it has
+    none). A training run that saves newer weights changes it, so it is part of every cache key of what a
+    model computes (of_weights) and of the figures drawn from that."""
+    if not path:
+        return 0.0
     for name in ("model.safetensors", "pytorch_model.bin"):
         try:
-            return (path / name).stat().st_mtime
+            return (Path(path) / name).stat().st_mtime
         except OSError:
             continue
     return 0.0
@@ -162,27 +164,79 @@ def pretrained_dtype(device):
     return torch.bfloat16 if on and getattr(device, "type", str(device)) == "cuda" else None
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _load(path: str, stamp: float):
-    from model.training.checkpoint import load_model_dir
-    from model.hub import is_hf_folder, load_pretrained
-    if is_hf_folder(Path(path)):
-        device = best_device()
-        loaded = load_pretrained(path, device=device, dtype=pretrained_dtype(device))
+MODELS_KEPT = 8  # loaded models kept for all sessions (the least recently used go first)
+RESULTS_KEPT = 256  # what models computed (translations, attention, predictions), kept for all sessions
+
+
+@st.cache_resource(show_spinner=False, max_entries=MODELS_KEPT)
+def _load(path: str, stamp: float, task: str | None):
+    """The model in folder `path` at version `stamp`: a Transformer (our checkpoint or a pretrained import), or,
+    with a family task (model.family), that family's model."""
+    if task is not None:
+        from model.family import load_family_dir
+        loaded = load_family_dir(path, expect=task)
     else:
-        loaded = load_model_dir(path, device=best_device())
+        from model.hub import is_hf_folder, load_pretrained
+        from model.training.checkpoint import load_model_dir
+        if is_hf_folder(Path(path)):
+            device = best_device()
+            loaded = load_pretrained(path, device=device, dtype=pretrained_dtype(device))
+        else:
+            loaded = load_model_dir(path, device=best_device())
     settle_heap()  # the model (and the modules its page imported) stay for the server's life
     return loaded
 
 
 def load_model(path: Path):
     """A LoadedModel, loaded once per server per version of the weights (raises CheckpointError)."""
-    return _load(str(path), _stamp(Path(path)))
+    return _load(str(path), weights_stamp(path), None)
+
+
+def load_family_model(path: Path, task: str):
+    """A LoadedFamily (model.family), once per server per version of the weights; CheckpointError when the
+    folder holds another family, a damaged file or nothing."""
+    return _load(str(path), weights_stamp(path), task)
+
+
+def _cache_name(fn) -> str:
+    """A module-level function's full name: what a cache keys it by (a lambda or a nested function has none
+    that is unique)."""
+    name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', '')}"
+    if "<" in name or name.startswith(".") or name.endswith("."):
+        raise ValueError(f"cache a module-level function, not {fn!r}")
+    return name
+
+
+@st.cache_resource(show_spinner=False, max_entries=RESULTS_KEPT)
+def _of_weights(name: str, path: str, stamp: float, task: str | None, network: bool, args: tuple, kwargs: tuple,
+                _fn):
+    loaded = _load(path, stamp, task)
+    return _fn(loaded.model if network else loaded, *args, **dict(kwargs))
+
+
+def of_weights(fn, path: Path, *args, task: str | None = None, network: bool = False, **kwargs):
+    """`fn(the model in folder path, *args, **kwargs)` once for the whole server per (fn, folder, version of
+    its weights, arguments): every session asking the same shares one result, so it must only be read. `fn` is
+    a module-level function (of model/, or a view's adapter); `fn` gets the loaded model (LoadedModel), or with
+    network=True its network (loaded.model); `task` loads a family model (model.family) instead."""
+    return _of_weights(_cache_name(fn), str(path), weights_stamp(path), task, network, args,
+                       tuple(sorted(kwargs.items())), fn)
+
+
+@st.cache_data(show_spinner=False, max_entries=RESULTS_KEPT)
+def _computed(name: str, args: tuple, kwargs: tuple, _fn):
+    return _fn(*args, **dict(kwargs))
+
+
+def computed(fn, *args, **kwargs):
+    """`fn(*args, **kwargs)` of a pure module-level function of model/ (no model folder: a lesson's numbers),
+    once for the whole server per arguments; each caller gets its own copy (st.cache_data)."""
+    return _computed(_cache_name(fn), args, tuple(sorted(kwargs.items())), fn)
 
 
 def warm_first_model() -> None:
     """The first shipped model (the inspector's first choice, the masks page's demonstration), its card and
-    vocabulary, in the caches the pages read (app.jobs.warm_up, while the learner reads the first page): they
+    vocabulary, in the caches the pages read (app.fast.warmup.warm_up, while the learner reads the first page): they
     were ~80 ms of the inspector's 160 ms first run here."""
     for path in SHIPPED.values():
         if (path / "config.json").is_file():
@@ -192,86 +246,53 @@ def warm_first_model() -> None:
             return
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _vocabulary(path: str, stamp: float):
-    from model.data.vocabulary import model_vocabulary
-    return model_vocabulary(load_model(Path(path)))
-
+# What the inspector and the family page ask of a model: each a model/ function through of_weights.
 
 def vocabulary(path: Path):
     """What the model's input side met in training (model.data.vocabulary.Vocabulary: token ids, words, a
     palette); cached per version of the weights."""
-    return _vocabulary(str(path), _stamp(Path(path)))
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _card(path: str, stamp: float):
-    from model.training.card import card_facts
-    return card_facts(load_model(Path(path)))
+    from model.data.vocabulary import model_vocabulary
+    return of_weights(model_vocabulary, path)
 
 
 def card(path: Path):
     """The model's key facts (model.training.card.CardFacts), cached per version of the weights."""
-    return _card(str(path), _stamp(Path(path)))
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _translation(path: str, stamp: float, text: str, greedy: bool, beam: int):
-    from model.inference.decode import translate
-    return translate(load_model(Path(path)), text, beam_size=beam, greedy=greedy)
+    from model.training.card import card_facts
+    return of_weights(card_facts, path)
 
 
 def translation(path: Path, text: str, greedy: bool, beam: int):
     """Cached per (model version, text, decoding): moving a slider does not decode again."""
-    return _translation(str(path), _stamp(Path(path)), text, greedy, beam)
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _forward_pass(path: str, stamp: float, ids: tuple[int, ...]):
-    from model.lessons.probe import forward_attention
-    return forward_attention(load_model(Path(path)).model, list(ids))
+    from model.inference.decode import translate
+    return of_weights(translate, path, text, beam_size=beam, greedy=greedy)
 
 
 def forward_pass(path: Path, ids: list[int]):
     """The attention (Intermediates) of one recorded forward pass of an encoder-only or decoder-only
     model, cached per (model version, ids)."""
-    return _forward_pass(str(path), _stamp(Path(path)), tuple(ids))
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _lm_positions(path: str, stamp: float, ids: tuple[int, ...], k: int):
-    from model.lessons.probe import lm_position_candidates
-    return lm_position_candidates(load_model(Path(path)).model, list(ids), k)
+    from model.lessons.probe import forward_attention
+    return of_weights(forward_attention, path, list(ids), network=True)
 
 
 def lm_positions(path: Path, ids: list[int], k: int = 5):
     """A decoder-only model's next-token candidates at every position of ids, cached per (model
     version, ids, k)."""
-    return _lm_positions(str(path), _stamp(Path(path)), tuple(ids), k)
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _fill_mask(path: str, stamp: float, text: str, text_b: str):
-    from model.hub.bert import fill_mask
-    return fill_mask(load_model(Path(path)), text, text_b=text_b or None)
+    from model.lessons.probe import lm_position_candidates
+    return of_weights(lm_position_candidates, path, list(ids), k, network=True)
 
 
 def fill_mask(path: Path, text: str, text_b: str = ""):
     """A BERT-style model's predictions at each [MASK] and its attention (model.hub.bert.FillMask), cached;
     with text_b, the pair [CLS] text [SEP] text_b [SEP] (segments 0 and 1)."""
-    return _fill_mask(str(path), _stamp(Path(path)), text, (text_b or "").strip())
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _next_token(path: str, stamp: float, ids: tuple[int, ...], temperature: float, top_k: int):
-    from model.inference.decode import lm_next_token
-    return lm_next_token(load_model(Path(path)).model, list(ids), temperature=temperature, top_k=top_k)
+    from model.hub.bert import fill_mask as fill
+    return of_weights(fill, path, text, text_b=(text_b or "").strip() or None)
 
 
 def next_token(path: Path, ids: list[int], temperature: float, top_k: int):
     """A decoder-only model's next-token probabilities and attention for ids (model.inference.decode.lm_next_token),
     cached per (model version, ids, temperature, top-k): every session typing the same text shares one pass."""
-    return _next_token(str(path), _stamp(Path(path)), tuple(ids), float(temperature), int(top_k))
+    from model.inference.decode import lm_next_token
+    return of_weights(lm_next_token, path, list(ids), network=True, temperature=float(temperature), top_k=int(top_k))
 
 
 # ----------------------------------------------------------------------------- what pages draw, shared
@@ -280,16 +301,18 @@ VIEWS_KEPT = 256  # built figures and tables kept for all sessions (the least re
 
 
 @st.cache_resource(show_spinner=False, max_entries=VIEWS_KEPT)
-def _shared_view(name: str, key: tuple, _build):
+def _shared_view(name: str, language: str, key: tuple, _build):
     return _build()
 
 
 def shared_view(name: str, key: tuple, build):
-    """`build()` (a figure, table rows: anything the page only reads) once for the whole server per
-    (name, key), kept among the VIEWS_KEPT most recently used. `key` must hold everything the result
-    depends on — the model folder and weights version, the text, the options, the language — since every
-    session asking with an equal key gets this very object: callers never modify it."""
-    return _shared_view(name, key, build)
+    """`build()` (a figure, table rows, text: anything the page only reads) once for the whole server per
+    (name, key, current language), kept among the VIEWS_KEPT most recently used. The language is part of the
+    key by construction (what a page shows has its words); `key` must hold everything else the result depends
+    on (the model folder and weights version, the text, the options), since every session asking with an equal
+    key gets this very object: callers never modify it. Numbers a model/ function computes, which hold no words,
+    are cached once for every language instead (computed, of_weights)."""
+    return _shared_view(name, lang(), key, build)
 
 
 def shared_figure(name: str, key: tuple, build):
@@ -314,6 +337,3 @@ def table_data(rows: list[dict]):
 def shared_table(name: str, key: tuple, build):
     """shared_view for table rows (`build()` returns a list of dicts), converted once for every session."""
     return shared_view(name, key, lambda: table_data(build()))
-
-
-settle_heap()

@@ -2,12 +2,12 @@
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from app import attention_lab as lab
+from pages.views import attention_lab as lab
 from app.charts.curves import bar_chart, histogram_overlay, line_chart
 from app.charts.export import columns_csv
 from app.charts.heatmaps import stage_figure
 from app.format import vector
-from app.i18n import UserError, lang, t
+from app.i18n import UserError, t
 from app.resources import device_description, shared_figure, shared_view
 from app.state import OneBased, keep, open_tabs
 from app.ui import error, show_figure, show_matrix, table, text
@@ -28,9 +28,9 @@ TIME_NS = [64, 128, 256, 512, 1024]  # sizes the timing can use
 DEFAULTS = {
     "att_tokens_q": ", ".join(wx.EXAMPLE_TOKENS),
     "att_tokens_k": "",
-    "att_q": lab.matrix_to_text(wx.EXAMPLE_Q),
-    "att_k": lab.matrix_to_text(wx.EXAMPLE_K),
-    "att_v": lab.matrix_to_text(wx.EXAMPLE_V),
+    "att_q": wx.matrix_text(wx.EXAMPLE_Q),
+    "att_k": wx.matrix_text(wx.EXAMPLE_K),
+    "att_v": wx.matrix_text(wx.EXAMPLE_V),
 }
 
 
@@ -76,7 +76,7 @@ except UserError as e:
 
 def fig_once(name: str, key: tuple, build):
     """A figure of this page built once per (name, key, language): key holds every input it shows."""
-    return shared_figure(f"attention-{name}", (lang(), *key), build)
+    return shared_figure(f"attention-{name}", key, build)
 
 
 if work is not None:

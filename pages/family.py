@@ -1,5 +1,5 @@
 """The Transformer family: BERT (encoder-only), GPT (decoder-only), ViT and DETR as small models trained
-here, one member at a time (each section is drawn by app/family/<member>.py)."""
+here, one member at a time (each member is a view of its own, pages/family/<member>.py: imported when picked)."""
 import importlib
 
 import streamlit as st
@@ -15,4 +15,4 @@ text("family.intro")
 member = st.segmented_control(t("family.member"), MEMBERS, format_func=lambda m: t(f"family.members.{m}"),
                               **keep("fam_member", "mlm", url="member", valid=MEMBERS))
 member = member or "mlm"  # a segmented control can be cleared by clicking the selected option
-importlib.import_module(f"app.family.{member}").render()
+importlib.import_module(f"pages.family.{member}").render()

@@ -3,15 +3,15 @@ from pathlib import Path
 
 import streamlit as st
 
-from app import inspector as ins
+from pages.views import inspector as ins
 from app.charts.curves import bar_chart
 from app.charts.export import csv_text
 from app.charts.headview import head_view
 from app.charts.heatmaps import attention_heatmap, head_grid
-from app.i18n import UserError, lang, options, t
-from app.resources import (available_models, card, fill_mask, forward_pass, lm_positions, load_model, model_stamp,
-                           next_token, pretrained_dir, shared_figure, shared_table, shared_view, translation,
-                           vocabulary)
+from app.i18n import UserError, options, t
+from app.resources import (available_models, card, fill_mask, forward_pass, lm_positions, load_model, next_token,
+                           pretrained_dir, shared_figure, shared_table, shared_view, translation, vocabulary,
+                           weights_stamp)
 from app.state import OneBased, between, keep, open_box, open_box_now, open_tabs
 from model.hub.fetch import FetchError, fetch
 from app.ui import error, show_figure, show_matrix, table, text
@@ -57,7 +57,7 @@ try:
 except CheckpointError as e:
     error(UserError("inspector.errors.cannot_load", detail=str(e)))
     st.stop()
-stamp = model_stamp(path)  # the version of the weights this run draws
+stamp = weights_stamp(path)  # the version of the weights this run draws
 cfg, tok = loaded.config, loaded.tokenizer
 if tok is None:
     error(UserError("inspector.errors.no_tokenizer"))
@@ -66,7 +66,7 @@ arch = cfg.architecture
 facts = card(path)
 st.caption(" · ".join(ins.summary(facts)))
 with st.expander(t("inspector.card.expander")):
-    table(shared_view("card_rows", (str(path), stamp, lang()), lambda: ins.card_rows(facts)),
+    table(shared_view("card_rows", (str(path), stamp), lambda: ins.card_rows(facts)),
           key="insp-card")
     if ins.score_note(facts):
         st.caption(ins.score_note(facts))
@@ -92,7 +92,7 @@ SENTENCE = "insp-sentence"
 
 @st.fragment(key=SENTENCE)
 def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
-    if model_stamp(path) != stamp:  # a training run saved newer weights: the card above changes too
+    if weights_stamp(path) != stamp:  # a training run saved newer weights: the card above changes too
         st.rerun()
     cfg, tok, arch = loaded.config, loaded.tokenizer, loaded.config.architecture
     st.selectbox(t("inspector.examples"), choices, index=None, placeholder=t("inspector.pick_example"),
@@ -164,7 +164,8 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
             st.warning(t("inspector.unknown_lm", words=never))
         fig = bar_chart(ins.labels([pc for pc, _, _ in top]), [p for _, p, _ in top], horizontal=True, y_range=[0, 1],
                         x_title=t("inspector.probability"), y_title=t("inspector.token"))
-        show_figure(fig, name="next-token", csv=csv_text(["piece", "id", "probability"], [(pc, i, p) for pc, p, i in top]))
+        show_figure(fig, name="next-token", key="next-token",
+                    csv=csv_text(["piece", "id", "probability"], [(pc, i, p) for pc, p, i in top]))
 
         def _append():
             draw = st.session_state.get("insp_draws", 0)
@@ -218,7 +219,7 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
     # ----------------------------------------------------------------------------- attention
     # What follows depends only on the model version, what was run on it (`source`), the language and the
     # controls below: every session asking for the same gets the same figures and tables, built once (shared_view).
-    view = (str(path), stamp, lang(), *source)
+    view = (str(path), stamp, *source)
     st.subheader(t("inspector.attention"))
 
     attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx, tok)

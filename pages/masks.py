@@ -2,14 +2,14 @@
 an encoder-decoder model; encoder-only, decoder-only and encoder-decoder models compared."""
 import streamlit as st
 
-from app.attention_lab import valid_index
+from pages.views.attention_lab import valid_index
 from app.charts.export import rows_csv
 from app.charts.heatmaps import attention_heatmap, head_grid, matrix_heatmap
 from app.charts.style import amend, lift_title
 from app.inputs import piece_label
-from app.i18n import Message, UserError, lang, options, say, t
-from app.resources import (available_models, demo_model, load_model, model_stamp, parameter_count, shared_figure,
-                           shared_tokenizer, shared_view)
+from app.i18n import Message, UserError, options, say, t
+from app.resources import (available_models, demo_model, load_model, parameter_count, shared_figure,
+                           shared_tokenizer, shared_view, weights_stamp)
 from app.state import OneBased, keep
 from app.ui import error, show_matrix, table, text
 from model.training.checkpoint import CheckpointError
@@ -35,7 +35,7 @@ def _pick_model(choice: str, trained: dict):
             loaded = load_model(trained[choice])
             if loaded.config.architecture == "encoder-decoder" and loaded.tokenizer is not None:
                 return loaded.model, loaded.tokenizer, choice, False, (str(trained[choice]),
-                                                                       model_stamp(trained[choice]))
+                                                                       weights_stamp(trained[choice]))
             st.warning(t("masks.not_encoder_decoder", name=choice))
         except CheckpointError as e:  # a broken checkpoint must not break the page
             error(UserError("masks.errors.cannot_load", detail=str(e)[:300], name=choice))
@@ -45,7 +45,7 @@ def _pick_model(choice: str, trained: dict):
 
 def fig_once(name: str, key: tuple, build):
     """A figure of this page built once per (name, model, key, language): key holds every input it shows."""
-    return shared_figure(f"masks-{name}", (lang(), model_key, *key), build)
+    return shared_figure(f"masks-{name}", (model_key, *key), build)
 
 
 def _one_based(label: str, n: int, key: str, where, url: str) -> int:

@@ -2,12 +2,12 @@
 encoder layer: attention, add & norm, feed-forward, add & norm (sections 3.1 and 3.3)."""
 import streamlit as st
 
-from app.attention_lab import LABEL_LIMIT, heads_csv
+from pages.views.attention_lab import LABEL_LIMIT
 from app.charts.curves import line_chart
-from app.charts.export import series_csv
+from app.charts.export import heads_csv, series_csv
 from app.charts.heatmaps import head_grid, head_tiles, stage_figure
 from app.i18n import UserError, t
-from app.resources import shared_figure, shared_view
+from app.resources import computed, shared_figure, shared_view
 from app.state import keep
 from app.ui import error, show_figure, show_matrix, table, text
 from model.lessons import lab as mlab
@@ -15,13 +15,10 @@ from model.lessons import layer_walk as mwalk
 from model.nn.config import PRESETS
 from model.lessons.layer_walk import TOLERANCE
 
-# Every section follows the inputs at the top, so a change reruns the page; what it computes is cached per
-# input (st.cache_data, bounded) and every figure is built once per input and language (app.resources).
-# With more than 16 heads, the picker of one head reruns only that head's map (a fragment).
-# (the st.cache_data wrappers are made once per server: making one reads and hashes the function's source)
-CACHED = dict(show_spinner=False, max_entries=32)
-multihead_demo, layer_walk = shared_view("multihead-cached", (), lambda: (
-    st.cache_data(mlab.multihead_demo, **CACHED), st.cache_data(mwalk.layer_walk, **CACHED)))
+# Every section follows the inputs at the top, so a change reruns the page; what model/ computes is cached per
+# input (app.resources.computed, bounded) and every figure is built once per input and language
+# (app.resources.shared_figure). With more than 16 heads, the picker of one head reruns only that head's map
+# (a fragment).
 
 
 @st.fragment
@@ -59,7 +56,7 @@ if len(words) > mlab.MAX_TOKENS:
     st.warning(t("multihead.too_long", count=len(words), limit=mlab.MAX_TOKENS))
     words = words[:mlab.MAX_TOKENS]
 try:
-    demo = multihead_demo(words, D, H, seed, positions=use_pe)
+    demo = computed(mlab.multihead_demo, words, D, H, seed, positions=use_pe)
 except UserError as e:
     error(e)
     st.stop()
@@ -142,7 +139,7 @@ text("multihead.paper", d_model=base.d_model, n_heads=base.n_heads, d_head=base.
 
 # ---------------------------------------------------------------- 6. one layer, end to end
 st.header(t("multihead.layer.header"))
-walk = layer_walk(words, D, H, seed, positions=use_pe)
+walk = computed(mwalk.layer_walk, words, D, H, seed, positions=use_pe)
 text("multihead.layer_intro", D=D, H=H, d_ff=walk.d_ff)
 st.latex(r"n_1=\mathrm{LayerNorm}(x+\mathrm{MultiHead}(x,x,x)),\quad "
          r"y=\mathrm{LayerNorm}(n_1+\max(0,\,n_1W_1+b_1)\,W_2+b_2)")

@@ -1,7 +1,6 @@
 """Overview: the architecture, the paper's configurations and what each page teaches."""
 import streamlit as st
 
-from app import i18n
 from app.charts.architecture import LABELS as ARCHITECTURE_LABELS
 from app.charts.architecture import architecture_svg
 from app.i18n import t
@@ -21,7 +20,7 @@ text("overview.intro")
 st.header(t("overview.architecture"))
 left, right = st.columns([3, 2])
 with left:
-    st.image(shared_view("overview-architecture", (i18n.lang(),), lambda: architecture_svg(
+    st.image(shared_view("overview-architecture", (), lambda: architecture_svg(
         {name: t(f"overview.graph.{name}") for name in ARCHITECTURE_LABELS}, title=t("overview.architecture"))))
 with right:
     text("overview.three_kinds")

@@ -9,7 +9,7 @@ from app.charts.style import amend, esc, lift_title
 from app.format import escape_md
 from app.i18n import Message, UserError, options, t
 from app.inputs import parse_int_list, split_words
-from app.resources import shared_figure, shared_view
+from app.resources import computed, shared_figure
 from app.state import keep
 from app.ui import error, show_figure, show_matrix, table, text
 from model.lessons import positions as mpos
@@ -25,16 +25,9 @@ LOG_FLOOR = 1e-12  # an exact 0 would vanish on the log axis: drawn at the float
 
 
 # Every section below but the first runs as a fragment with its own inputs: moving one of them reruns that
-# section only. Length and d_model feed every section, so they rerun the page. Pure results are cached per
-# input (bounded, so memory stays flat), figures are shared per input and language (app.resources), and the
-# large CSVs are written when their button is clicked.
-# The st.cache_data wrappers are made once per server (making one reads and hashes the function's source).
-CACHED = dict(show_spinner=False, max_entries=32)
-PURE = ("encoding_table", "dimension_waves", "dot_profile", "rotation_demo", "extrapolation_demo", "similarity_demo",
-        "word_order_experiment")
-cached = shared_view("positional-cached", PURE, lambda: {f: st.cache_data(getattr(mpos, f), **CACHED) for f in PURE})
-encoding_table, dimension_waves, dot_profile, rotation_demo, extrapolation_demo, similarity_demo, \
-    word_order_experiment = (cached[f] for f in PURE)
+# section only. Length and d_model feed every section, so they rerun the page. Results of model/ are cached per
+# input (app.resources.computed: bounded, so memory stays flat), figures are shared per input and language
+# (app.resources.shared_figure), and the large CSVs are written when their button is clicked.
 
 
 def dims_parse(text: str) -> bool:
@@ -63,7 +56,7 @@ def waves_section(length: int, d_model: int, pos_t: str) -> None:
         if not dims:
             raise UserError("positional.errors.no_dimension", last=d_model - 1)
         series = {f"{w['dim']} ({w['kind']}, λ≈{w['wavelength']:.1f})": w["values"]
-                  for w in dimension_waves(length, d_model, dims)}
+                  for w in computed(mpos.dimension_waves, length, d_model, dims)}
         title = t("positional.waves.title")
         fig = shared_figure("pe-waves", (length, d_model, tuple(dims), title, pos_t), lambda: line_chart(
             range(length), series, x_title=pos_t, y_title="PE", title=title))
@@ -88,7 +81,7 @@ def dot_section(length: int, d_model: int) -> None:
     anchor_default = ANCHOR if ANCHOR < length else length // 2
     anchor = st.slider(t("positional.dot.anchor"), 0, length - 1,
                        **keep("pe_anchor", anchor_default, url="anchor", valid=range(length)))
-    prof = dot_profile(length, d_model, anchor)
+    prof = computed(mpos.dot_profile, length, d_model, anchor)
     dots = {t("positional.dot.measured"): prof["measured"], t("positional.dot.formula"): prof["formula"]}
     title = t("positional.dot.title", anchor=anchor)
     fig = shared_figure("pe-dot", (length, d_model, anchor, title, *dots, t("positional.dot.x"), t("positional.dot.y")),
@@ -108,7 +101,7 @@ def rotation_section(length: int, d_model: int, pos_t: str) -> None:
                      **keep("rot_i", 0, url="pair", valid=range(d_model // 2)))
     p0 = c3.slider(t("positional.rotation.highlight"), 0, length - 1,
                    **keep("rot_p", min(3, length - 1), url="highlight", valid=range(length)))
-    rot = rotation_demo(length, d_model, k, pair, p0)
+    rot = computed(mpos.rotation_demo, length, d_model, k, pair, p0)
     st.latex(r"\begin{pmatrix}\sin((pos+k)\omega)\\ \cos((pos+k)\omega)\end{pmatrix} = M_k"
              r"\begin{pmatrix}\sin(pos\,\omega)\\ \cos(pos\,\omega)\end{pmatrix},\quad "
              r"M_k=\begin{pmatrix}\cos k\omega & \sin k\omega\\ -\sin k\omega & \cos k\omega\end{pmatrix},\quad "
@@ -141,7 +134,7 @@ def extrapolation_section(d_model: int, pos_t: str, dim_t: str) -> None:
                           **keep("ext_len", 50, url="max_len", valid=range(8, 257)))
     ask = int(c2.number_input(t("positional.extrapolation.position"), 0, 1_000_000,
                               **keep("ext_pos", 2 * 50 - 1, url="position", valid=range(1_000_001))))
-    ext = extrapolation_demo(train_len, d_model, ask)
+    ext = computed(mpos.extrapolation_demo, train_len, d_model, ask)
     span = 2 * train_len
     left, right = st.columns(2)
     with left:
@@ -227,7 +220,7 @@ def permutation_section() -> None:
             st.warning(t("positional.permutation.first_words", n=MAX_WORDS))
         if len(words) < 2:
             raise UserError("positional.errors.two_words")
-        exp = word_order_experiment(words, order, seed)
+        exp = computed(mpos.word_order_experiment, words, order, seed)
         if exp["unchanged"]:
             st.info(t("positional.permutation.unchanged"))
         perm, runs = exp["perm"], exp["runs"]
@@ -267,7 +260,7 @@ c1, c2 = st.columns(2)
 length = c1.slider(t("positional.picture.length"), 8, 512,
                    **keep("pe_len", LENGTH, url="length", valid=range(8, 513)))
 d_model = c2.slider("d_model", 4, 512, step=4, **keep("pe_d", 128, url="d_model", valid=range(4, 513, 4)))
-pe = encoding_table(length, d_model)  # (L, D)
+pe = computed(mpos.encoding_table, length, d_model)  # (L, D)
 pos_t, dim_t = t("positional.position"), t("positional.dimension")
 heat_title = t("positional.picture.title", length=length, d_model=d_model)
 fig = shared_figure("pe-heat", (length, d_model, heat_title, pos_t, dim_t),
@@ -284,7 +277,7 @@ extrapolation_section(d_model, pos_t, dim_t)  # 5. extrapolation
 # ----------------------------------------------------------------------------- 6. sinusoidal vs learned
 st.header(t("positional.similarity.header"))
 text("positional.similarity")
-sim = similarity_demo(length, d_model)
+sim = computed(mpos.similarity_demo, length, d_model)
 c1, c2 = st.columns(2)
 for col, kind, name in ((c1, "sinusoidal", "similarity-sinusoidal"), (c2, "learned", "similarity-learned")):
     with col:

@@ -7,7 +7,7 @@ from app.charts.curves import bar_chart, line_chart
 from app.charts.export import rows_csv, series_csv
 from app.charts.heatmaps import matrix_heatmap
 from app.charts.style import amend, colour, lift_title
-from app.i18n import UserError, lang, t
+from app.i18n import UserError, t
 from app.inputs import parse_pairs, piece_label
 from app.resources import demo_model, shared_figure, shared_tokenizer, shared_view
 from app.state import between, keep
@@ -71,7 +71,7 @@ def schedule_section():
     shown = [c for c in sched["curves"] if c["peak_shown"]]
     peaks = {t("recipe.schedule.peaks"): ([c["peak_step"] for c in shown], [c["peak_lr"] for c in shown],
                                           [f"{c['peak_step']:,}: {c['peak_lr']:.2e}" for c in shown])}
-    fig = shared_figure("sch_fig", (lang(), tuple(pairs), lo, hi, log_x), lambda: line_chart(
+    fig = shared_figure("sch_fig", (tuple(pairs), lo, hi, log_x), lambda: line_chart(
         sched["steps"], series, markers=peaks, log_x=log_x, x_title=t("recipe.schedule.x"), y_title=t("recipe.schedule.y"),
         height=430, title=t("recipe.schedule.title")))
     show_figure(fig, name="warmup-schedule", csv=series_csv("step", sched["steps"], series), key="sch_fig")
@@ -130,7 +130,7 @@ def smoothing_section():
     bars = min(V, BARS)
     left, right = st.columns(2)
     with left:
-        fig = shared_figure("ls_target", (lang(), V, eps), lambda: bar_chart(
+        fig = shared_figure("ls_target", (V, eps), lambda: bar_chart(
             [t("recipe.smoothing.correct")] + [f"#{i}" for i in range(1, bars)], q[:bars],
             colors=[colour(1)] + [colour(0)] * (bars - 1), y_range="fit", decimals=4, text_outside=True,
             x_title=t("recipe.smoothing.token"), y_title=t("recipe.smoothing.target_y"),
@@ -144,7 +144,7 @@ def smoothing_section():
         curves = {t("recipe.smoothing.plain"): ls["plain"], t("recipe.smoothing.smoothed", eps=eps): ls["smoothed"]}
         p_num, l_num = ls["best"]
         marks = {t("recipe.smoothing.minimum"): ([p_num], [l_num], [f"p = {p_num:.4f}"])}
-        fig = shared_figure("ls_loss", (lang(), V, eps), lambda: amend(line_chart(
+        fig = shared_figure("ls_loss", (V, eps), lambda: amend(line_chart(
             ls["confidence"], curves, markers=marks, x_title=t("recipe.smoothing.x"), y_title=t("recipe.smoothing.y"),
             title=t("recipe.smoothing.loss_title")), dict(yaxis=dict(range=[0, ls["loss_top"]]))))
         show_figure(fig, name="label-smoothing-loss", csv=series_csv("confidence", ls["confidence"], curves), key="ls_loss")
@@ -202,7 +202,7 @@ def dropout_section():
         top = max(float(abs(drop.dropped).max()), 1e-9)  # one colour scale for both: the scaling shows
         axes = dict(x_title=t("recipe.dropout.dimension"), y_title=t("recipe.smoothing.token"), zmin=-top, zmax=top,
                     zmid=0)
-        view = (lang(), tok.vocab_size, tuple(ids), p_drop, drop_seed)
+        view = (tok.vocab_size, tuple(ids), p_drop, drop_seed)
         left, right = st.columns(2)
         with left:
             fig = shared_figure("drop_before", view, lambda: lift_title(matrix_heatmap(

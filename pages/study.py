@@ -6,21 +6,22 @@ from __future__ import annotations
 import streamlit as st
 
 from app import format as fmt
-from app import study
 from app.charts.export import rows_csv
 from app.charts.study import factor_figure
-from app.i18n import UserError, lang, options, t
+from app.i18n import UserError, options, t
 from app.resources import shared_figure
 from app.state import keep
 from app.ui import error, show_figure, text
+from model.lessons import table3
 from model.lessons.table3 import MINI_BASE, PAPER_TABLE3, STUDY_ROWS, paper_row
+from pages.views import study
 
 GROUPS = ("A", "B", "C", "D", "E")
 
 
 def pm(row: dict, metric: str, scale: float = 1.0, digits: int = 2) -> str:
     """The median over seeds and, with more than one seed, their range."""
-    m = study.centre(row, metric)
+    m = table3.centre(row, metric)
     if m is None:
         return "—"
     stats = row.get(metric) or {}
@@ -56,14 +57,14 @@ def factor_section(doc: dict, rows: dict) -> None:
     means, lows, highs, seeds, per_seed = [], [], [], [], []
     for k in keys:
         r = rows.get(k, {})
-        m = study.centre(r, metric)
+        m = table3.centre(r, metric)
         stats = r.get(metric) or {}
         means.append(None if m is None else m * scale)
         lows.append((stats.get("min") if stats.get("min") is not None else m or 0) * scale)
         highs.append((stats.get("max") if stats.get("max") is not None else m or 0) * scale)
         seeds.append(int(r.get("seeds_done", 0)))
         per_seed.append([v * scale for v in stats.get("values") or [] if isinstance(v, (int, float))])
-    fig = shared_figure("study_factor", (lang(), study.table_stamp(doc), group, metric), lambda: factor_figure(
+    fig = shared_figure("study_factor", (study.table_stamp(doc), group, metric), lambda: factor_figure(
         names, paper_values, means, lows, highs, seeds, title=t("study.factor.title", group=group_labels[group]),
         paper_title=t(f"study.factor.paper_{metric}"), ours_title=t(f"study.factor.ours_{metric}"),
         y_title=t(f"study.metric.{metric}"), seeds_label=t("study.factor.seeds"), per_seed=per_seed,
@@ -121,9 +122,9 @@ if doc is not None:
         })
     st.dataframe(table, hide_index=True)
     st.caption(t("study.table.note"))
-    stuck = study.plateau_runs(doc)
+    stuck = table3.plateau_runs(doc)
     if stuck["runs"]:
-        st.markdown(t("study.plateau", stuck=stuck["stuck"], runs=stuck["runs"], limit=study.PLATEAU,
+        st.markdown(t("study.plateau", stuck=stuck["stuck"], runs=stuck["runs"], limit=table3.PLATEAU,
                       steps=opts.get("steps", "?"), rows=stuck["rows"]))
 
 # ------------------------------------------------------------------------- 2. by factor
@@ -132,7 +133,7 @@ if doc is not None:
     # ------------------------------------------------------------------------- 3. the reading
     st.header(t("study.reading.header"))
     st.caption(t("study.reading.rule"))
-    for v in study.verdicts(doc):
+    for v in table3.verdicts(doc):
         claim = t(f"study.claims.{v.claim.key}")
         if v.ours is None:
             st.markdown(f"- {claim} — {t('study.outcome.missing')}")
@@ -177,7 +178,7 @@ def rerun_panel() -> None:
     seeds = int(st.number_input(t("study.rerun.seeds"), 1, study.MAX_SEEDS,
                                 **keep("study_seeds", 1, valid=range(1, study.MAX_SEEDS + 1))))
     fresh = st.checkbox(t("study.rerun.fresh"), **keep("study_fresh", True, valid=(True, False)))
-    per_run = {r["row"]: study.mean(r, "seconds") for r in (shipped or {}).get("rows", [])}
+    per_run = {r["row"]: table3.mean(r, "seconds") for r in (shipped or {}).get("rows", [])}
     known = [per_run.get(k) for k in chosen]
     if chosen and all(v is not None for v in known):
         st.caption(t("study.rerun.estimate", runs=len(chosen) * seeds, minutes=sum(known) * seeds / 60))

@@ -7,17 +7,18 @@ from pathlib import Path
 import streamlit as st
 
 from app import format as fmt
-from app import study
+from pages.views import study
 from app.charts import export, training as charts
 from app.i18n import Message, UserError, options, prose, say, t
-from app.jobs import (ACTIVE, COMPARE_METRICS, MB, compare_label, get_manager, is_starting, new_owner_token,
-                      prepare_estimates, runs_dir)
-from app.jobs_options import (ALL_TASKS, CUSTOM_DEFAULTS, DEFAULT_TASK, LIMITS, MAX_PARAMETERS, MAX_UPLOAD_BYTES,
-                              POSITIONALS, SIZES, TASK_RECIPES, TrainOptions, check_upload, is_family, recipe_dropout,
+from app.fast.warmup import prepare_estimates
+from app.jobs import ACTIVE, COMPARE_METRICS, MB, compare_label, get_manager, is_starting, new_owner_token, runs_dir
+from app.jobs.options import (ALL_TASKS, CUSTOM_DEFAULTS, DEFAULT_TASK, LIMITS, MAX_PARAMETERS, MAX_UPLOAD_BYTES,
+                              POSITIONALS, SIZES, TASK_RECIPES, TrainOptions, is_family, recipe_dropout,
                               task_recipe)
 from app.pages_list import PAGES
+from app.resources import checked_upload
 from app.state import between, keep, set_link
-from app.train_ui import fmt_duration, plain, status_text
+from pages.views.train_ui import fmt_duration, plain, status_text
 from app.ui import error, plot, text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,12 +30,6 @@ mgr.prepare()  # a trainer started ahead of time (torch imported): the next Star
 # This browser session's secret: it owns the runs it starts (job.json keeps only its hash); others' runs are
 # read-only here unless the server runs in teacher mode (app/jobs.py, docs/classroom.md).
 OWNER = st.session_state.setdefault("train_owner", new_owner_token())
-
-
-@st.cache_data(max_entries=4, show_spinner=False)
-def cached_upload(data: bytes, name: str) -> dict:
-    """check_upload once per file, not on every rerun."""
-    return check_upload(data, name)
 
 
 def labels(prefix: str, values):
@@ -76,7 +71,7 @@ if task == "tsv":
         st.info(t("train.upload_example"))
     else:
         upload_bytes, upload_name = up.getvalue(), up.name
-        checked = cached_upload(upload_bytes, upload_name)
+        checked = checked_upload(upload_bytes, upload_name)
         if "error" in checked:
             upload_ok = False
             st.error(t("train.upload_unusable", problem=say(checked["error"])), icon="🚫")

@@ -10,7 +10,7 @@ from app.charts.style import amend
 from app.format import large
 from app.i18n import Message, UserError, t
 from app.inputs import parse_int_list
-from app.resources import device_description, shared_figure, shared_view
+from app.resources import computed, device_description, measurements, shared_figure
 from app.state import keep
 from app.ui import error, show_figure, table, text
 from model.lessons import complexity as mcx
@@ -21,11 +21,9 @@ FIRST_VIEW = dict(ns=(16, 64, 256), d=64, batch=2, repeats=3, recurrent="gru", o
 MAX_N, MAX_SIZES = 4096, 6
 BUDGET_S = 3.0  # the measuring budget the warning below speaks of
 TM_D_CHOICES, RECURRENT_KINDS = [32, 64, 128, 256], ["gru", "lstm"]
-# Sections 1 and 2 follow n, d, k, r: the curves are cached per input, their figures built once per input and
-# language, so a measurement (section 3) reruns them cheaply.
-# (the st.cache_data wrapper is made once per server: making one reads and hashes the function's source)
-curves_over_n = shared_view("why-cached", (), lambda: st.cache_data(mcx.curves_over_n, show_spinner=False,
-                                                                    max_entries=32))
+# Sections 1 and 2 follow n, d, k, r: the curves are cached per input (app.resources.computed), their figures
+# built once per input and language (app.resources.shared_figure), so a measurement (section 3) reruns them
+# cheaply.
 
 
 def name(layer: str) -> str:
@@ -84,7 +82,7 @@ st.caption(t("why.table.note"))
 # ----------------------------------------------------------------------------- 2. cost vs n
 st.header(t("why.curves.header"))
 text("why.curves")
-over_n = curves_over_n(n, d, k, r)
+over_n = computed(mcx.curves_over_n, n, d, k, r)
 cost = {name(layer): values for layer, values in over_n["cost"].items()}
 path = {name(layer): values for layer, values in over_n["path"].items()}
 curve_titles = (t("why.curves.cost_y"), t("why.curves.cost_title", d=d, k=k, r=r), t("why.table.path_formula"),
@@ -101,14 +99,6 @@ with c2:
 
 # ----------------------------------------------------------------------------- 3. measured
 MEASURED_KEPT = 32  # measurements kept for the whole server, the oldest dropped first
-
-
-@st.cache_resource(show_spinner=False)
-def measured() -> dict:
-    """The server's measurements so far: {(sizes, d, batch, repeats, recurrent, one thread, device): (result,
-    when measured)}.
-    Measured live with a progress bar (not inside a cached function, which would replay the bar), then kept."""
-    return {}
 
 
 def timing_figure(res: dict, ms: dict, title: str):
@@ -155,7 +145,7 @@ def timing_section() -> None:
         st.caption(t("why.timing.first_view"))
     key = (tuple(params["ns"]), params["d"], params["batch"], params["repeats"], params["recurrent"],
            params["one_thread"], str(device))
-    store = measured()
+    store = measurements("why")
     res, when = (None, None) if again else store.get(key, (None, None))
     if res is None and st.session_state.get("tm_stopped") != key:
         slot = st.empty()

@@ -43,7 +43,7 @@ def toasts(at: AppTest) -> list[str]:
 
 
 def section_script(body: str) -> str:
-    """An AppTest script (to `.format(lang=...)`) that runs `body` (a family section: app/family/<member>.py)
+    """An AppTest script (to `.format(lang=...)`) that runs `body` (a family member: pages/family/<member>.py)
     outside the app. Its concept-page links need the app's registered pages, so page_link is stubbed for
     this run only and restored afterwards, even when the body fails (tests/conftest.py checks that). As
     main.py does, the run ends by sending its changes to the link (app.state.send_link)."""

@@ -37,6 +37,13 @@ def matrix_csv(values, row_labels=None, col_labels=None) -> str:
     return csv_text(["", *cols], ([r, *(float(v) for v in row)] for r, row in zip(rows, z)))
 
 
+def heads_csv(weights, labels: list[str]) -> str:
+    """Every head's (L, L) map in one CSV table: a row per (head, query), a column per key."""
+    w = np.asarray(weights, float)  # (H, L, L)
+    return csv_text(["head", "", *labels], ([h + 1, labels[i], *w[h, i]] for h in range(w.shape[0])
+                                            for i in range(w.shape[1])))
+
+
 def columns_csv(columns: dict) -> str:
     """Equal-length columns, one per name."""
     names = list(columns)

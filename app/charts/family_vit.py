@@ -1,4 +1,4 @@
-"""Figures of the ViT section (app/family/vit.py): a clickable 8×8 canvas, the patch grid as numbered tokens,
+"""Figures of the ViT section (pages/family/vit.py): a clickable 8×8 canvas, the patch grid as numbered tokens,
 class probabilities, [CLS] attention and its rollout laid over the digit, and position-embedding similarity.
 
 Coordinates: x is the pixel column 0..7, y the pixel row 0..7 (row 0 at the top). A patch grid of g×g

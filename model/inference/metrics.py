@@ -137,3 +137,8 @@ def layer_averages(stats: list[dict], keys: Sequence[str] = AVERAGED) -> list[di
     if stats:
         rows.append({"layer": None, **{k: mean(stats, k) for k in keys}})
     return rows
+
+
+def rounded(v, digits: int = 3) -> float | None:
+    """A statistic as a table shows it: rounded to `digits`, None where it is undefined (missing or NaN)."""
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), digits)

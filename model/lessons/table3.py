@@ -8,6 +8,7 @@ TransformerConfig fields, so the same row can be applied to the paper's base mod
 parameters) and to the miniature base (to train it)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from model.nn.config import PRESETS, TransformerConfig
@@ -139,3 +140,106 @@ def mini_config(key: str, vocab_size: int | None = None, base: TransformerConfig
     """The miniature of row `key` (KeyError for an unknown row)."""
     cfg = base.replace(**MINI_CHANGES[key])
     return cfg.replace(vocab_size=vocab_size) if vocab_size is not None else cfg
+
+
+# ----------------------------------------------------------------------------- our rows against the paper's conclusions
+# A study document (model.training.study's table3.json) holds per row the values over seeds of each metric
+# with their mean, median and std.
+
+
+def mean(row: dict, metric: str):
+    v = (row.get(metric) or {}).get("mean")
+    return v if isinstance(v, (int, float)) and math.isfinite(v) else None
+
+
+def centre(row: dict, metric: str):
+    """The median over seeds (a table written before medians were kept: the mean). With a few seeds some of
+    which have not left the loss plateau, the median says what most seeds did; the mean mixes the two."""
+    stats = row.get(metric) or {}
+    v = stats.get("median", stats.get("mean"))
+    return v if isinstance(v, (int, float)) and math.isfinite(v) else None
+
+
+def spread(row: dict, metric: str) -> float:
+    v = (row.get(metric) or {}).get("std")
+    return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else 0.0
+
+
+# the paper's conclusions
+@dataclass(frozen=True)
+class Claim:
+    key: str           # catalogue key study.claims.<key>
+    worse: str         # the row the paper finds worse (higher perplexity) ...
+    better: str        # ... than this one; for kind "same", the two rows it finds alike
+    kind: str = "worse"
+
+
+# Section 6.2 of the paper, read off Table 3 by dev perplexity.
+CLAIMS = (
+    Claim("one_head", "A-h1", "base"),
+    Claim("many_heads", "A-h32", "A-h16"),
+    Claim("small_keys", "B-dk16", "base"),
+    Claim("deeper", "C-N2", "C-N8"),
+    Claim("wider", "C-d256", "C-d1024"),
+    Claim("bigger_ffn", "C-ff1024", "C-ff4096"),
+    Claim("dropout", "D-drop0", "base"),
+    Claim("smoothing_perplexity", "base", "D-ls0"),
+    Claim("learned_positions", "E-learned", "base", "same"),
+)
+MARGIN = 0.05  # medians closer than 5 % are "about the same": a finding needs a larger difference
+
+
+@dataclass
+class Verdict:
+    claim: Claim
+    paper: tuple[float, float]
+    ours: tuple[float, float] | None    # (median of `worse`, median of `better`)
+    spreads: tuple[float, float]
+    seeds: int                          # the fewer seeds of the two rows
+    outcome: str                        # "reproduced", "not_reproduced", "unclear", "missing"
+
+
+def verdicts(doc: dict, metric: str = "perplexity") -> list[Verdict]:
+    """Each conclusion of the paper against our rows, by the median over seeds: reproduced when our
+    difference has the paper's sign and exceeds 5 % (for "same": when within 5 %), not reproduced when it has
+    the opposite sign beyond 5 %, unclear otherwise."""
+    rows = {r["row"]: r for r in doc["rows"]}
+    out = []
+    for c in CLAIMS:
+        pw, pb = paper_row(c.worse).perplexity, paper_row(c.better).perplexity
+        a, b = rows.get(c.worse), rows.get(c.better)
+        ma, mb = (centre(a, metric) if a else None), (centre(b, metric) if b else None)
+        if ma is None or mb is None:
+            out.append(Verdict(c, (pw, pb), None, (0.0, 0.0), 0, "missing"))
+            continue
+        sa, sb = spread(a, metric), spread(b, metric)
+        noise = MARGIN * abs(mb)
+        diff = ma - mb
+        if c.kind == "same":
+            outcome = "reproduced" if abs(diff) <= noise else "not_reproduced"
+        elif diff > noise:
+            outcome = "reproduced"
+        elif diff < -noise:
+            outcome = "not_reproduced"
+        else:
+            outcome = "unclear"
+        seeds = min(int(a.get("seeds_done", 0)), int(b.get("seeds_done", 0)))
+        out.append(Verdict(c, (pw, pb), (ma, mb), (sa, sb), seeds, outcome))
+    return out
+
+
+PLATEAU = 5.0  # dev perplexity above this: the run had not yet learned to align (see the page)
+
+
+def plateau_runs(doc: dict) -> dict:
+    """How many finished runs ended above PLATEAU dev perplexity, in how many rows: at a small step
+    budget some seeds have not yet left the loss plateau before attention learns to align words."""
+    runs = stuck = 0
+    rows = set()
+    for r in doc["rows"]:
+        for v in (r.get("perplexity") or {}).get("values") or []:
+            runs += 1
+            if isinstance(v, (int, float)) and v > PLATEAU:
+                stuck += 1
+                rows.add(r["row"])
+    return {"runs": runs, "stuck": stuck, "rows": len(rows)}

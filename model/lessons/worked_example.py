@@ -84,6 +84,12 @@ def parse_matrix(text: str, name: str, max_rows: int = MAX_ROWS, max_cols: int =
     return np.asarray(rows, dtype=np.float64)
 
 
+def matrix_text(m) -> str:
+    """A matrix as parse_matrix reads it (one row per line, numbers separated by spaces): its inverse, for
+    filling a text area."""
+    return "\n".join(" ".join(f"{x:g}" for x in row) for row in np.asarray(m, float))
+
+
 def check_shapes(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
     """Q (n, d_k), K (m, d_k), V (m, d_v): the shapes attention needs, else UserError."""
     if q.shape[1] != k.shape[1]:

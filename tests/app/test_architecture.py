@@ -1,5 +1,6 @@
 """The house rules, checked on the source: computation lives in model/, figures in app/charts/, words in
-the catalogues; pages are thin."""
+the catalogues; pages are thin. "Pages" is everything under pages/: the pages themselves, the family page's
+members (pages/family/) and the page-side helpers (pages/views/)."""
 import ast
 import re
 from pathlib import Path
@@ -7,12 +8,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = sorted((ROOT / "pages").glob("*.py"))
+PAGES = sorted((ROOT / "pages").rglob("*.py"))
 MODEL = sorted((ROOT / "model").rglob("*.py"))
 APP = sorted((ROOT / "app").rglob("*.py"))
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 # Korean that is data, not UI text: the corpus lexicon and the worked example's tokens.
-KOREAN_DATA_OK = {"model/data/corpus.py", "model/inference/metrics.py", "app/i18n.py", "model/lessons/worked_example.py"}
+KOREAN_DATA_OK = {"model/data/corpus/grammar.py", "model/data/corpus/parser.py", "model/inference/metrics.py",
+                  "app/i18n.py", "model/lessons/worked_example.py"}
 
 
 def imports(path: Path) -> set[str]:
@@ -71,6 +73,16 @@ def test_no_inline_translations(path):
 
 def test_no_app_pages_folder():
     assert not (ROOT / "app" / "pages").exists(), "Streamlit would auto-detect app/pages/"
+
+
+def test_the_pages_are_the_listed_files_and_the_subfolders_hold_none():
+    """app/pages_list.py names the app's pages (app/main.py hands them to st.navigation): every top-level file of
+    pages/ is one of them; pages/family/ and pages/views/ hold views and helpers the pages import, never a page."""
+    from app.pages_list import PAGES as LISTED
+    listed = sorted(p.file for p in LISTED)
+    assert listed == sorted(p.name for p in (ROOT / "pages").glob("*.py"))
+    assert {p.parent.name for p in PAGES if p.parent != ROOT / "pages"} == {"family", "views"}
+    assert (ROOT / "pages" / "family" / "__init__.py").is_file(), "`import pages.family` must find the package, not the page"
 
 
 INPUTS = {"text_input", "text_area", "number_input", "slider", "select_slider", "selectbox", "radio", "checkbox",
@@ -171,7 +183,7 @@ def test_browser_actions_wait_for_their_run(path):
                          ids=lambda p: p.name)
 def test_browser_tests_open_pages_through_new_page(path):
     """A test's browser page comes from tests.streamlit_server.new_page: it counts the page's runs (rerun) and keeps
-    the warm-up's hidden elements away (app.warm.elements: a run of their own, seconds after the page opens, drew
+    the warm-up's hidden elements away (app.fast.browser_warm.elements: a run of their own, seconds after the page opens, drew
     a second progress bar and metric beside those the speed test read)."""
     found = re.findall(r"[^\n]*(?<!\bnew_page\()\b\w+\.new_page\([^\n]*", path.read_text(encoding="utf-8"))
     assert not found, found

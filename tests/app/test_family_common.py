@@ -1,4 +1,4 @@
-"""What every family section shares (app/family, model/family): which models a section lists, and that a
+"""What every family section shares (pages/views/family.py, model/family): which models a section lists, and that a
 wrong or damaged model folder becomes a clear message, never a traceback."""
 import shutil
 

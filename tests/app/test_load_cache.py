@@ -3,6 +3,7 @@ into the inspector share one translation, one set of figures and one table of he
 kept is bounded; the long-lived heap is frozen so Streamlit's collection after every run stays cheap."""
 from __future__ import annotations
 
+import functools
 import gc
 import json
 
@@ -18,18 +19,20 @@ SENTENCE = "The teacher does not buy a red apple at the market today."  # no oth
 
 @pytest.fixture
 def fresh_caches():
-    res._translation.clear()
+    res._of_weights.clear()
     res._shared_view.clear()
     yield
-    res._translation.clear()
+    res._of_weights.clear()
     res._shared_view.clear()
 
 
 class Counter:
-    """Wraps a function and counts its calls (restored by monkeypatch after the test)."""
+    """Wraps a function and counts its calls (restored by monkeypatch after the test); it keeps the function's
+    name, which the caches of app.resources key it by."""
 
     def __init__(self, fn):
         self.fn, self.calls = fn, 0
+        functools.update_wrapper(self, fn)
 
     def __call__(self, *a, **k):
         self.calls += 1
@@ -168,3 +171,57 @@ def test_a_shared_table_holds_the_rows_values(fresh_caches):
     assert res.shared_table("t", ("k",), lambda: []) is table  # built once per key
     mixed = [{"a": 1}, {"a": "text"}]  # Arrow cannot type this column: the rows stay rows
     assert res.table_data(mixed) == mixed
+
+
+def test_a_shared_figure_or_table_is_kept_per_language(fresh_caches, monkeypatch):
+    """The language is part of every shared view's key by construction: a call site cannot forget it."""
+    import plotly.graph_objects as go
+    built = []
+
+    def build():
+        built.append(1)
+        return go.Figure(layout={"title": {"text": "t"}})
+
+    from app.i18n import LANGS
+    figs = {}
+    for language in LANGS:
+        monkeypatch.setattr(res, "lang", lambda language=language: language)
+        figs[language] = res.shared_figure("lang-test", (1,), build)
+        assert res.shared_figure("lang-test", (1,), build) is figs[language]  # kept for this language
+        res.shared_table("lang-rows", (1,), lambda: [{"a": 1}])
+    assert len(built) == len(LANGS) and len({id(f) for f in figs.values()}) == len(LANGS)
+
+
+def test_what_a_model_computes_is_kept_per_version_of_its_weights(tmp_path):
+    """of_weights keys a result by the model folder and its weights stamp: newer weights (a training run saved
+    them) compute again; the same weights and arguments do not."""
+    import os
+    import shutil
+    folder = tmp_path / "lm"
+    shutil.copytree(res.SHIPPED["lm"], folder)
+    calls = []
+
+    def count(loaded, x):
+        calls.append(x)
+        return (loaded.config.d_model, x)
+
+    count.__qualname__ = "count"  # as if defined at the module's top: of_weights keys a function by its full name
+    first = res.of_weights(count, folder, 1)
+    assert res.of_weights(count, folder, 1) is first and calls == [1]
+    res.of_weights(count, folder, 2)
+    assert calls == [1, 2]
+    stamp = res.weights_stamp(folder)
+    weights = folder / "model.safetensors"
+    os.utime(weights, (stamp + 10, stamp + 10))  # the weights were written again
+    assert res.weights_stamp(folder) == stamp + 10
+    assert res.of_weights(count, folder, 1) == first and calls == [1, 2, 1]
+    assert res.weights_stamp(tmp_path / "nothing") == 0.0 and res.weights_stamp(None) == 0.0
+
+
+def test_computed_results_are_cached_per_arguments_and_copied():
+    from model.lessons.positions import encoding_table
+    a = res.computed(encoding_table, 8, 16)
+    b = res.computed(encoding_table, 8, 16)
+    assert a is not b and (a == b).all()  # st.cache_data: each caller gets its own copy
+    with pytest.raises(ValueError):
+        res.computed(lambda: 1)  # a lambda has no name to key it by

@@ -1,4 +1,4 @@
-"""DETR on synthetic shapes (model/family/shapes.py, model/family/detr.py, app/family/detr.py): the data,
+"""DETR on synthetic shapes (model/family/shapes.py, model/family/detr.py, pages/family/detr.py): the data,
 box geometry, Hungarian matching, the model's attention, the trainer, the shipped model and the section."""
 import argparse
 import hashlib
@@ -277,7 +277,7 @@ def test_shipped_model_scores_as_its_card_says():
 # ----------------------------------------------------------------------------- the section
 
 SCRIPT = section_script("""
-from app.family.detr import render
+from pages.family.detr import render
 render()
 """)
 

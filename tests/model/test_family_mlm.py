@@ -1,4 +1,4 @@
-"""The BERT-style member of the family page (model/family/mlm.py, app/family/mlm.py): the tokenizer with
+"""The BERT-style member of the family page (model/family/mlm.py, pages/family/mlm.py): the tokenizer with
 [CLS]/[SEP]/[MASK], BERT's masking, segments, the loss on masked positions only, bidirectional attention,
 the learner's errors, the trainer, the shipped model and the page section in both languages."""
 import json
@@ -308,7 +308,7 @@ def test_shipped_model_matches_its_card():
 # ----------------------------------------------------------------------------- the section
 
 SCRIPT = section_script("""
-from app.family.mlm import render
+from pages.family.mlm import render
 render()
 """)
 

@@ -382,7 +382,7 @@ def test_figures_are_built_and_escape_labels():
 # ----------------------------------------------------------------------------- the section
 
 SCRIPT = section_script("""
-from app.family import vit as section
+from pages.family import vit as section
 if st.session_state.pop('_click', None):  # what the canvas's on_select callback gets from one click
     st.session_state['_fake_canvas'] = {{"selection": {{"points": [{{"x": 3, "y": 2, "point_index": 19}}]}}}}
     section._clicked('_fake_canvas')

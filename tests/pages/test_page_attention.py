@@ -1,4 +1,4 @@
-"""The scaled dot-product attention page and its text helpers (app/attention_lab.py). The numbers are
+"""The scaled dot-product attention page and its text helpers (pages/views/attention_lab.py). The numbers are
 tested in tests/model/test_lab.py and tests/model/test_worked_example.py."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from app.i18n import LANGS
 
-from app import attention_lab as lab
+from pages.views import attention_lab as lab
 from app.format import compact, vector
 from app.charts.style import MODEBAR_ROOM
 from app.i18n import t
@@ -60,11 +60,11 @@ def with_inputs(q=None, k=None, v=None, tokens_q=None, tokens_k=None, lang="en",
     return run_page("attention.py", lang, setup=setup)
 
 
-# ---------------------------------------------------------------- text helpers (app/attention_lab.py)
+# ---------------------------------------------------------------- text helpers (pages/views/attention_lab.py)
 
 def test_matrix_text_round_trip():
-    assert lab.matrix_to_text([[0.1, 2.0], [-1e30, 3.5]]) == "0.1 2\n-1e+30 3.5"
-    assert np.allclose(wx.parse_matrix(lab.matrix_to_text(Q), "Q"), Q)
+    assert wx.matrix_text([[0.1, 2.0], [-1e30, 3.5]]) == "0.1 2\n-1e+30 3.5"
+    assert np.allclose(wx.parse_matrix(wx.matrix_text(Q), "Q"), Q)
 
 
 def test_tokens_and_labels():
@@ -97,7 +97,7 @@ def test_stage_names(lang, monkeypatch):
 @pytest.mark.parametrize("lang", list(LANGS))
 def test_cell_lines(lang, monkeypatch):
     monkeypatch.setattr("app.i18n.lang", lambda: lang)
-    w = wx.worked_from_text(lab.matrix_to_text(Q), lab.matrix_to_text(K), lab.matrix_to_text(V), causal=True)
+    w = wx.worked_from_text(wx.matrix_text(Q), wx.matrix_text(K), wx.matrix_text(V), causal=True)
     lines = lab.cell_lines(wx.cell_trace(w, 0, 1), "나`는", "학교에")
     assert lines[0] == "**S[나ˋ는, 학교에]** = q1 · k2 = `0.1×0.5 + 0.3×0.7 + 0.5×0.4 = 0.05 + 0.21 + 0.2 = 0.46`"
     assert lines[1] == "**S′** = S ÷ √3 = `0.46 ÷ 1.732 = 0.2656`"
@@ -277,7 +277,7 @@ def test_huge_numbers_one_token_and_cross_attention():
 
 def test_sixty_four_tokens_hide_cell_text():
     g = np.random.default_rng(0)
-    mat = lab.matrix_to_text(np.round(g.normal(size=(64, 4)), 2))
+    mat = wx.matrix_text(np.round(g.normal(size=(64, 4)), 2))
     tokens = ", ".join(f"토큰{i}" if i % 2 else f"w{i}😀" for i in range(64))
     at = with_inputs(q=mat, k=mat, v=mat, tokens_q=tokens)
     assert_clean(at)
@@ -314,7 +314,7 @@ def test_reset_brings_back_the_example_after_bad_input():
     by_key(at.button, "att_reset").click()
     at.run()
     assert_clean(at)
-    assert not at.error and at.session_state["att_q"] == lab.matrix_to_text(Q)
+    assert not at.error and at.session_state["att_q"] == wx.matrix_text(Q)
 
 
 # ---------------------------------------------------------------- options that change under the cell pickers
@@ -324,7 +324,7 @@ def test_reset_brings_back_the_example_after_bad_input():
 # itself (a str) instead of an index. AppTest normally re-sends the current option, so `browser_keeps`
 # makes it send the stale label, as the browser does.
 
-Q3 = lab.matrix_to_text(Q)
+Q3 = wx.matrix_text(Q)
 Q4 = Q3 + "\n0.1 0.1 0.1"
 
 
@@ -490,7 +490,7 @@ def test_link_with_the_weights_stage(lang):
     assert at.query_params["lang"] == lang
 
 
-DEFAULT_PARAMS = {"q": lab.matrix_to_text(Q), "k": lab.matrix_to_text(K), "v": lab.matrix_to_text(V),
+DEFAULT_PARAMS = {"q": wx.matrix_text(Q), "k": wx.matrix_text(K), "v": wx.matrix_text(V),
                   "tokens_q": ", ".join(wx.EXAMPLE_TOKENS), "tokens_k": "", "causal": "0", "stage": "raw",
                   "row": "1", "col": "1", "dk": "64", "hidden": "16", "add_seed": "0", "dk_seed": "0",
                   "all_stages": "0"}
@@ -530,12 +530,12 @@ def test_one_bad_value_leaves_the_good_ones():
     assert_clean(at)
     assert sorted(notices(at)) == sorted(t("common.link_ignored", name=n) for n in ("v", "hidden"))
     assert by_key(at.text_area, "att_q").value == LINK["q"] and by_key(at.text_area, "att_k").value == LINK["k"]
-    assert by_key(at.text_area, "att_v").value == lab.matrix_to_text(V)  # the default V: 3 × 3, fits 3 keys
+    assert by_key(at.text_area, "att_v").value == wx.matrix_text(V)  # the default V: 3 × 3, fits 3 keys
     assert not at.error
     _, _, o = my_attention(LINK_Q, LINK_K, np.array(V), causal=True)
     assert np.allclose(z_of(fig_by_title(at, "O = AV")), o)
     assert at.slider(key="att_dk").value == 16 and at.slider(key="att_hidden").value == 16
-    assert at.query_params["v"] == lab.matrix_to_text(V) and at.query_params["hidden"] == "16"
+    assert at.query_params["v"] == wx.matrix_text(V) and at.query_params["hidden"] == "16"
 
 
 def test_a_link_whose_matrices_do_not_fit_together_shows_the_page_message():
@@ -563,7 +563,7 @@ def test_link_text_is_never_markdown():
 
 def test_setting_widgets_writes_the_link():
     at = run_page("attention.py", "en")
-    assert at.query_params["q"] == lab.matrix_to_text(Q) and at.query_params["dk"] == "64"
+    assert at.query_params["q"] == wx.matrix_text(Q) and at.query_params["dk"] == "64"
     by_key(at.text_area, "att_q").set_value("1 2 3\n4 5 6")
     by_key(at.text_input, "att_tokens_q").set_value("we, eat")
     by_key(at.toggle, "att_causal").set_value(True)
@@ -587,7 +587,7 @@ def test_setting_widgets_writes_the_link():
     by_key(at.button, "att_reset").click().run()
     assert_clean(at)
     assert not at.error
-    assert at.query_params["q"] == lab.matrix_to_text(Q) and at.query_params["v"] == lab.matrix_to_text(V)
+    assert at.query_params["q"] == wx.matrix_text(Q) and at.query_params["v"] == wx.matrix_text(V)
     assert at.query_params["causal"] == "0" and at.query_params["stage"] == "raw"
     assert at.query_params["dk"] == "5"  # the reset is the example's, not the √dₖ section's
 

@@ -1,5 +1,5 @@
 """The attention inspector through AppTest: both languages, all three attention kinds, bad input,
-damaged models; and its text helpers (app/inspector.py)."""
+damaged models; and its text helpers (pages/views/inspector.py)."""
 import json
 import re
 import shutil
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from app.i18n import LANGS
 
-from app import inspector as ins
+from pages.views import inspector as ins
 from app.i18n import catalogue
 from app.resources import SHIPPED
 from app.state import open_tab
@@ -450,7 +450,7 @@ def test_no_model_at_all_gets_a_message(empty_runs, monkeypatch):
     assert at.error[0].value.startswith(catalogue("ko")["inspector.errors.no_models"])
 
 
-# ----------------------------------------------------------------------------- app/inspector.py
+# ----------------------------------------------------------------------------- pages/views/inspector.py
 
 class _Tok:
     pad_id, bos_id, eos_id, unk_id = 0, 2, 3, 1

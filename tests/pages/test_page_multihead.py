@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from app.i18n import LANGS
 
-from app.attention_lab import heads_csv
+from app.charts.export import heads_csv
 from app.i18n import catalogue
 from tests.apptest_read import charts, figures, rendered_text, tables, title
 from tests.apptest_util import assert_clean, run_page

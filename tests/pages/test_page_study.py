@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from app.i18n import LANGS
 
-from app import study
+from pages.views import study
 from app.i18n import catalogue
+from model.lessons import table3
 from model.lessons.table3 import STUDY_ROWS, paper_row
 from tests.apptest_read import errors, figures, title
 from tests.apptest_util import assert_clean, run_page
@@ -35,7 +36,7 @@ def fake_doc(values: dict, std: float = 0.0, seeds: int = 3) -> dict:
 
 
 def outcomes(doc) -> dict:
-    return {v.claim.key: v.outcome for v in study.verdicts(doc)}
+    return {v.claim.key: v.outcome for v in table3.verdicts(doc)}
 
 
 def test_the_reading_follows_the_numbers_and_the_spread():
@@ -53,7 +54,7 @@ def test_the_reading_follows_the_numbers_and_the_spread():
     skewed = fake_doc({"base": 2.0, "A-h1": 2.0})
     skewed["rows"][0]["perplexity"].update(median=2.0, mean=4.0)
     assert outcomes(skewed)["one_head"] == "unclear"
-    v = next(v for v in study.verdicts(doc) if v.claim.key == "one_head")
+    v = next(v for v in table3.verdicts(doc) if v.claim.key == "one_head")
     assert v.paper == (paper_row("A-h1").perplexity, paper_row("base").perplexity) and v.ours == (3.0, 2.0)
 
 

@@ -1,7 +1,7 @@
 """The training page in AppTest (no browser): both languages, a tiny run started from the page and
 followed to the end, stop / delete with confirmation, clear messages for bad uploads, damaged or old
 run folders that never crash the page; links that pre-fill the form, and inputs and the selected run
-that survive other pages; plus its text helpers (app/train_ui.py)."""
+that survive other pages; plus its text helpers (pages/views/train_ui.py)."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ from app.i18n import LANGS
 
 from app import i18n
 from app.jobs import get_manager
-from app.train_ui import fmt_duration, plain, status_text
+from pages.views.train_ui import fmt_duration, plain, status_text
 from model.messages import Message
 from tests.apptest_util import assert_clean, run_page
 from tests import apptest_util
@@ -274,8 +274,8 @@ toasts = apptest_util.toasts
 
 def estimated_parameters(**options) -> str:
     from app import format as fmt
-    from app import jobs_estimate
-    from app.jobs_options import TrainOptions
+    from app.jobs import estimate as jobs_estimate
+    from app.jobs.options import TrainOptions
     return fmt.count(jobs_estimate.estimate(TrainOptions(**options), 1)["parameters"])
 
 
@@ -566,7 +566,7 @@ def test_runs_dir_that_is_a_file_gives_a_clear_message(tmp_path, monkeypatch, la
 
 
 def test_lock_that_cannot_be_opened_gives_a_clear_message(tmp_path, monkeypatch):
-    from app import jobs
+    from app.jobs import manager as jobs  # where JobManager opens its lock
     monkeypatch.setenv("ATLAS_RUNS_DIR", str(tmp_path / "locked"))  # (not the `runs` fixture: its clean-up lists runs)
 
     def refuse(root):
@@ -580,7 +580,7 @@ def test_lock_that_cannot_be_opened_gives_a_clear_message(tmp_path, monkeypatch)
 
 
 def test_disk_full_on_start_gives_a_clear_message_and_creates_nothing(runs, monkeypatch):
-    from app import jobs
+    from app.jobs import manager as jobs  # where JobManager.start writes its files
     real = jobs.atomic_write_json
 
     def full(path, obj):
@@ -609,7 +609,7 @@ def test_disk_use_and_the_oldest_finished_runs_are_listed(runs):
 def test_en_ko_starts_from_its_measured_recipe_by_tokens(runs):
     """Task en-ko at the small size offers the recipe measured for it: batches by tokens, and the
     launched trainer gets exactly those options."""
-    from app.jobs_options import TASK_RECIPES, TrainOptions, train_arguments
+    from app.jobs.options import TASK_RECIPES, TrainOptions, train_arguments
     recipe = TASK_RECIPES[("en-ko", "small")]
     at = run_page(PAGE, "en")
     at.selectbox(key="train_task").set_value("en-ko")

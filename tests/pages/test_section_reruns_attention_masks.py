@@ -38,7 +38,8 @@ def fragment_reruns(at, key: str):
 @contextlib.contextmanager
 def keep_calls():
     """Record the key of every input a run draws (app.state.keep is called once per input). Pages import
-    keep on every run; modules under app/ (the family members) imported it once, so their name is swapped too."""
+    keep on every run; modules under app/ and pages/ (the family members, imported once) hold their own name
+    for it, so theirs is swapped too."""
     import app.state
 
     seen: list[str] = []
@@ -50,14 +51,14 @@ def keep_calls():
 
     app.state.keep = recording
     for name, m in list(sys.modules.items()):
-        if name.startswith("app.") and getattr(m, "keep", None) is saved:
+        if name.startswith(("app.", "pages.")) and getattr(m, "keep", None) is saved:
             m.keep = recording
     try:
         yield seen
     finally:
         app.state.keep = saved
         for name, m in list(sys.modules.items()):  # also those first imported inside the block
-            if name.startswith("app.") and getattr(m, "keep", None) is recording:
+            if name.startswith(("app.", "pages.")) and getattr(m, "keep", None) is recording:
                 m.keep = saved
 
 
@@ -257,6 +258,7 @@ def test_time_both_at_large_n_shows_progress_and_cancels_in_a_browser(tmp_path):
     # pause: the same page and code path, just slow enough that the click always arrives during the timing.
     script = tmp_path / "slow_timing_main.py"
     script.write_text(SLOW_TIMING_MAIN.format(root=str(ROOT)))
+    (tmp_path / "static").symlink_to(ROOT / "app" / "static")  # Streamlit serves the static folder beside the script
     with served(env_extra={"ATLAS_RUNS_DIR": str(tmp_path)}, script=script) as (url, _), \
             playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -1,25 +1,23 @@
 """The family page's BERT-style section: a small encoder-only masked language model trained here on the
 teaching corpus fills in the [MASK]s a learner types or clicks, and its bidirectional self-attention is
 shown beside the shipped decoder-only `lm` reading the same tokens (full squares vs causal triangles).
-Layout only: the computation is model.family.mlm, the figures app/charts/family_mlm.py."""
+Layout only: the computation is model.family.mlm (cached in app.resources), the figures app/charts/family_mlm.py."""
 from __future__ import annotations
-
-from pathlib import Path
 
 import streamlit as st
 
 from app.charts.export import csv_text
 from app.charts.family_mlm import mask_predictions
 from app.charts.heatmaps import attention_heatmap, head_grid
-from app.family import concept_link, pick_family_model
-from app.i18n import UserError, lang, prose, say, t
-from app.inspector import label, labels
-from app.resources import model_stamp, shared_figure
+from app.i18n import UserError, prose, say, t
+from app.resources import of_weights, shared_figure, weights_stamp
 from app.state import OneBased, keep
-from app.train_ui import plain
 from app.ui import error, show_figure, show_matrix, table, text
 from model.training.checkpoint import CheckpointError
 from model.family.mlm import fill_masks, later_share, tokens
+from pages.views.family import concept_link, pick_family_model
+from pages.views.inspector import label, labels
+from pages.views.train_ui import plain
 
 MAX_CHARS = 400  # per text box; the model reads at most max_len pieces anyway
 
@@ -39,16 +37,9 @@ class Positions:
         return sorted({int(p) for p in parts})
 
 
-def _stamp(path: Path) -> float:
-    try:
-        return (Path(path) / "model.safetensors").stat().st_mtime
-    except OSError:
-        return 0.0
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _fill(_loaded, path: str, stamp: float, text_a: str, text_b: str, positions: tuple[int, ...]):
-    return fill_masks(_loaded.model, _loaded.extra, text_a, text_b or None, list(positions))
+def _fill(loaded, text_a: str, text_b: str, positions: tuple[int, ...]):
+    """model.family.mlm.fill_masks on a loaded family model (app.resources.of_weights caches it)."""
+    return fill_masks(loaded.model, loaded.extra, text_a, text_b or None, list(positions))
 
 
 def _lm():
@@ -108,7 +99,7 @@ def render() -> None:
                           format_func=lambda p: plain(label(seq.pieces[p])),
                           **keep("fam_mlm_masked", [], url="mlm_masked", valid=choices, codec=Positions))
     try:
-        result = _fill(loaded, str(loaded.path), _stamp(loaded.path), text_a, text_b, tuple(sorted(picked or ())))
+        result = of_weights(_fill, loaded.path, text_a, text_b, tuple(sorted(picked or ())), task="mlm")
     except UserError as e:
         if e.message.code == "family_mlm.errors.nothing_masked":
             st.info(say(e.message))
@@ -150,7 +141,7 @@ def render() -> None:
         lm_labels = labels([lm.tokenizer.id_to_piece(i) for i in lm_ids])
         lm_weights = kind_weights(forward_pass(lm_path, lm_ids), "decoder_self")  # (layers, H, T, T)
     layer_word, head_word = t("common.layer"), t("common.head")
-    view = (lang(), str(loaded.path), _stamp(loaded.path), text_a, text_b, tuple(sorted(picked or ())))
+    view = (str(loaded.path), weights_stamp(loaded.path), text_a, text_b, tuple(sorted(picked or ())))
     left, right = st.columns(2)
     with left:
         st.markdown(t("family_mlm.bert_side"))
@@ -161,7 +152,7 @@ def render() -> None:
         if lm_weights is None:
             st.info(t(lm_note, n=lm_max))
         else:
-            show_figure(shared_figure("fam-mlm-grid", (*view, "lm", str(lm_path), model_stamp(lm_path)), lambda: head_grid(
+            show_figure(shared_figure("fam-mlm-grid", (*view, "lm", str(lm_path), weights_stamp(lm_path)), lambda: head_grid(
                 lm_weights, layer_title=layer_word, head_title=head_word)), name="lm-all-heads", key="fam-mlm-lm-grid")
     _head_detail(result, piece_labels, lm_weights, lm_labels)
     st.caption(t("common.rows_cols"))

@@ -1,6 +1,6 @@
-"""Shared pieces of the Transformer family page's sections (pages/family.py): which models of a family
-task exist (shipped in assets/models/<task>/ and trained on the training page), a kept picker, and
-cached loading that turns a wrong or damaged file into a message instead of a traceback."""
+"""Shared pieces of the Transformer family page's members (pages/family/*.py): which models of a family
+task exist (shipped in assets/models/<task>/ and trained on the training page), and a kept picker whose
+loading (cached in app.resources) turns a wrong or damaged file into a message instead of a traceback."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,6 +9,7 @@ import streamlit as st
 
 from app.i18n import UserError, t
 from app.jobs import runs_dir
+from app.resources import load_family_model
 from app.state import keep
 from app.ui import error
 from model.training.checkpoint import CheckpointError
@@ -31,26 +32,6 @@ def family_models(task: str) -> dict[str, Path]:
             if family_of(cfg.parent) == task:
                 found[f"run: {cfg.parent.parent.name}"] = cfg.parent
     return found
-
-
-def weights_stamp(path: Path | None) -> float:
-    """Changes when a model folder's weights are rewritten: part of every cache key of a model's outputs."""
-    try:
-        return (Path(path) / "model.safetensors").stat().st_mtime if path else 0.0
-    except OSError:
-        return 0.0
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _load(path: str, task: str, stamp: float):
-    from model.family import load_family_dir
-    return load_family_dir(path, expect=task)
-
-
-def load_family_model(path: Path, task: str):
-    """A LoadedFamily (model.family), once per server per version of the weights; CheckpointError when the
-    folder holds another family, a damaged file or nothing."""
-    return _load(str(path), task, weights_stamp(path))
 
 
 def pick_family_model(task: str, key: str, *, label: str | None = None, where=None):

@@ -1,15 +1,13 @@
-"""The Table 3 study for the page: the shipped table, a learner's own rerun (a background
-`python -m model.training.study` process, one per server), and the reading of the paper's conclusions against our
-numbers. No Streamlit here: it is tested on its own."""
+"""The Table 3 study for the page: the shipped table and a learner's own rerun (a background
+`python -m model.training.study` process, one per server). The reading of the paper's conclusions against our
+numbers is model.lessons.table3 (verdicts). No Streamlit here: it is tested on its own."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from app.jobs import JobManager, pid_alive, runs_dir
@@ -17,7 +15,7 @@ from model.messages import UserError
 from model.training.study import DEFAULTS, RESULT, read_json
 from model.lessons.table3 import STUDY_ROWS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "assets" / "study" / "table3.json"
 FOLDER = "study-table3"
 MAX_SEEDS = 5
@@ -42,105 +40,6 @@ def table_stamp(doc: dict) -> str:
     import hashlib
     import json
     return hashlib.sha1(json.dumps(doc.get("rows"), sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def mean(row: dict, metric: str):
-    v = (row.get(metric) or {}).get("mean")
-    return v if isinstance(v, (int, float)) and math.isfinite(v) else None
-
-
-def centre(row: dict, metric: str):
-    """The median over seeds (a table written before medians were kept: the mean). With a few seeds some of
-    which have not left the loss plateau, the median says what most seeds did; the mean mixes the two."""
-    stats = row.get(metric) or {}
-    v = stats.get("median", stats.get("mean"))
-    return v if isinstance(v, (int, float)) and math.isfinite(v) else None
-
-
-def spread(row: dict, metric: str) -> float:
-    v = (row.get(metric) or {}).get("std")
-    return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else 0.0
-
-
-# ----------------------------------------------------------------------------- the paper's conclusions
-@dataclass(frozen=True)
-class Claim:
-    key: str           # catalogue key study.claims.<key>
-    worse: str         # the row the paper finds worse (higher perplexity) ...
-    better: str        # ... than this one; for kind "same", the two rows it finds alike
-    kind: str = "worse"
-
-
-# Section 6.2 of the paper, read off Table 3 by dev perplexity.
-CLAIMS = (
-    Claim("one_head", "A-h1", "base"),
-    Claim("many_heads", "A-h32", "A-h16"),
-    Claim("small_keys", "B-dk16", "base"),
-    Claim("deeper", "C-N2", "C-N8"),
-    Claim("wider", "C-d256", "C-d1024"),
-    Claim("bigger_ffn", "C-ff1024", "C-ff4096"),
-    Claim("dropout", "D-drop0", "base"),
-    Claim("smoothing_perplexity", "base", "D-ls0"),
-    Claim("learned_positions", "E-learned", "base", "same"),
-)
-MARGIN = 0.05  # medians closer than 5 % are "about the same": a finding needs a larger difference
-
-
-@dataclass
-class Verdict:
-    claim: Claim
-    paper: tuple[float, float]
-    ours: tuple[float, float] | None    # (median of `worse`, median of `better`)
-    spreads: tuple[float, float]
-    seeds: int                          # the fewer seeds of the two rows
-    outcome: str                        # "reproduced", "not_reproduced", "unclear", "missing"
-
-
-def verdicts(doc: dict, metric: str = "perplexity") -> list[Verdict]:
-    """Each conclusion of the paper against our rows, by the median over seeds: reproduced when our
-    difference has the paper's sign and exceeds 5 % (for "same": when within 5 %), not reproduced when it has
-    the opposite sign beyond 5 %, unclear otherwise."""
-    from model.lessons.table3 import paper_row
-    rows = {r["row"]: r for r in doc["rows"]}
-    out = []
-    for c in CLAIMS:
-        pw, pb = paper_row(c.worse).perplexity, paper_row(c.better).perplexity
-        a, b = rows.get(c.worse), rows.get(c.better)
-        ma, mb = (centre(a, metric) if a else None), (centre(b, metric) if b else None)
-        if ma is None or mb is None:
-            out.append(Verdict(c, (pw, pb), None, (0.0, 0.0), 0, "missing"))
-            continue
-        sa, sb = spread(a, metric), spread(b, metric)
-        noise = MARGIN * abs(mb)
-        diff = ma - mb
-        if c.kind == "same":
-            outcome = "reproduced" if abs(diff) <= noise else "not_reproduced"
-        elif diff > noise:
-            outcome = "reproduced"
-        elif diff < -noise:
-            outcome = "not_reproduced"
-        else:
-            outcome = "unclear"
-        seeds = min(int(a.get("seeds_done", 0)), int(b.get("seeds_done", 0)))
-        out.append(Verdict(c, (pw, pb), (ma, mb), (sa, sb), seeds, outcome))
-    return out
-
-
-PLATEAU = 5.0  # dev perplexity above this: the run had not yet learned to align (see the page)
-
-
-def plateau_runs(doc: dict) -> dict:
-    """How many finished runs ended above PLATEAU dev perplexity, in how many rows: at a small step
-    budget some seeds have not yet left the loss plateau before attention learns to align words."""
-    runs = stuck = 0
-    rows = set()
-    for r in doc["rows"]:
-        for v in (r.get("perplexity") or {}).get("values") or []:
-            runs += 1
-            if isinstance(v, (int, float)) and v > PLATEAU:
-                stuck += 1
-                rows.add(r["row"])
-    return {"runs": runs, "stuck": stuck, "rows": len(rows)}
 
 
 # ----------------------------------------------------------------------------- a rerun in the background

@@ -2,21 +2,22 @@
 learner picks a test digit or draws one (click pixels on a canvas, or edit the same picture as text), and
 sees the patches as tokens, the prediction, where [CLS] attends in every layer and head, the attention
 rollout, and what the learned position embeddings learned. Layout only: the model and every number come
-from model.family.vit (data from model.family.digits), the figures from app.charts.family_vit."""
+from model.family.vit (cached in app.resources; data from model.family.digits), the figures from
+app.charts.family_vit."""
 from __future__ import annotations
-
 
 import streamlit as st
 
 from app.charts.family_vit import (class_probabilities, cls_attention_tiles, digit_canvas, patch_similarity_grid,
                                    patch_tokens, position_similarity_map, rollout_overlay)
-from app.family import concept_link, pick_family_model, weights_stamp
 from app.i18n import UserError, t
+from app.resources import of_weights
 from app.state import keep
 from app.ui import error, show_figure, show_matrix, text
 from model.family.digits import (SIZE, blank_text, image_from_text, image_to_text, lenient_image, split,
                                  toggle_pixel)
 from model.family.vit import ViTConfig, classify, neighbour_similarity, position_similarity
+from pages.views.family import concept_link, pick_family_model
 
 TASK = "vit-digits"
 INDEX = "fam_vit_index"
@@ -25,15 +26,15 @@ CANVAS_N = "fam_vit_canvas_n"  # bumped after every click: a fresh canvas widget
 MAX_GRID_TEXT = 400
 
 
-@st.cache_data(max_entries=128, show_spinner=False)
-def _classification(path: str, stamp: float, grid: str, _model):
-    return classify(_model, image_from_text(grid))
+def _classification(model, grid: str):
+    """model.family.vit.classify of a digit written as text (app.resources.of_weights caches it)."""
+    return classify(model, image_from_text(grid))
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def _positions(path: str, stamp: float, _model):
-    S = position_similarity(_model)
-    return S, neighbour_similarity(S, _model.config.grid)
+def _positions(model):
+    """The learned positions' similarities and the mean over neighbouring and other patches."""
+    S = position_similarity(model)
+    return S, neighbour_similarity(S, model.config.grid)
 
 
 def _test_text(index: int) -> str:
@@ -95,7 +96,6 @@ def render() -> None:
     images, labels = split("test")
     n_test = len(images)
     model, path = loaded.model, loaded.path
-    stamp = weights_stamp(path)
 
     m1, m2 = st.columns([3, 1])
     m1.caption(t("family_vit.model_caption", params=model.num_parameters(), layers=cfg.n_layers, heads=cfg.n_heads,
@@ -142,7 +142,7 @@ def render() -> None:
     else:
         left.caption(t("family_vit.is_drawing"))
 
-    result = _classification(str(path), stamp, canonical, model)
+    result = of_weights(_classification, path, canonical, task=TASK, network=True)
     cls = t("family_vit.cls")
 
     # ------------------------------------------------------------ tokens and prediction
@@ -179,7 +179,7 @@ def render() -> None:
 
     # ------------------------------------------------------------ learned positions
     st.subheader(t("family_vit.positions_header"))
-    _positions_section(str(path), stamp, model, cfg)
+    _positions_section(path, cfg)
 
 
 @st.fragment(key="fam-vit-cls")
@@ -200,9 +200,9 @@ def _cls_attention(image, result, cfg, cls: str) -> None:
 
 
 @st.fragment(key="fam-vit-positions")
-def _positions_section(path: str, stamp: float, model, cfg) -> None:
+def _positions_section(path, cfg) -> None:
     """The learned positions' similarities (they depend on the model only; the patch slider reruns this part)."""
-    S, (near, far) = _positions(str(path), stamp, model)
+    S, (near, far) = of_weights(_positions, path, task=TASK, network=True)
     text("family_vit.positions", patches=cfg.n_patches, grid=cfg.grid, tokens=cfg.n_tokens)
     n1, n2 = st.columns(2)
     if near == near and far == far:  # (a grid of one or two patches has no such pairs: NaN)

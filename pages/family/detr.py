@@ -1,6 +1,6 @@
 """The DETR section of the family page: a trained DETR finds rectangles, circles and triangles in a
 picture; each object query's cross-attention shows where it looked. Layout only: the model and every
-number come from model.family.detr, the figures from app.charts.family_detr."""
+number come from model.family.detr (cached in app.resources), the figures from app.charts.family_detr."""
 from __future__ import annotations
 
 import random
@@ -8,12 +8,13 @@ import random
 import streamlit as st
 
 from app.charts.family_detr import attention_overlay, class_colour, query_grid, query_self_attention, scene_figure
-from app.family import pick_family_model, weights_stamp
 from app.i18n import t
+from app.resources import of_weights
 from app.state import OneBased, between, keep
 from app.ui import show_figure, show_matrix, text
 from model.family.detr import detect, generate
 from model.family.shapes import CLASSES
+from pages.views.family import pick_family_model
 
 TASK = "detr-shapes"
 MAX_SEED = 999_999
@@ -24,10 +25,10 @@ def _new_seed() -> None:
     st.session_state["fam_detr_seed"] = random.randrange(MAX_SEED + 1)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def _detection(path: str, stamp: float, seed: int, threshold: float, _model):
-    scene = generate(seed, _model.config.image_size)
-    return detect(_model, scene.image, threshold, (scene.classes, scene.boxes))
+def _detection(model, seed: int, threshold: float):
+    """model.family.detr.detect on the generated picture of `seed` (app.resources.of_weights caches it)."""
+    scene = generate(seed, model.config.image_size)
+    return detect(model, scene.image, threshold, (scene.classes, scene.boxes))
 
 
 def _class_name(c: int) -> str:
@@ -62,7 +63,7 @@ def render() -> None:
     threshold = float(c3.slider(t("family_detr.threshold"), 0.0, 1.0, step=0.05, help=t("family_detr.threshold_help"),
                                 **keep("fam_detr_threshold", 0.5, url="detr_threshold", valid=between(0.0, 1.0))))
 
-    det = _detection(str(loaded.path), weights_stamp(loaded.path), seed, threshold, model)
+    det = of_weights(_detection, loaded.path, seed, threshold, task=TASK, network=True)
     N = len(det.scores)
 
     m1, m2, m3 = st.columns(3)

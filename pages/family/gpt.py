@@ -1,4 +1,5 @@
-"""The decoder-only (GPT-style) section of the family page: the shipped `lm` with its causal maps."""
+"""The decoder-only (GPT-style) section of the family page: the shipped `lm` with its causal maps (the numbers
+from model.family.gpt, cached in app.resources)."""
 from __future__ import annotations
 
 import streamlit as st
@@ -6,19 +7,14 @@ import streamlit as st
 from app.charts.curves import bar_chart
 from app.charts.heatmaps import attention_heatmap
 from app.charts.style import labels
-from app.family import concept_link
 from app.i18n import UserError, t
 from app.inputs import piece_label
-from app.resources import SHIPPED, load_model
+from app.resources import SHIPPED, of_weights
 from app.state import keep
 from app.ui import error, show_figure, text
 from model.training.checkpoint import CheckpointError
 from model.family.gpt import MAX_TOKENS, future_weight, next_token_view
-
-
-@st.cache_resource(show_spinner=False, max_entries=32)
-def _view(path: str, sentence: str):
-    return next_token_view(load_model(SHIPPED["lm"]), sentence)
+from pages.views.family import concept_link
 
 
 def render() -> None:
@@ -33,7 +29,7 @@ def render() -> None:
         st.info(t("family.no_model", task="lm"))
         return
     try:
-        view = _view(str(SHIPPED["lm"]), sentence)
+        view = of_weights(next_token_view, SHIPPED["lm"], sentence)
     except UserError as e:
         error(e)
         return
@@ -47,7 +43,7 @@ def render() -> None:
     with left:
         show_figure(bar_chart(labels([piece_label(p) for p, _ in view.top]), [p for _, p in view.top],
                               horizontal=True, y_range=[0, 1], title=t("family_gpt.next"),
-                              x_title=t("family_gpt.probability")), name="gpt-next-token")
+                              x_title=t("family_gpt.probability")), name="gpt-next-token", key="gpt-next-token")
     with right:
         layer = st.slider(t("family_gpt.layer"), 1, n_layers, **keep("fam_gpt_layer", n_layers, url="gpt_layer",
                                                                    valid=range(1, n_layers + 1))) if n_layers > 1 else 1
@@ -55,5 +51,5 @@ def render() -> None:
         show_figure(attention_heatmap(view.attention[layer - 1].mean(0), pieces, pieces,
                                       title=t("family_gpt.map_title", layer=layer, heads=n_heads),
                                       query_title=t("common.query"), key_title=t("common.key")),
-                    name="gpt-causal-attention")
+                    name="gpt-causal-attention", key="gpt-causal-attention")
     st.caption(t("family_gpt.future", value=future_weight(view.attention)))

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
-
-from app.charts.export import csv_text
 from app.format import compact, vector
 from app.i18n import t
 from model.lessons.worked_example import (
@@ -24,11 +21,6 @@ STAGE_FORMULAS = {"raw": "S = QKᵀ", "scaled": "S′ = S / √dₖ", "weights":
 def stage_name(stage: str) -> str:
     """The name of a stage (an id of model.lessons.lab.STAGE_IDS) as figure title and button label."""
     return STAGE_FORMULAS.get(stage) or t(f"attention.stage.{stage}.name")
-
-
-def matrix_to_text(m) -> str:
-    """The inverse of model.lessons.worked_example.parse_matrix, for filling the text areas."""
-    return "\n".join(" ".join(f"{x:g}" for x in row) for row in np.asarray(m, float))
 
 
 def parse_tokens(text: str) -> list[str]:
@@ -56,13 +48,6 @@ def valid_index(value, size: int) -> int:
         if number and 1 <= int(number.group(1)) <= size:
             return int(number.group(1)) - 1
     return 0
-
-
-def heads_csv(weights, labels: list[str]) -> str:
-    """Every head's (L, L) map in one CSV table: a row per (head, query), a column per key."""
-    w = np.asarray(weights, float)  # (H, L, L)
-    return csv_text(["head", "", *labels], ([h + 1, labels[i], *w[h, i]] for h in range(w.shape[0])
-                                            for i in range(w.shape[1])))
 
 
 # ---------------------------------------------------------------- numbers as formulas
@@ -123,10 +108,11 @@ def cell_lines(c: CellTrace, q_label: str, k_label: str) -> list[str]:
 
 def cell_options(name: str, printed, row_labels: list[str], col_labels: list[str],
                  decimals: int = PRINTED_DECIMALS) -> dict[int, str]:
-    """{flat cell index (row * columns + column): 'S[q1, k2] = 0.41'} for picking cells of a printed matrix."""
-    p = np.asarray(printed, float)
-    return {i * p.shape[1] + j: f"{name}[{row_labels[i]}, {col_labels[j]}] = {p[i, j]:.{decimals}f}"
-            for i in range(p.shape[0]) for j in range(p.shape[1])}
+    """{flat cell index (row * columns + column): 'S[q1, k2] = 0.41'} for picking cells of a printed matrix (rows
+    of numbers)."""
+    cols = len(printed[0]) if len(printed) else 0
+    return {i * cols + j: f"{name}[{row_labels[i]}, {col_labels[j]}] = {float(value):.{decimals}f}"
+            for i, row in enumerate(printed) for j, value in enumerate(row)}
 
 
 def chain_table(rows: list[ChainRow]) -> list[dict]:

@@ -3,7 +3,6 @@ cleaning, the words a model never saw, the model card's facts and the rows of it
 translated labels."""
 from __future__ import annotations
 
-import math
 import secrets
 
 from app.format import code_span, fixed, percent
@@ -11,6 +10,7 @@ from app.i18n import catalogue, lang, t
 from app.resources import device_text
 from model.training.card import PAPER_BLEU_EN_DE, CardFacts
 from model.data.vocabulary import case_variant
+from model.inference.metrics import rounded
 
 MAX_CHARS = 2000
 MAX_SEED = 2**31 - 1
@@ -188,19 +188,15 @@ def position_rows(ids: list[int], cands, piece) -> list[dict]:
         first, first_p = c.top[0]
         rows.append({col["position"]: c.position + 1, col["token"]: label(piece(ids[c.position])),
                      col["next"]: label(piece(c.actual)) if c.actual is not None else None,
-                     col["probability"]: _rounded(c.actual_prob), col["rank"]: c.actual_rank,
+                     col["probability"]: rounded(c.actual_prob), col["rank"]: c.actual_rank,
                      col["first"]: f"{label(piece(first))} ({first_p:.3f})"})
     return rows
-
-
-def _rounded(v) -> float | None:
-    return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 3)
 
 
 def stats_rows(stats: list[dict]) -> list[dict]:
     """Head statistics (model.inference.metrics.summarize_heads) as table rows: 1-based layer/head, rounded."""
     layer, head = t("common.layer"), t("common.head")
-    return [{layer: s["layer"] + 1, head: s["head"] + 1, **{t(f"inspector.stat.{k}"): _rounded(s.get(k)) for k in STATS}}
+    return [{layer: s["layer"] + 1, head: s["head"] + 1, **{t(f"inspector.stat.{k}"): rounded(s.get(k)) for k in STATS}}
             for s in stats]
 
 
@@ -208,5 +204,5 @@ def averages_rows(averages: list[dict]) -> list[dict]:
     """model.inference.metrics.layer_averages as table rows: 1-based layers, then the row over everything."""
     layer = t("common.layer")
     return [{layer: t("inspector.all") if a["layer"] is None else str(a["layer"] + 1),
-             **{t(f"inspector.stat.{k}"): _rounded(v) for k, v in a.items() if k != "layer"}}
+             **{t(f"inspector.stat.{k}"): rounded(v) for k, v in a.items() if k != "layer"}}
             for a in averages]
