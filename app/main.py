@@ -10,7 +10,8 @@ if str(ROOT) not in sys.path:  # streamlit puts only app/ on sys.path; pages imp
 
 import streamlit as st  # noqa: E402
 
-from app import i18n, state, warm  # noqa: E402
+from app import i18n, state  # noqa: E402
+from app.fast import browser_warm, settle_heap_at_start  # noqa: E402
 from app.i18n import t  # noqa: E402
 from app.jobs import apply_server_threads, page_running, wait_for_warm_up, warm_up  # noqa: E402
 from app.pages_list import PAGES, SECTIONS  # noqa: E402
@@ -18,6 +19,7 @@ from app.resources import device_description  # noqa: E402
 
 # A Material icon, not the 🧭 emoji: checking an emoji loads Streamlit's emoji catalogue (0.16 s of the first page)
 st.set_page_config(page_title="Attention Atlas", page_icon=":material/explore:", layout="wide")
+settle_heap_at_start()  # what the imports above loaded lives as long as the server: out of the collector's way
 apply_server_threads()  # once torch is loaded: the server's torch keeps to its share of the cores, the trainers get theirs
 
 if i18n.STATE_KEY not in st.session_state:  # first visit: the link's language, else the browser's if we speak it
@@ -37,8 +39,8 @@ with st.sidebar:
     st.radio(t("common.language"), list(i18n.LANGS), format_func=i18n.LANGS.get, key=i18n.STATE_KEY,
              horizontal=True)
     with st.container(key="atlas-warm"):  # nothing to see: loads the next pages' element code while the browser is idle
-        st.html("<style>.st-key-atlas-warm{display:none}</style>" + warm.script(), unsafe_allow_javascript=True)
-        warm.elements()
+        st.html("<style>.st-key-atlas-warm{display:none}</style>" + browser_warm.script(), unsafe_allow_javascript=True)
+        browser_warm.elements()
 
 sections: dict[str, list] = {}
 for i, p in enumerate(PAGES):

@@ -5,42 +5,26 @@ import re
 
 import streamlit as st
 
-from app import chart_element
 from app.charts.export import matrix_csv
-from app.charts.style import ready_figure
+from app.fast import plot
 from app.format import code_span, escape_md, markdown_table
 from app.i18n import Message, UserError, prose, say, t
-
-# Toolbar with the PNG download button always visible; numbers come as CSV beside the figure.
-PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
 def _slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", s).strip("-").lower() or "figure"
 
 
-def plot(fig, *, key: str | None = None) -> None:
-    """Draw a plotly figure with the app's toolbar (PNG download), its title clear of the toolbar
-    (app.charts.style.ready_figure; `fig` itself is not changed): with the app's chart element, which updates
-    a chart in place and draws it when it comes near the screen (app.chart_element), or with st.plotly_chart
-    where the app is served without its static folder."""
-    ready = ready_figure(fig)
-    if chart_element.available():
-        chart_element.draw(ready, PLOT_CONFIG, (t("common.chart_failed"), t("common.fullscreen"),
-                                                t("common.close_fullscreen")), key=key)
-    else:
-        st.plotly_chart(ready, config=PLOT_CONFIG, key=key)
-
-
-def show_figure(fig, *, name: str, csv: str | None = None, key: str | None = None) -> None:
-    """Draw a plotly figure (PNG download from its toolbar) and a CSV download of its numbers."""
+def show_figure(fig, *, name: str, key: str, csv: str | None = None) -> None:
+    """Draw a plotly figure (app.fast.plot: PNG download from its toolbar) and a CSV download of its numbers.
+    `key` names the chart from one run to the next (the browser updates it in place); `name` its files."""
     plot(fig, key=key)
     if csv is not None:
         st.download_button(t("common.download_csv"), csv, file_name=f"{_slug(name)}.csv", mime="text/csv",
-                           key=f"csv-{key or _slug(name)}")
+                           key=f"csv-{key}")
 
 
-def show_matrix(fig, values, *, name: str, row_labels=None, col_labels=None, key: str | None = None) -> None:
+def show_matrix(fig, values, *, name: str, key: str, row_labels=None, col_labels=None) -> None:
     show_figure(fig, name=name, csv=matrix_csv(values, row_labels, col_labels), key=key)
 
 

@@ -8,7 +8,7 @@ order alternates between rounds): a fresh browser context opens the first page i
 --read-s seconds (a learner reading it, while the warm-up works), then opens the pages from the sidebar in the
 given order. Each opening is timed as in bench/controls.py (the click -> the app idle). The first page's own
 time is recorded too. The bench/controls.py run opens the pages right after the first page; this one asks what
-a learner who reads the first page first gets, and is the measure of the browser's warm-up (app/warm.py).
+a learner who reads the first page first gets, and is the measure of the browser's warm-up (app/fast/browser_warm.py).
 Writes bench/results/<name>.json with every time and the medians."""
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ content is compared by a hash of the chart's data and layout as Plotly holds the
 
 This census describes Streamlit's own chart element: run it with `ATLAS_CHARTS=streamlit` (the numbers of
 2026-12-02 16:00 in docs/benchmarks.md were taken before the app had its own). With the app's chart element
-(app/chart_element.py) a chart updated in place keeps its element, so it counts here as not drawn anew, and a
+(app/fast/chart.py) a chart updated in place keeps its element, so it counts here as not drawn anew, and a
 chart far below the screen is not drawn until it is scrolled near."""
 from __future__ import annotations
 

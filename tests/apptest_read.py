@@ -26,7 +26,7 @@ def errors(at) -> list[str]:
 
 class Chart:
     """One chart of the page: its element id (which holds its key) and the figure it draws, whether the app's
-    chart element drew it (app/chart_element.py: its payload's figure) or st.plotly_chart (its spec)."""
+    chart element drew it (app/fast/chart.py: its payload's figure) or st.plotly_chart (its spec)."""
 
     def __init__(self, id: str, figure: dict, kind: str):
         self.id, self.figure, self.kind = id, figure, kind

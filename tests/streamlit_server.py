@@ -69,9 +69,9 @@ def streamlit_server(env_extra: dict | None = None, timeout: float = 90):
 
 def new_page(owner, warm_elements: bool = False, **kwargs):
     """A page of `owner` (a browser or a browser context) whose script runs are counted (watch_runs). Without
-    `warm_elements` the warm-up does not ask for its hidden elements (app.warm.elements): that run of its own,
+    `warm_elements` the warm-up does not ask for its hidden elements (app.fast.browser_warm.elements): that run of its own,
     seconds after the page opens, would land among a test's actions. The warm-up's own test asks for them."""
-    from app.warm import NO_ELEMENTS
+    from app.fast.browser_warm import NO_ELEMENTS
     page = owner.new_page(**kwargs)
     if not warm_elements:
         page.add_init_script(f"window.{NO_ELEMENTS} = true")

@@ -3,7 +3,7 @@ light and its dark theme, read back from a chart it drew in headless Chromium.
 
 Streamlit's chart theme lives in its front end: the Python side registers a template of placeholder colours
 (#000001...), and the browser swaps them for the theme's colours and merges the theme's fonts, axes and margins
-into the template. The app's chart element (app/chart_element.py, app/static/atlas_chart.js) draws charts with
+into the template. The app's chart element (app/fast/chart.py, app/static/atlas_chart.js) draws charts with
 Plotly itself, so it applies the template this script records, and a chart looks as st.plotly_chart drew it.
 Run it again after upgrading Streamlit: `python3 tools/capture_plotly_theme.py`."""
 from __future__ import annotations

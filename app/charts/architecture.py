@@ -5,9 +5,10 @@ every rerun whose labels changed, which made the overview's language switch take
 2-core machine (docs/benchmarks.md). The SVG is plain markup: the layout below is fixed, only the labels change."""
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 from html import escape
+
+from app.charts import text_width
 
 FONT_PX = 12
 LINE_PX = 15
@@ -34,8 +35,8 @@ LABELS = ("encoder", "decoder", "encoder_self", "decoder_self", "cross", "ffn", 
 
 
 def text_px(text: str) -> float:
-    """Estimated width of a line at FONT_PX: wide (Hangul, CJK) characters take a full em, others ~0.55."""
-    return sum(FONT_PX * (1.0 if unicodedata.east_asian_width(c) in "WF" else 0.56) for c in text)
+    """Estimated width of a line at FONT_PX (app.charts.text_width, the app's one estimate of text widths)."""
+    return text_width.text_px(text, FONT_PX)
 
 
 def wrap(label: str, width: float = BOX_W - 16) -> list[str]:

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
+from app.charts.text_width import text_px
 from app.charts.style import colour, figure, labels as escaped_labels, legend_below, margins, named_scale, to_np
 
 
@@ -91,8 +92,8 @@ def line_chart(x, series: dict, *, title="", x_title="", y_title="", log_x=False
         height=height, margin=margins(title, 50 if title else 20), legend=legend_below()))
 
 
-LABEL_CHAR_PX, LABEL_LINE_PX = 6.8, 16  # a 12 px label: a character's width (a little wider than margins.text_px
-# estimates, so labels are kept apart with room to spare), a line's height
+LABEL_PX, LABEL_LINE_PX = 13, 16  # a 12 px label measured as 13 px text (text_width.text_px: a little wider than it
+# is, so labels are kept apart with room to spare), a line's height
 LABEL_ABOVE_PX = 18  # from a point to the middle of its label
 NARROW_PLOT_PX = 560  # the labels are spread apart for a plot this wide (a chart in a narrow window)
 
@@ -113,7 +114,7 @@ def point_labels(points, xs, ys, *, log_x: bool, plot_h: int) -> tuple[list[dict
         for x, y, text in shown:
             cx = (fx(x) - x0) / ((x1 - x0) or 1.0) * NARROW_PLOT_PX
             cy = (y - lo) / ((top - lo) or 1.0) * plot_h
-            half = (LABEL_CHAR_PX * len(text) + 6) / 2
+            half = (text_px(text, LABEL_PX) + 6) / 2
             lift = LABEL_ABOVE_PX
             while any(abs(cx - px) < half + ph + 4 and abs(cy + lift - py) < LABEL_LINE_PX for px, py, ph in placed):
                 lift += LABEL_LINE_PX

@@ -1,4 +1,4 @@
-"""Figures of the BERT-style member (app/family/mlm.py): the top guesses at every masked position, one
+"""Figures of the BERT-style member (pages/family/mlm.py): the top guesses at every masked position, one
 small bar panel each, in one figure; the piece that was hidden (when the learner hid a known token) in
 another colour."""
 from __future__ import annotations
@@ -27,8 +27,9 @@ def mask_predictions(panels, *, x_title: str = "", per_row: int = 3, height_per_
         r, c = divmod(k, cols)
         x0, y1 = c * (width + h_gap), 1 - r * (height + v_gap)
         suffix = "" if k == 0 else str(k + 1)
-        layout[f"xaxis{suffix}"] = dict(anchor=f"y{suffix}", domain=[x0, x0 + width])
-        layout[f"yaxis{suffix}"] = dict(anchor=f"x{suffix}", domain=[y1 - height, y1])
+        # (rounding can put the last row's edge a hair below 0, which plotly refuses)
+        layout[f"xaxis{suffix}"] = dict(anchor=f"y{suffix}", domain=[max(0.0, x0), min(1.0, x0 + width)])
+        layout[f"yaxis{suffix}"] = dict(anchor=f"x{suffix}", domain=[max(0.0, y1 - height), min(1.0, y1)])
         cells.append((r, suffix, x0 + width / 2, y1))
     data, titles = [], []
     for (title, pieces, probs, hidden), (r, suffix, x_mid, top) in zip(panels, cells):

@@ -9,54 +9,26 @@ controls about a third faster in the browser (docs/benchmarks.md) — but cut th
 So the automatic margins stay (they are still the safety net: a label wider than estimated only costs the second
 pass), and `fit_margins` gives each side the room its labels are estimated to need beforehand, from the text the
 figure holds: category labels and tick texts, numeric ranges formatted the way Plotly formats its ticks, axis
-titles, colour bars and a legend under the plot. Widths are estimated from the characters (Streamlit's sans-serif
-at the theme's 12 px ticks and 14 px titles; Hangul and other wide characters a full em). The constants were read
+titles, colour bars and a legend under the plot. Widths are estimated from the characters (app.charts.text_width,
+at the theme's 12 px ticks and 14 px titles). The constants were read
 off the figures as Chromium draws them (bench/margins.py prints, for every figure, the room left on each side
 and whether Plotly had to widen one)."""
 from __future__ import annotations
 
 import base64
-import html
 import math
 import re
-import unicodedata
 
 import numpy as np
 
-TICK_PX, TITLE_PX = 12, 14   # Streamlit's theme: tick labels 0.75rem, axis titles 0.875rem
+from app.charts.text_width import TICK_PX, text_px
+
+TITLE_PX = 14                # Streamlit's theme: axis titles 0.875rem (tick labels: text_width.TICK_PX)
 LINE = 1.35                  # a line of text is this many font sizes high
 SAFETY = 4                   # px added to every estimated side
+_AXIS = re.compile(r"^([xy])axis(\d*)$")
 TICK_PLOT_PX = 700           # the plot width assumed for whether x labels fit side by side (a chart in the main
                              # column of a laptop's window; wider, Plotly may leave them level and the room goes unused)
-_NARROW = set("fijlrtI.,:;'!|()[]{}\"` ")
-_WIDE = set("mwMW@%")
-_TAG = re.compile(r"<[^>]+>")
-_AXIS = re.compile(r"^([xy])axis(\d*)$")
-
-
-def char_em(ch: str) -> float:
-    """A character's width in ems, roughly, in Streamlit's sans-serif (wide East Asian characters a full em)."""
-    if ch in ("\u200b", "\u200c", "\u200d"):
-        return 0.0
-    if ch in _NARROW:
-        return 0.3
-    if ch in _WIDE:
-        return 0.8
-    if ch.isdigit() or ch in "−-+=<>~#$&*?/\\_^":
-        return 0.52
-    if "A" <= ch <= "Z":
-        return 0.63
-    if ch.isascii():
-        return 0.52
-    if unicodedata.east_asian_width(ch) in ("W", "F"):
-        return 1.0
-    return 0.75
-
-
-def text_px(text, size: float = TICK_PX) -> float:
-    """Estimated width of a label as Plotly draws it: HTML entities read, tags dropped, its widest line."""
-    lines = re.split(r"<br\s*/?>", str(text), flags=re.I)
-    return max((sum(char_em(c) for c in html.unescape(_TAG.sub("", line))) for line in lines), default=0.0) * size
 
 
 def _lines(text) -> int:

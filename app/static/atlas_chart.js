@@ -1,4 +1,4 @@
-// Attention Atlas's chart element, in the browser (app/chart_element.py is its Python half).
+// Attention Atlas's chart element, in the browser (app/fast/chart.py is its Python half).
 //
 // Streamlit's own chart element draws every changed figure from scratch: it keys the chart by the figure, so a
 // new figure is a new element and Plotly builds it anew (newPlot), and it draws every chart of a page when the
@@ -191,7 +191,7 @@ const sized = new ResizeObserver((entries) => {
   }
 });
 
-// `call`: the token of this call of the component's script (app/chart_element.py, stub_js); its cleanup names it.
+// `call`: the token of this call of the component's script (app/fast/chart.py, stub_js); its cleanup names it.
 export function render({data, parentElement}, call) {
   let rec = charts.get(parentElement);
   if (!rec) {
@@ -256,7 +256,7 @@ const WARM_FIGURES = [
   {data: [{type: "image", z: [[[0, 0, 0], [255, 255, 255]]], hoverinfo: "skip"}], layout: {height: 200}},
 ];
 
-// Draw each of WARM_FIGURES once, off the screen, one per idle slot of the browser, and throw it away (app/warm.py
+// Draw each of WARM_FIGURES once, off the screen, one per idle slot of the browser, and throw it away (app/fast/browser_warm.py
 // calls this while the learner reads the first page). The first figure of each kind a tab draws runs Plotly's code
 // for it for the first time, and the browser compiles that code then: in headless Chromium here the first chart
 // page's opening did 0.3-0.4 s more work on the main thread than a second opening. Nothing is shown and nothing is

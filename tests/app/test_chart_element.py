@@ -1,17 +1,18 @@
-"""The app's chart element (app/chart_element.py, app/static/atlas_chart.js): what it sends the browser, that a
-chart keeps its identity from one run to the next (so the browser updates it in place), and its files."""
+"""The app's chart element (app/fast/chart.py, app/static/atlas_chart.js): what it sends the browser, that a
+chart keeps its identity from one run to the next (so the browser updates it in place), its files, and the switch
+back to st.plotly_chart (ATLAS_CHARTS=streamlit), with which every page still draws every chart."""
 from __future__ import annotations
 
 import json
-import os
-import stat
+import re
 
 import plotly.graph_objects as go
 import pytest
 import streamlit
 
-from app import chart_element
+from app.fast import chart
 from app.charts.style import ready_figure
+from app.pages_list import PAGES
 from tests.apptest_read import charts
 from tests.apptest_util import assert_clean, run_page
 
@@ -19,7 +20,7 @@ CONFIG = {"displaylogo": False}
 
 
 def _spec(fig) -> dict:
-    return json.loads(chart_element.payload(ready_figure(fig).to_dict(), CONFIG, "could not draw"))
+    return json.loads(chart.payload(ready_figure(fig), CONFIG, "could not draw"))
 
 
 def test_payload_leaves_streamlits_template_to_the_browser():
@@ -28,7 +29,7 @@ def test_payload_leaves_streamlits_template_to_the_browser():
     assert spec["height"] > 300  # the toolbar's strip above the title (app.charts.style.toolbar_room)
     assert spec["figure"]["data"][0]["type"] == "heatmap"
     assert spec["config"]["displaylogo"] is False and "lasso2d" in spec["config"]["modeBarButtonsToRemove"]
-    assert spec["plotly"].startswith("plotly-") and spec["themeFile"] == chart_element.THEME
+    assert spec["plotly"].startswith("plotly.min.js?v=") and spec["themeFile"].startswith(chart.THEME + "?v=")
     assert spec["failed"] == "could not draw"
 
 
@@ -36,7 +37,7 @@ def test_payload_keeps_a_figure_of_its_own_template():
     fig = go.Figure(go.Bar(y=[1, 2]), layout={"template": "plotly_dark"})
     spec = _spec(fig)
     assert spec["theme"] is False and spec["figure"]["layout"]["template"]["layout"]["paper_bgcolor"]
-    assert spec["height"] == chart_element.DEFAULT_HEIGHT
+    assert spec["height"] == chart.DEFAULT_HEIGHT
 
 
 def test_payload_version_follows_the_figure():
@@ -45,42 +46,39 @@ def test_payload_version_follows_the_figure():
     assert _spec(go.Figure(go.Bar(y=[1, 3])))["version"] != a["version"]
 
 
-def test_plotly_is_copied_once_and_whole(tmp_path, monkeypatch):
-    monkeypatch.setattr(chart_element, "STATIC", tmp_path)
-    chart_element.plotly_file.cache_clear()
-    try:
-        name = chart_element.plotly_file()
-        import plotly
-        source = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
-        assert name == f"plotly-{plotly.__version__}.min.js"
-        assert (tmp_path / name).read_bytes() == open(source, "rb").read()
-        assert not list(tmp_path.glob("*.tmp"))
-    finally:
-        chart_element.plotly_file.cache_clear()
-
-
-def test_a_static_folder_it_cannot_write_falls_back_to_streamlits_chart(tmp_path, monkeypatch):
-    if os.geteuid() == 0:
-        pytest.skip("root writes to a read-only folder")
-    tmp_path.chmod(stat.S_IRUSR | stat.S_IXUSR)
-    monkeypatch.setattr(chart_element, "STATIC", tmp_path)
-    chart_element.plotly_file.cache_clear()
-    try:
-        assert chart_element.plotly_file() is None and not chart_element.available()
-    finally:
-        tmp_path.chmod(stat.S_IRWXU)
-        chart_element.plotly_file.cache_clear()
+def test_plotly_in_app_static_is_the_installed_packages():
+    """app/static/plotly.min.js is Plotly's build as the installed plotly package ships it (the figures are written
+    for it), served by Streamlit's static file serving; nothing copies it at run time. After a plotly upgrade:
+    python -c "import plotly.offline as o; open('app/static/plotly.min.js', 'w').write(o.get_plotlyjs())"
+    """
+    import plotly.offline
+    head = (chart.STATIC / chart.PLOTLY).read_text(encoding="utf-8")[:200]
+    shipped = re.search(r"plotly\.js v(\S+)", head)
+    assert shipped and shipped.group(1) == plotly.offline.get_plotlyjs_version(), head
 
 
 def test_atlas_charts_streamlit_asks_for_streamlits_chart(monkeypatch):
-    monkeypatch.setenv("ATLAS_CHARTS", "streamlit")
-    assert not chart_element.available()
+    assert chart.uses_element()  # .streamlit/config.toml serves app/static
+    monkeypatch.setenv(chart.SWITCH, "streamlit")
+    assert not chart.uses_element()
+
+
+def test_without_static_serving_charts_go_through_streamlits_chart(monkeypatch):
+    monkeypatch.setattr(chart.st, "get_option", lambda name: False if name == "server.enableStaticServing" else None)
+    assert not chart.uses_element()
+
+
+def test_files_are_named_with_their_version():
+    """The browser never runs an old copy it kept: each file's address changes with its content."""
+    for name in (chart.MODULE, chart.THEME, chart.PLOTLY):
+        assert re.fullmatch(re.escape(name) + r"\?v=[0-9a-f]{12}", chart.versioned(name))
+    assert chart.url(chart.MODULE) in chart.stub_js()
 
 
 def test_the_theme_was_read_from_this_streamlit():
     """app/static/plotly_theme.json is what tools/capture_plotly_theme.py read off the installed Streamlit's own
     chart element; after an upgrade, run it again (the browser test below checks the look itself)."""
-    theme = json.loads((chart_element.STATIC / chart_element.THEME).read_text())
+    theme = json.loads((chart.STATIC / chart.THEME).read_text())
     assert theme["streamlit"] == streamlit.__version__
     for scheme in ("light", "dark"):
         text = json.dumps(theme[scheme])
@@ -104,18 +102,27 @@ def test_charts_keep_their_identity_when_a_control_moves():
     assert {c.kind for c in charts(at)} == {"bidi_component"}  # all drawn by the app's chart element
 
 
-def test_a_script_started_elsewhere_draws_with_streamlits_chart(tmp_path):
-    """Streamlit serves the static folder beside the script it was started with: started from a script outside
-    app/ (whose `static` is not app/static) the chart element's files would not be found, so charts must go
-    through st.plotly_chart there (tests/pages/test_section_reruns_attention_masks.py's wrapper in a browser, too)."""
-    from streamlit.testing.v1 import AppTest
-    script = tmp_path / "elsewhere.py"
-    script.write_text(f"""import sys
-sys.path.insert(0, {str(chart_element.STATIC.parent.parent)!r})
-import plotly.graph_objects as go
-from app.ui import plot
-plot(go.Figure(go.Bar(y=[1, 2])))
-""")
-    at = AppTest.from_file(str(script), default_timeout=60).run()
-    assert not at.exception
-    assert [c.kind for c in charts(at)] == ["plotly_chart"]
+def test_a_chart_needs_its_key():
+    """A chart's identity is the key its caller gives (no key derived from where the code is): plot() without one
+    is an error, not a chart that a rerun would draw from scratch."""
+    with pytest.raises(TypeError):
+        chart.plot(go.Figure(go.Bar(y=[1, 2])))  # noqa
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", [p.file for p in PAGES])
+def test_every_page_draws_with_streamlits_chart_when_switched(page, monkeypatch):
+    """ATLAS_CHARTS=streamlit: the page runs without an exception and draws every chart the chart element draws,
+    the same figures, each with st.plotly_chart (so both paths of app.fast.plot work on every page)."""
+    def drawn():
+        at = run_page(page, "en")
+        assert_clean(at)
+        return charts(at)
+    element = drawn()
+    monkeypatch.setenv(chart.SWITCH, "streamlit")
+    switched = drawn()
+    assert {c.kind for c in element} <= {"bidi_component"} and {c.kind for c in switched} <= {"plotly_chart"}
+    assert len(switched) == len(element) and len({c.id for c in switched}) == len(switched)
+    assert [[tr.get("type") for tr in c.figure["data"]] for c in switched] == \
+        [[tr.get("type") for tr in c.figure["data"]] for c in element]
+    assert [c.figure["layout"].get("title") for c in switched] == [c.figure["layout"].get("title") for c in element]

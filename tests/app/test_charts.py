@@ -195,41 +195,28 @@ def _every_builder():
 
 
 @pytest.mark.parametrize("name, fig", list(_every_builder()), ids=lambda v: v if isinstance(v, str) else "")
-def test_every_builder_writes_its_figure_as_plotly_would(name, fig):
-    """Builders may skip plotly's property checks (style.figure: most of a build's time) only because what they
-    write is already in plotly's own form: the figure built again from its dict with every check on (which
-    raises on a misspelt property and turns e.g. a title string into {"text": …}) draws the same JSON."""
+def test_every_builder_returns_a_plain_plotly_figure(name, fig):
+    """One way to build a figure: every builder returns plotly's own go.Figure (style.figure, or plotly's API
+    directly), checked by plotly as it is built, and drawn as plotly writes it (style.ready_figure)."""
     import plotly.graph_objects as go
     import plotly.io as pio
 
-    written = fig.to_dict()
-    checked = go.Figure(written).to_dict()
-    assert json.loads(pio.to_json(written, validate=False)) == json.loads(pio.to_json(checked, validate=False)), name
+    assert type(fig) is go.Figure, name
+    drawn = style.ready_figure(fig)
+    assert drawn["data"] == json.loads(pio.to_json(fig, validate=False))["data"], name
 
 
-@pytest.mark.parametrize("name, fig", list(_every_builder()), ids=lambda v: v if isinstance(v, str) else "")
-def test_a_draft_figure_draws_as_its_plotly_figure(name, fig):
-    """A builder's figure is drawn straight from its dicts while nothing touched it (style.DraftFigure): the same
-    JSON values as the plotly figure made from it (keys may come in another order); reading it as a figure makes
-    that figure."""
-    if not isinstance(fig, style.DraftFigure):
-        pytest.skip("built by plotly itself")
-    assert "_atlas_draft" in fig.__dict__
-    from_draft = style.ready_figure(fig).to_dict()
-    assert "_atlas_draft" in fig.__dict__  # drawing did not make the plotly figure
-    fig.layout  # noqa: B018 — reading it does
-    assert "_atlas_draft" not in fig.__dict__ and fig.data
-    assert from_draft == style.ready_figure(fig).to_dict(), name
+def test_lifting_a_title_puts_it_above_the_key_axis():
+    """style.lift_title (the masks, positional and recipe pages' heatmaps): the title above the axis title on top,
+    with the room it takes added to the margin and the height."""
+    fig = heatmaps.matrix_heatmap(np.eye(3), list("abc"), list("abc"), title="t")
+    top, height = fig.layout.margin.t, fig.layout.height
+    style.lift_title(fig, extra=36)
+    assert fig.layout.margin.t == top + 36 and fig.layout.height == height + 36
+    assert fig.layout.title.yref == "container" and fig.layout.title.y == 1.0
 
 
-def test_lifting_a_title_keeps_a_draft_a_draft():
-    """style.lift_title (the masks, positional and recipe pages' heatmaps) changes a draft's layout dicts: made into
-    a plotly figure for the change, a heatmap's build took 5.5 ms instead of ~1 (the same JSON: the builder tests)."""
-    fig = style.lift_title(heatmaps.matrix_heatmap(np.eye(3), list("abc"), list("abc"), title="t"))
-    assert "_atlas_draft" in fig.__dict__
-
-
-def test_a_changed_draft_draws_its_change():
+def test_a_changed_figure_draws_its_change():
     fig = heatmaps.attention_heatmap(np.eye(3), list("abc"), list("abc"), title="t")
     fig.update_layout(height=777)
     assert style.ready_figure(fig).to_dict()["layout"]["height"] == 777 + style.MODEBAR_ROOM
@@ -271,12 +258,11 @@ def _close(a, b):
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 7])
 def test_mask_panels_are_laid_out_as_make_subplots_did(n):
-    """The MLM member's prediction panels, drawn as one draft figure: the same axes, domains, panel titles and
+    """The MLM member's prediction panels, built as one figure: the same axes, domains, panel titles and
     bars as plotly's make_subplots (17–30 ms a build; every rerun of the member built it)."""
     from app.charts.family_mlm import mask_predictions
     panels = [(f"<mask> {i}", ["<s>", f"w{i}", "a&b"], [0.6, 0.3, 0.1], f"w{i}" if i % 2 else None) for i in range(n)]
     fig = mask_predictions(panels, x_title="probability")
-    assert isinstance(fig, style.DraftFigure)
     drawn = style.figure_dict(fig)
     reference = style.figure_dict(_mask_predictions_by_make_subplots(panels, "probability"))
     for d in (drawn, reference):  # make_subplots writes an empty title on axes without one
@@ -286,10 +272,9 @@ def test_mask_panels_are_laid_out_as_make_subplots_did(n):
     assert _close(drawn, reference)
 
 
-def test_amending_a_draft_keeps_it_a_draft_and_draws_what_plotly_updates_draw():
-    """style.amend: a page's change to a builder's figure (a vertical marker, a line's width, an axis range) as
-    update_layout / update_traces make it, without turning the draft into a plotly figure (each update_* call
-    checked the whole figure again: 5–15 ms a change on the positional, why, recipe and masks pages)."""
+def test_amending_a_figure_draws_what_plotly_updates_draw():
+    """style.amend: a page's change to a builder's figure (a vertical marker, a line's width, an axis range) in
+    one call, as update_layout / update_traces make it."""
     layout = dict(shapes=[dict(type="line", x0=2, x1=2, xref="x", y0=0, y1=1, yref="y domain")],
                   xaxis=dict(range=[0, 3], tickmode="array", tickvals=[1, 2], ticktext=["a", "b"]))
     traces = {0: dict(line=dict(width=5)), 1: dict(line=dict(color="black", dash="dash"))}
@@ -297,7 +282,6 @@ def test_amending_a_draft_keeps_it_a_draft_and_draws_what_plotly_updates_draw():
     def build():
         return curves.line_chart([1, 2, 3], {"a": [1, 2, 3], "b": [3, 2, 1]}, title="t", x_title="x", y_title="y")
     amended = style.amend(build(), layout, traces)
-    assert "_atlas_draft" in amended.__dict__
     by_plotly = build()
     by_plotly.update_layout(**layout)
     for i, change in traces.items():

@@ -5,13 +5,14 @@ import numpy as np
 import pytest
 
 from app.charts import curves, heatmaps
-from app.charts.margins import fit_margins, numeric_ticks, text_px
+from app.charts.margins import fit_margins, numeric_ticks
+from app.charts.text_width import text_px
 from app.charts.style import figure, ready_figure
 from tests.app.test_charts import _every_builder
 
 
 def _margin(fig) -> dict:
-    return ready_figure(fig).to_dict()["layout"]["margin"]
+    return ready_figure(fig)["layout"]["margin"]
 
 
 def test_text_width_reads_labels_as_plotly_draws_them():
@@ -77,10 +78,26 @@ def test_a_legend_under_the_plot_starts_below_the_axis_title():
 
 def test_a_figure_that_asks_for_fixed_margins_keeps_them():
     fig = figure([dict(type="bar", x=["a", "b"], y=[1, 2])], dict(margin=dict(l=5, r=5, t=5, b=5, autoexpand=False)))
-    assert fit_margins(fig.__dict__["_atlas_draft"][0], fig.__dict__["_atlas_draft"][1]) is None
+    d = fig.to_dict()
+    assert fit_margins(d["data"], d["layout"]) is None
     assert _margin(fig)["l"] == 5
 
 
-def test_an_unreadable_figure_still_draws_with_its_own_margins():
-    fig = figure([dict(type="heatmap", z="not an array")], dict(margin=dict(l=10, r=10, t=10, b=10)))
-    assert _margin(fig)["l"] >= 10  # no exception reaches the page
+def test_an_unreadable_figure_still_draws_with_its_own_margins(monkeypatch):
+    """The estimate only saves the browser a second layout pass: where it fails, the figure keeps its own margins
+    (and Plotly's automatic ones) and no exception reaches the page."""
+    from app.charts import margins
+
+    def unreadable(data, layout):
+        raise ValueError("a figure the estimate cannot read")
+    monkeypatch.setattr(margins, "fit_layout", unreadable)
+    fig = figure([dict(type="heatmap", z=[[1, 2], [3, 4]])], dict(margin=dict(l=10, r=10, t=10, b=10)))
+    assert _margin(fig) == dict(l=10, r=10, t=10, b=10)
+
+
+def test_one_text_width_estimate():
+    """The margins, the peak labels (app.charts.curves) and the architecture drawing's wrapping all measure text
+    with app.charts.text_width.text_px."""
+    from app.charts import architecture
+    assert curves.text_px is text_px
+    assert architecture.text_px("가나다 abc") == text_px("가나다 abc", architecture.FONT_PX)

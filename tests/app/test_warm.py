@@ -5,53 +5,29 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
-from app import jobs, warm
+from app import jobs
+from app.fast import browser_warm as warm
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_every_entry_chunk_is_found_in_the_installed_streamlit():
-    """Streamlit names its chunks `<Element>.<hash>.js`; an upgrade that renames one fails here, not silently."""
-    files = warm.chunk_files()
-    assert len(files) == len(warm.ENTRY_CHUNKS), set(warm.ENTRY_CHUNKS) - {f.split(".")[0] for f in files}
-    for entry, name in zip(warm.ENTRY_CHUNKS, files):
-        assert name.startswith(entry + ".") and name.endswith(".js")
-        assert (warm.static_js_dir() / name).is_file()
-
-
-def test_the_script_lists_the_files_as_json_and_runs_once_per_tab():
+def test_the_script_runs_once_per_tab_and_loads_the_chart_element_first():
     s = warm.script()
-    names = json.loads(re.search(r"const names = (\[.*?\]);", s).group(1))
-    assert names == list(warm.chunk_files())
     assert s.startswith("<script>") and s.rstrip().endswith("</script>") and s.count("</script>") == 1
     assert f"if (w.{warm.MARKER}) return;" in s  # a rerun that mounts it again does nothing
+    assert "atlas_chart.js?v=" in s and "warmUp(" in s  # the app's own files (app.fast.chart), nothing of Streamlit's
+    assert "/static/js/" not in s
 
 
-def test_no_streamlit_static_folder_means_nothing_to_load(monkeypatch, tmp_path):
-    monkeypatch.setattr(warm, "static_js_dir", lambda: tmp_path / "missing")
-    warm.chunk_files.cache_clear()
-    try:
-        assert warm.chunk_files() == ()
-        assert "const names = [];" in warm.script()
-    finally:
-        warm.chunk_files.cache_clear()
-
-
-def test_an_ambiguous_or_missing_chunk_is_left_out(monkeypatch, tmp_path):
-    for name in ("PlotlyChart.aaa.js", "Slider.b1.js", "Slider.b2.js", "Slider.b1.js.map", "Metric.css"):
-        (tmp_path / name).write_text("")
-    monkeypatch.setattr(warm, "static_js_dir", lambda: tmp_path)
-    warm.chunk_files.cache_clear()
-    try:
-        assert warm.chunk_files() == ("PlotlyChart.aaa.js",)
-    finally:
-        warm.chunk_files.cache_clear()
+def test_without_the_chart_element_the_script_only_asks_for_the_elements(monkeypatch):
+    monkeypatch.setenv("ATLAS_CHARTS", "streamlit")
+    s = warm.script()
+    assert "warmUp(" not in s and "const p = (() => null)();" in s and warm.ELEMENTS_KEY in s
 
 
 def test_after_the_warm_up_no_page_first_run_imports_a_package_of_its_own():
@@ -297,7 +273,7 @@ def test_the_warm_up_builds_a_figure_of_every_trace_type_the_app_draws(monkeypat
 
 
 # Element kinds (Streamlit functions that draw something; not st.write, a name files share) and those
-# app.warm.elements leaves out, with why.
+# app.fast.browser_warm.elements leaves out, with why.
 ELEMENT_KINDS = {"title", "header", "subheader", "caption", "markdown", "latex", "code", "json", "metric", "info",
                  "warning", "success", "error", "exception", "progress", "text_input", "text_area", "number_input",
                  "slider", "select_slider", "selectbox", "multiselect", "radio", "checkbox", "toggle",
@@ -321,23 +297,23 @@ def _kinds_called(path: Path) -> set[str]:
 
 
 def test_the_hidden_elements_cover_every_kind_the_pages_draw():
-    """The whole class of slow first openings that app.warm.elements answers: a page drawing a kind of element
+    """The whole class of slow first openings that app.fast.browser_warm.elements answers: a page drawing a kind of element
     that no page before it drew pays for the browser compiling its code (the attention page's first opening:
     ~1.1 s of the main thread against ~0.5 s later). A kind a page or app/ module draws must be among the hidden
     elements, or listed in NOT_WARMED with the reason."""
-    sources = sorted((ROOT / "pages").glob("*.py")) + [p for p in sorted((ROOT / "app").rglob("*.py"))
-                                                       if p.name != "warm.py"]
+    sources = sorted((ROOT / "pages").rglob("*.py")) + [p for p in sorted((ROOT / "app").rglob("*.py"))
+                                                        if p.name != "browser_warm.py"]
     used = set().union(*(_kinds_called(p) for p in sources))
-    warmed = _kinds_called(ROOT / "app" / "warm.py")
+    warmed = _kinds_called(ROOT / "app" / "fast" / "browser_warm.py")
     missing = used - warmed - set(NOT_WARMED)
-    assert not missing, f"element kinds the pages draw that app.warm.elements does not: {sorted(missing)}"
+    assert not missing, f"element kinds the pages draw that app.fast.browser_warm.elements does not: {sorted(missing)}"
     assert not (set(NOT_WARMED) & warmed), "a kind both warmed and listed as not warmed"
 
 
 def _warm_app(tmp_path):
     from streamlit.testing.v1 import AppTest
     script = tmp_path / "warm_page.py"
-    script.write_text(f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nfrom app import warm\nwarm.elements()\n")
+    script.write_text(f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nfrom app.fast import browser_warm\nbrowser_warm.elements()\n")
     at = AppTest.from_file(str(script), default_timeout=30)
     at.run()
     return at

@@ -1,4 +1,4 @@
-"""The app's chart element in headless Chromium (app/chart_element.py, app/static/atlas_chart.js): a chart is
+"""The app's chart element in headless Chromium (app/fast/chart.py, app/static/atlas_chart.js): a chart is
 drawn when it comes near the screen, a control's new figure updates the same plot in place, a language switch
 redraws what is seen, and a chart looks exactly as Streamlit's own chart element draws it."""
 from __future__ import annotations
@@ -124,7 +124,7 @@ def test_a_chart_that_cannot_load_plotly_says_so_in_the_pages_language():
     with served() as (url, _), sync_playwright() as p:
         browser = _browser(p)
         page = new_page(browser, viewport={"width": 1400, "height": 1000})
-        page.route("**/app/static/plotly-*.min.js", lambda route: route.abort())
+        page.route("**/app/static/plotly.min.js*", lambda route: route.abort())
         page.goto(f"{url}/multihead?lang=ko")
         _settle(page)
         shown = "() => [...document.querySelectorAll('.atlas-chart-failed')].filter((e) => !e.hidden).map((e) => e.textContent)"
@@ -224,7 +224,7 @@ def test_a_chart_called_again_while_loading_keeps_one_plot_of_the_newest_figure(
     their cleanups come in, the element holds one plot, of the newest figure, and none once it is gone."""
     from playwright.sync_api import sync_playwright
 
-    from app.chart_element import payload, stub_js
+    from app.fast.chart import payload, stub_js
     figures = [payload({"data": [{"type": "scatter", "y": y}], "layout": {"height": 200}}, {}, "failed").decode()
                for y in ([1, 2, 3], [3, 2, 1])]
     scenarios = {

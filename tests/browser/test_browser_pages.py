@@ -166,10 +166,11 @@ new MutationObserver(() => {
 
 
 def test_the_first_page_loads_the_next_pages_code_while_the_browser_is_idle(browser_page):
-    """app/warm.py: in a fresh tab, once the overview has drawn, the browser imports every element module the
-    pages draw with (the app's chart element and Plotly first); opening every page afterwards fetches no script of its own,
-    so a module a page needs and the list lacks fails here (the first chart page waited 1-1.5 s for them)."""
-    from app import warm
+    """app/fast/browser_warm.py: in a fresh tab, once the overview has drawn, the browser loads the app's chart
+    element with Plotly and draws one element of each kind the pages use, hidden; opening every page afterwards
+    fetches no script of its own, so a kind of element a page needs and the warm-up lacks fails here (the first
+    chart page waited 1-1.5 s for its code)."""
+    from app.fast import browser_warm as warm
     url, page = browser_page
     ctx = page.context.browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
@@ -177,8 +178,8 @@ def test_the_first_page_loads_the_next_pages_code_while_the_browser_is_idle(brow
         fresh.add_init_script(SEEN_IN_WARM_BOX)
         fresh.goto(url)
         wait_idle(fresh)
-        # last, one element of each kind drawn by the server in the sidebar's hidden box (app.warm.elements), a
-        # group a run, but not while the learner keeps pressing keys: the modules load meanwhile, the elements wait
+        # last, one element of each kind drawn by the server in the sidebar's hidden box (app.fast.browser_warm.elements),
+        # a group a run, but not while the learner keeps pressing keys: the charts load meanwhile, the elements wait
         hidden = ".st-key-atlas-warm "
         state = f"window.{warm.MARKER}"
         done_at, deadline = None, time.time() + 90
@@ -199,9 +200,7 @@ def test_the_first_page_loads_the_next_pages_code_while_the_browser_is_idle(brow
         assert fresh.locator(hidden + "[data-testid='stDataFrame']").first.is_hidden()  # the last group's
         assert_no_exception(fresh, "the warm-up's elements")
         got = fresh.evaluate(f"window.{warm.MARKER}")
-        assert got["failed"] == [] and sorted(got["loaded"]) == sorted(warm.chunk_files()), got
-        assert len(got["loaded"]) == len(warm.ENTRY_CHUNKS)
-        assert got["charts"] == "loaded"  # the app's chart element, Plotly and the theme (app/chart_element.py)
+        assert got["charts"] == "loaded"  # the app's chart element, Plotly and the theme (app/fast/chart.py)
         # and one figure of each trace type app/ draws, drawn off the screen and removed (a first figure of a kind
         # in a tab cost the first chart page's opening 0.3-0.4 s of the browser's work)
         assert {t.lower() for t in trace_types_in_app()} <= set(got["drawn"]), got["drawn"]
@@ -224,14 +223,13 @@ def test_the_off_screen_warm_up_leaves_no_chart_in_the_page_between_its_figures(
     busy: meanwhile the document holds no Plotly chart of its own, so nothing that looks for the page's charts
     (the theme follows the system, a test) meets a half-drawn or purged one (CI: the dark-theme test read
     `_fullLayout` of the warm-up's purged chart)."""
-    from app import chart_element as ce
+    from app.fast import chart as ce
     url, page = browser_page
     stalled = """(resolve) => { window.__warmIdle = (window.__warmIdle || 0) + 1;
                                   if (window.__warmIdle <= 2) setTimeout(resolve, 0); }"""
     outside_main = """() => [...document.querySelectorAll('.js-plotly-plot, .atlas-chart-warm *')]
         .filter((g) => !g.closest('[data-testid="stMain"]')).length"""
-    expr = "(%s).then((m) => m.warmUp(%s, %s, %s))" % (ce.LOAD_JS % ce.module_url(), json.dumps(ce.plotly_file()),
-                                                      json.dumps(ce.THEME), stalled)
+    expr = ce.warm_js(stalled)
     page.goto(f"{url}/masks?lang=en")  # a page without charts: what the document holds is the warm-up's
     wait_idle(page)
     page.evaluate(f"() => {{ window.__warmIdle = 0; {expr}; }}")

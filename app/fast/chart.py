@@ -1,0 +1,145 @@
+"""The app's chart element: a Plotly figure drawn by Plotly in the page, updated in place and drawn when it comes
+near the screen (app/static/atlas_chart.js holds the browser's half and says why).
+
+Streamlit's st.plotly_chart keys each chart by its figure: every changed figure is a new element that Plotly
+draws from scratch, and every chart of a page is drawn when the page opens, also those far below the screen.
+This element is a custom component (st.components.v2, in the page, no iframe) whose key the caller gives and
+keeps from one run to the next, so the browser keeps its plot and hands it each new figure.
+
+Its files are served by Streamlit's static file serving (`server.enableStaticServing` in .streamlit/config.toml
+serves the `static` folder beside app/main.py at app/static/): atlas_chart.js, plotly_theme.json and plotly.min.js,
+Plotly's own build as the plotly package ships it, kept in the repository (tests/app/test_chart_element.py says
+when it is older than the installed package's and how to refresh it).
+
+ATLAS_CHARTS=streamlit in the server's environment, or static serving turned off, draws every chart with
+st.plotly_chart instead: the same figures, drawn the slower way."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import streamlit as st
+
+STATIC = Path(__file__).resolve().parents[1] / "static"
+MODULE = "atlas_chart.js"
+THEME = "plotly_theme.json"
+PLOTLY = "plotly.min.js"
+COMPONENT = "atlas_chart"
+SWITCH = "ATLAS_CHARTS"  # ATLAS_CHARTS=streamlit: every chart through st.plotly_chart
+DEFAULT_HEIGHT = 450  # Plotly's own default, as Streamlit's chart element uses
+# Toolbar as Streamlit's chart element sets it (no box or lasso selection on these charts)
+REMOVED_BUTTONS = ["lasso2d", "select2d", "sendChartToCloud"]
+# Toolbar with the PNG download button always visible; numbers come as CSV beside the figure.
+PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+@functools.lru_cache(maxsize=8)
+def _version(name: str) -> str:
+    return hashlib.sha256((STATIC / name).read_bytes()).hexdigest()[:12]
+
+
+def versioned(name: str) -> str:
+    """A file of app/static with a query string that changes with the file (a browser never runs an old copy it
+    kept), relative to atlas_chart.js."""
+    return f"{name}?v={_version(name)}"
+
+
+def url(name: str) -> str:
+    """versioned(name) relative to the page."""
+    return f"app/static/{versioned(name)}"
+
+
+# The promise of the module, shared by every chart of the tab and by the browser's warm-up (app.fast.browser_warm)
+LOAD_JS = 'window.__atlasChartModule ||= import(new URL("%s", document.baseURI).href)'
+
+
+def stub_js() -> str:
+    """The component's inline script: it imports app/static/atlas_chart.js (once per tab) and hands each figure
+    to it. Streamlit calls it with each new figure, on the same element, and calls the cleanup it returns when
+    the element goes, or at once for a call that a newer figure overtook while the module was loading: each
+    call's cleanup is its own (a token), so a late one leaves the newer figure's plot alone."""
+    return """export default function (c) {
+  const load = (%s), call = {};
+  load.then((m) => m.render(c, call));
+  return () => { load.then((m) => m.unmount(c.parentElement, call)); };
+}""" % (LOAD_JS % url(MODULE))
+
+
+@functools.lru_cache(maxsize=1)
+def _component():
+    """The registered component (its script: stub_js)."""
+    return st.components.v2.component(COMPONENT, js=stub_js(), isolate_styles=False)
+
+
+def uses_element() -> bool:
+    """Whether charts are drawn by this element: yes unless ATLAS_CHARTS=streamlit or static serving is off
+    (then the browser could not load the element's files)."""
+    if os.environ.get(SWITCH) == "streamlit":
+        return False
+    try:
+        return bool(st.get_option("server.enableStaticServing"))
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def warm_js(idle: str) -> str:
+    """An expression (a promise of the trace types drawn) that loads the module, Plotly and the theme, then
+    draws one small figure of each trace type off the screen, one per call of the JavaScript function named
+    `idle`, or '' where charts are drawn by st.plotly_chart."""
+    if not uses_element():
+        return ""
+    return "(%s).then((m) => m.warmUp(%s, %s, %s))" % (LOAD_JS % url(MODULE), json.dumps(versioned(PLOTLY)),
+                                                         json.dumps(versioned(THEME)), idle)
+
+
+@functools.lru_cache(maxsize=1)
+def _streamlit_template() -> dict:
+    """Streamlit's default Plotly template (its placeholder colours), to recognise figures that use it."""
+    from app.charts.style import default_template
+    return default_template("streamlit")
+
+
+def payload(fig_dict: dict, config: dict, failed: str, fullscreen: tuple[str, str] = ("Fullscreen", "Close fullscreen")) -> bytes:
+    """What the browser gets for one chart: the figure (without Streamlit's template, which the browser
+    replaces with the theme's), its height, the toolbar and its fullscreen button's two titles, the files to
+    load, a message for a chart that cannot be drawn, and a version that changes with all of these (an
+    unchanged chart is not drawn again)."""
+    layout = dict(fig_dict.get("layout") or {})
+    template = layout.get("template")
+    theme = template is None or template == _streamlit_template()
+    if theme:
+        layout.pop("template", None)
+    figure = {"data": fig_dict.get("data") or [], "layout": layout}
+    config = {**config, "modeBarButtonsToRemove": REMOVED_BUTTONS}  # width: the element follows its box
+    spec = {"figure": figure, "theme": theme, "config": config, "height": int(layout.get("height") or DEFAULT_HEIGHT),
+            "plotly": versioned(PLOTLY), "themeFile": versioned(THEME), "failed": failed,
+            "fullscreen": fullscreen[0], "closeFullscreen": fullscreen[1]}
+    body = json.dumps(spec, separators=(",", ":"), ensure_ascii=False).encode()
+    version = hashlib.sha1(body).hexdigest()[:16]
+    return body[:-1] + b',"version":"' + version.encode() + b'"}'
+
+
+def chart_key(key: str) -> str:
+    """The element's key: the caller's, the same from one run to the next, so the browser keeps the chart."""
+    return f"atlas-chart-{key}"
+
+
+def plot(fig, *, key: str) -> None:
+    """Draw a plotly figure (or an app.charts.style.ReadyFigure) with the app's toolbar (PNG download), its
+    margins fitted to its labels and its title clear of the toolbar (ready_figure; `fig` itself is not
+    changed): with the chart element, or with st.plotly_chart (uses_element). `key` names the chart: the same
+    key from one run to the next is the same chart, updated in place in the browser."""
+    from app.charts.style import ready_figure
+    from app.i18n import t
+    ready = ready_figure(fig)
+    if not uses_element():
+        st.plotly_chart(ready, config=PLOT_CONFIG, key=key)
+        return
+    words = (t("common.chart_failed"), t("common.fullscreen"), t("common.close_fullscreen"))
+    data = ready.sent.get(words)  # made once per figure and language (ready figures are shared between reruns)
+    if data is None:
+        data = ready.sent[words] = payload(ready, PLOT_CONFIG, *words[:1], words[1:])
+    _component()(key=chart_key(key), data=data, height="content")
