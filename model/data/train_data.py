@@ -15,7 +15,8 @@ from pathlib import Path
 
 import torch
 
-from model.data.corpus import ASSETS, LEXICON_PATH, cache_dir, read_tsv_corpus, split_pairs, task_pairs
+from model.data import tokenizer
+from model.data.corpus import ASSETS, cache_dir, corpus_sources, read_tsv_corpus, split_pairs, task_pairs
 from model.messages import UserError
 from model.data.tokenizer import build_tokenizer  # (in the tokenizer module, which has no torch: the page's estimates use it)
 
@@ -64,10 +65,10 @@ CACHE_VERSION = 1
 
 
 def task_cache_path(task: str, seed: int, max_len: int) -> Path:
-    """Where the encoded splits of a built-in task live; the name changes whenever the corpus code, the
-    lexicon, the tokenizer or this file changes, so a stale file is never read."""
+    """Where the encoded splits of a built-in task live; the name changes whenever the corpus code or the
+    lexicon (corpus_sources), the tokenizer's code or files, or this file changes, so a stale file is never read."""
     h = hashlib.sha256(f"{CACHE_VERSION}|{task}|{seed}|{max_len}".encode())
-    for path in (Path(__file__).with_name("corpus.py"), Path(__file__), LEXICON_PATH,
+    for path in (*corpus_sources(), Path(tokenizer.__file__), Path(__file__),
                  *sorted((ASSETS / "tokenizer").glob("*"))):
         if path.is_file():
             h.update(path.name.encode() + path.read_bytes())

@@ -564,7 +564,7 @@ def test_tsv_limits(tmp_path):
 
 
 def test_corpus_cache_is_keyed_by_the_generator_and_survives_damage(tmp_path, monkeypatch):
-    from model.data import corpus
+    from model.data.corpus import tasks as corpus
     monkeypatch.setenv(corpus.CACHE_ENV, str(tmp_path))
     corpus._cached_pairs.cache_clear()
     try:
@@ -582,3 +582,25 @@ def test_corpus_cache_is_keyed_by_the_generator_and_survives_damage(tmp_path, mo
         assert corpus.corpus_cache_path(10) != path
     finally:
         corpus._cached_pairs.cache_clear()
+
+
+def test_the_caches_are_named_by_every_file_the_corpus_is_made_from(tmp_path, monkeypatch):
+    """The corpus's cache file and a task's encoded splits are named by a hash of corpus_sources(): every module
+    of the corpus package and the lexicon. A change to any one of them gives both caches another name."""
+    import sys
+
+    from model.data import train_data
+    from model.data.corpus import corpus_sources, tasks
+    loaded = {Path(m.__file__).resolve() for name, m in list(sys.modules.items())
+              if name.startswith("model.data.corpus.") and getattr(m, "__file__", None)}
+    assert len(loaded) >= 6 and loaded | {ROOT / "assets" / "en_ko_lexicon.json"} <= set(corpus_sources())
+    before = tasks.corpus_cache_path(), train_data.task_cache_path("copy", 0, 64)
+    for source in corpus_sources():
+        changed = tmp_path / source.name
+        changed.write_bytes(source.read_bytes() + b"\n")
+        sources = [changed if p == source else p for p in corpus_sources()]
+        with monkeypatch.context() as m:
+            m.setattr(tasks, "corpus_sources", lambda: sources)
+            m.setattr(train_data, "corpus_sources", lambda: sources)
+            after = tasks.corpus_cache_path(), train_data.task_cache_path("copy", 0, 64)
+        assert after[0] != before[0] and after[1] != before[1], source
