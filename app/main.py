@@ -13,7 +13,8 @@ import streamlit as st  # noqa: E402
 from app import i18n, state  # noqa: E402
 from app.fast import browser_warm, settle_heap_at_start  # noqa: E402
 from app.i18n import t  # noqa: E402
-from app.jobs import apply_server_threads, page_running, wait_for_warm_up, warm_up  # noqa: E402
+from app.fast.warmup import page_running, wait_for_warm_up, warm_up  # noqa: E402
+from app.jobs import apply_server_threads  # noqa: E402
 from app.pages_list import PAGES, SECTIONS  # noqa: E402
 from app.resources import device_description  # noqa: E402
 

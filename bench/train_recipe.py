@@ -33,7 +33,7 @@ if "--default-malloc" not in sys.argv:  # the trainer process's settings (model/
 import torch  # noqa: E402
 
 from bench.common import machine, table, write  # noqa: E402
-from app.jobs_options import RECIPES, task_recipe, train_arguments, TrainOptions  # noqa: E402
+from app.jobs.options import RECIPES, task_recipe, train_arguments, TrainOptions  # noqa: E402
 from model.inference.decode import greedy_decode_batch  # noqa: E402
 from model.inference.metrics import exact_match  # noqa: E402
 from model.training.options import build_parser  # noqa: E402
@@ -41,14 +41,14 @@ from model.training.tasks import Seq2Seq  # noqa: E402
 from model.data.train_data import encode_pairs, load_task  # noqa: E402
 from model.training.schedule import ADAM_BETAS, ADAM_EPS, noam_lambda  # noqa: E402
 
-# What the training page starts for task en-ko, size "small" (app/jobs_options), as trainer options.
+# What the training page starts for task en-ko, size "small" (app/jobs/options.py), as trainer options.
 PAGE_SMALL = ["--preset", "teaching", "--max-len", "64"]
 
 
 def page_recipe(recipe: dict) -> list[str]:
     """The trainer options the page builds for en-ko with this recipe (without --config, --out, --threads)."""
     o = TrainOptions(task="en-ko", size="small", **recipe)
-    # the page puts a recipe's dropout into the model's --config (app.jobs_options.model_config); here, the flag
+    # the page puts a recipe's dropout into the model's --config (app.jobs.options.model_config); here, the flag
     dropout = ["--dropout", repr(float(o.dropout))] if o.dropout is not None else []
     return PAGE_SMALL + dropout + train_arguments(o)
 
@@ -152,7 +152,7 @@ def first_step(repeats: int, threads: int, name: str = "train_first_step") -> No
     import json
     import subprocess
     import tempfile
-    from app.jobs_options import model_config
+    from app.jobs.options import model_config
     from model.data.train_data import build_tokenizer
     root = Path(__file__).resolve().parent.parent
     o = TrainOptions(task="en-ko", size="small", **task_recipe("en-ko", "small"))

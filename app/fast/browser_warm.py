@@ -137,7 +137,7 @@ def _boxes(label: str, options: list[str]) -> None:
 
 
 def _grid(label: str, options: list[str]) -> None:
-    from app.jobs import warm_up_done
+    from app.fast.warmup import warm_up_done
     if warm_up_done():  # the data grid needs pandas: never imported here beside the server's warm-up importing
         # it, nor waited for (this run would hold back the learner's next click while torch loads)
         st.dataframe([{label: 1, t("common.key"): options[0]}], hide_index=True)

@@ -1,4 +1,4 @@
-"""The job manager (app/jobs.py, app/jobs_options.py, app/jobs_estimate.py) without Streamlit:
+"""The job manager (app/jobs/: the manager, run files, options, the cost estimate) without Streamlit:
 validation, the config handed to the trainer, the queue, stop / resume / delete, recovery after a
 server restart, damaged run folders; real tiny trainer subprocesses in a temporary RUNS (slow)."""
 from __future__ import annotations
@@ -16,8 +16,8 @@ import torch
 
 from app import i18n
 from app.jobs import COMPARE_METRICS, JobManager, get_manager, pid_alive, runs_dir
-from app.jobs_estimate import config_for
-from app.jobs_options import (ALL_TASKS, CUSTOM_DEFAULTS, LIMITS, MAX_PARAMETERS, POSITIONALS, RECIPES, SIZES, WHOLE_NUMBERS,
+from app.jobs.estimate import config_for
+from app.jobs.options import (ALL_TASKS, CUSTOM_DEFAULTS, LIMITS, MAX_PARAMETERS, POSITIONALS, RECIPES, SIZES, WHOLE_NUMBERS,
                               TrainOptions, check_upload, model_config, validate_upload)
 from model.nn.config import TransformerConfig
 from model.messages import Message, UserError
@@ -504,7 +504,7 @@ def test_tokens_per_example_measured_in_a_child_are_the_same_numbers(monkeypatch
     """The training page's first run has the en-ko corpus tasks' tokens per example measured in a child process
     (no interpreter lock or memory taken from the server): the numbers are the ones measured here, kept on disk
     for the next server; with none kept and a child that fails, a task is measured here when an estimate needs it."""
-    from app import jobs_estimate as est
+    from app.jobs import estimate as est
     from model.data.corpus import CACHE_ENV
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     monkeypatch.setattr(est, "_TOKENS", {})

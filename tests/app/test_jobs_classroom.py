@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from app import i18n, jobs
+from app import i18n
+from app.jobs import manager as jobs_manager, threads as jobs_threads  # where the tests below replace names
 from app.jobs import JobManager, owner_hash, pid_alive, thread_budget
-from app.jobs_options import TrainOptions
+from app.jobs.options import TrainOptions
 from model.messages import Message, UserError
 
 FAST = dict(task="copy", size="tiny", batch_size=8, warmup=10, lr_factor=0.5)
@@ -237,11 +238,11 @@ def test_trainers_and_server_get_their_threads(tmp_path, fake, managers, monkeyp
     monkeypatch.setattr(os, "cpu_count", lambda: 16)
     monkeypatch.delenv("ATLAS_TRAIN_THREADS", raising=False)
     monkeypatch.delenv("ATLAS_MAX_RUNS", raising=False)
-    assert JobManager(tmp_path / "a", python=fake).threads == 8 and jobs.server_threads() == 8
+    assert JobManager(tmp_path / "a", python=fake).threads == 8 and jobs_threads.server_threads() == 8
     monkeypatch.setenv("ATLAS_TRAIN_THREADS", "3")
     m = JobManager(tmp_path / "runs", python=fake)
     managers.append(m)
-    assert m.threads == 3 and jobs.server_threads() == 13
+    assert m.threads == 3 and jobs_threads.server_threads() == 13
     rid = m.start(TrainOptions(**FAST, steps=10))
     wait_for(lambda: _launches(m.root / rid), "launched")
     launch = _launches(m.root / rid)[0]
@@ -249,11 +250,11 @@ def test_trainers_and_server_get_their_threads(tmp_path, fake, managers, monkeyp
 
     import torch
     before = torch.get_num_threads()
-    monkeypatch.setattr(jobs, "_SERVER_THREADS_SET", False)
+    monkeypatch.setattr(jobs_threads, "_SERVER_THREADS_SET", False)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.delenv("ATLAS_TRAIN_THREADS")
     try:
-        assert jobs.apply_server_threads() == 1 and torch.get_num_threads() == 1
+        assert jobs_threads.apply_server_threads() == 1 and torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
 
@@ -281,7 +282,7 @@ def test_runs_dir_pointing_at_a_file(tmp_path, monkeypatch):
 def test_lock_file_that_cannot_be_opened(tmp_path, monkeypatch):
     def refuse(root):
         raise PermissionError(errno.EACCES, "Permission denied", str(root / ".jobs.lock"))
-    monkeypatch.setattr(jobs, "_lock_file", refuse)
+    monkeypatch.setattr(jobs_manager, "_lock_file", refuse)
     m = JobManager(tmp_path / "runs")  # must not raise
     assert m.problem().message == Message("jobs.errors.runs_folder", {"path": str(m.root),
                                                                       "reason": "Permission denied"})
@@ -308,20 +309,20 @@ def test_read_only_runs_folder(tmp_path, monkeypatch):
 
 def test_disk_full_on_start_leaves_nothing_half_created(tmp_path, monkeypatch):
     m = JobManager(tmp_path / "runs", python="/bin/false")
-    real = jobs.atomic_write_json
+    real = jobs_manager.atomic_write_json
 
     def full(path, obj):
         if Path(path).name == "job.json":
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(path, obj)
-    monkeypatch.setattr(jobs, "atomic_write_json", full)
+    monkeypatch.setattr(jobs_manager, "atomic_write_json", full)
     with pytest.raises(UserError) as e:
         m.start(TrainOptions(**FAST, steps=10))
     assert e.value.message.code == "jobs.errors.disk_full" and e.value.message.args["path"] == str(m.root)
     assert "is full" in say_in("en", e.value.message, monkeypatch)
     assert "가득 찼습니다" in say_in("ko", e.value.message, monkeypatch)
     assert [p.name for p in m.root.iterdir()] == [".jobs.lock"]  # no run folder, visible or hidden
-    monkeypatch.setattr(jobs, "atomic_write_json", real)
+    monkeypatch.setattr(jobs_manager, "atomic_write_json", real)
     rid = m.start(TrainOptions(**FAST, steps=10))  # space again: a normal run
     assert [r["id"] for r in m.list_runs()] == [rid]
 

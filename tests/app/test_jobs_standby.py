@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from app.jobs import ROOT, STANDBY_MODULE, JobManager, is_starting, pid_alive
-from app.jobs_options import TrainOptions
+from app.jobs.options import TrainOptions
 from model.messages import Message
 
 FAST = dict(task="copy", size="tiny", batch_size=32, warmup=100, lr_factor=0.5, steps=30)

@@ -91,8 +91,8 @@ def test_the_overview_draws_without_importing_torch_or_pandas(tmp_path):
     (snap / "config.json").write_text('{"model_type": "gpt2", "n_layer": 1, "n_embd": 8, "n_head": 2}')
     save_file({"wte.weight": np.zeros((5, 8), dtype=np.float32)}, str(snap / "model.safetensors"))
     code = ("import sys; sys.path.insert(0, %r)\n" % str(ROOT) +
-            "import app.jobs\n"
-            "app.jobs.warm_up = lambda: None\n"
+            "import app.fast.warmup\n"
+            "app.fast.warmup.warm_up = lambda: None\n"
             "from streamlit.testing.v1 import AppTest\n"
             "at = AppTest.from_file(%r, default_timeout=120)\n" % str(ROOT / "app" / "main.py") +
             "at.run()\n"

@@ -1,6 +1,6 @@
 """The warm-up after the first page: the server imports, in the background, what the next pages'
-first runs need (app.jobs.warm_up), and the browser imports the element code they draw with while it is idle
-(app/warm.py). The browser half is checked in a real browser in tests/browser/test_browser_pages.py."""
+first runs need (app.fast.warmup.warm_up), and the browser loads the chart element and draws one element of each
+kind the pages use, hidden, while it is idle (app/fast/browser_warm.py). The browser half is checked in a real browser in tests/browser/test_browser_pages.py."""
 from __future__ import annotations
 
 import ast
@@ -10,8 +10,8 @@ import sys
 import threading
 from pathlib import Path
 
-from app import jobs
 from app.fast import browser_warm as warm
+from app.fast import warmup
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +40,7 @@ import sys, threading, json, time
 sys.path.insert(0, {str(ROOT)!r})
 from streamlit.testing.v1 import AppTest
 from app.pages_list import PAGES
-import app.jobs as jobs
+import app.fast.warmup as warmup
 at = AppTest.from_file({str(ROOT / 'app' / 'main.py')!r}, default_timeout=120)
 at.session_state["lang"] = "en"
 at.run()
@@ -50,9 +50,8 @@ frozen_before = gc.get_freeze_count()  # the warm-up thread has just begun (impo
 for th in threading.enumerate():
     if th.name == "atlas-warm-up":
         th.join(120)
-missing = [m for m in (*jobs.WARM_UP_MODULES, *jobs.page_modules()) if m not in sys.modules]
-import app.jobs_estimate as est
-from app.jobs_options import DEFAULT_TASK
+missing = [m for m in (*warmup.WARM_UP_MODULES, *warmup.page_modules()) if m not in sys.modules]
+import app.jobs.estimate as est
 frozen = gc.get_freeze_count() - frozen_before
 walked = len(gc.get_objects())  # what a full collection walks (not the frozen ones)
 out = {{"missing": missing, "pages": {{}}, "frozen": frozen, "walked": walked}}
@@ -64,7 +63,7 @@ def counted(path, *a, **k):  # the models the pages' first runs load themselves
     return load_model_dir(path, *a, **k)
 ckpt.load_model_dir = counted
 out["loads"] = loads
-members = sorted(f.stem for f in Path({str(ROOT / 'app' / 'family')!r}).glob("*.py") if f.stem != "__init__")
+members = sorted(f.stem for f in Path({str(ROOT / 'pages' / 'family')!r}).glob("*.py") if f.stem != "__init__")
 runs = [(p.file, None) for p in PAGES[1:]] + [("family.py", m) for m in members]  # each member: a view of its own
 for file, member in runs:
     before = {{m.split(".")[0] for m in sys.modules}}
@@ -78,9 +77,9 @@ for file, member in runs:
 for th in threading.enumerate():  # started by the training page's first run
     if th.name == "atlas-estimates":
         th.join(120)
-import model.data.corpus as corpus
+import model.data.corpus.tasks as corpus
 out["corpus_held"] = corpus._corpus.cache_info().currsize + corpus._combinations_by_english.cache_info().currsize
-from app.jobs_options import ALL_TASKS, is_family
+from app.jobs.options import ALL_TASKS, is_family
 measured = sorted(est._TOKENS)
 misses = est.vocab_size.cache_info().misses
 for task in ALL_TASKS:  # every task the training page offers: its estimate is ready
@@ -100,7 +99,7 @@ print("RESULT" + json.dumps(out))
     assert out["frozen"] > 100_000, f"what the warm-up loaded is frozen (app.resources.settle_heap): {out['frozen']}"
     assert out["walked"] < 60_000, f"a full collection walks {out['walked']} objects"
     # Each task's estimate reads its data (the en-ko corpus: 1.3 s of the first run that picked it): the warm-up
-    # computed the synthetic tasks', the training page's first run started the others' (app.jobs.prepare_estimates)
+    # computed the synthetic tasks', the training page's first run started the others' (app.fast.warmup.prepare_estimates)
     assert out["estimate_misses"] == [[], 0], "the training page's estimates were ready (warm-up, prepare_estimates)"
     assert out["corpus_held"] == 0, "the en-ko corpus (~90 MB) was generated in a child process, not here"
     # The shipped EN->KO model (the inspector's first model, the masks page's demonstration): loaded by the warm-up,
@@ -109,7 +108,7 @@ print("RESULT" + json.dumps(out))
     assert str(SHIPPED["en-ko"]) not in out["loads"], "the warm-up loads the shipped model the pages open first"
     offenders = {page: new for page, new in out["pages"].items() if new}
     assert not offenders, f"first runs that import a package the warm-up does not: {offenders} (add it to " \
-                          "app.jobs.WARM_UP_MODULES)"
+                          "app.fast.warmup.WARM_UP_MODULES)"
 
 
 def test_the_warm_up_starts_once_and_skips_a_module_that_fails(monkeypatch):
@@ -123,14 +122,14 @@ def test_the_warm_up_starts_once_and_skips_a_module_that_fails(monkeypatch):
         def start(self):
             self.target()
 
-    monkeypatch.setattr(jobs, "_WARM_UP_STARTED", False)
+    monkeypatch.setattr(warmup, "_WARM_UP_STARTED", False)
     # its own "done" event: the process's stays unset until a real warm-up is done (a later page test's
     # wait_for_warm_up would otherwise not wait, and import beside a real warm-up thread)
-    monkeypatch.setattr(jobs, "_WARM_UP_DONE", jobs.threading.Event())
-    monkeypatch.setattr(jobs.threading, "Thread", FakeThread)
-    monkeypatch.setattr(jobs, "WARM_UP_MODULES", ("no_such_module_atlas", "json"))
-    jobs.warm_up()
-    jobs.warm_up()
+    monkeypatch.setattr(warmup, "_WARM_UP_DONE", warmup.threading.Event())
+    monkeypatch.setattr(warmup.threading, "Thread", FakeThread)
+    monkeypatch.setattr(warmup, "WARM_UP_MODULES", ("no_such_module_atlas", "json"))
+    warmup.warm_up()
+    warmup.warm_up()
     assert started == ["atlas-warm-up"]
 
 
@@ -143,14 +142,14 @@ def test_a_page_runs_after_the_warm_up_not_beside_it():
     code = f"""
 import sys, time, json, types
 sys.path.insert(0, {str(ROOT)!r})
-import app.jobs as jobs, app.state as state
+import app.fast.warmup as warmup, app.state as state
 finished = []
 def slow_import(name):
     time.sleep(1.5)
     finished.append(time.monotonic())
-jobs.WARM_UP_MODULES = ("a_slow_module",)
-jobs.page_modules = lambda: []
-jobs.importlib = types.SimpleNamespace(import_module=slow_import)
+warmup.WARM_UP_MODULES = ("a_slow_module",)
+warmup.page_modules = lambda: []
+warmup.importlib = types.SimpleNamespace(import_module=slow_import)
 seen = []
 begin = state.begin_page
 def spy(page):
@@ -186,7 +185,7 @@ def test_a_rerun_while_the_warm_up_imports_torch_shows_no_error():
     code = f"""
 import sys, time, json, types, importlib.machinery
 sys.path.insert(0, {str(ROOT)!r})
-import app.jobs as jobs
+import app.fast.warmup as warmup
 calls = []
 def slow_import(name):
     fake = types.ModuleType(name)
@@ -196,8 +195,8 @@ def slow_import(name):
     time.sleep(1.5)
     fake.set_num_threads = calls.append
     fake.__spec__._initializing = False
-jobs.WARM_UP_MODULES = ("torch",)
-jobs.importlib = types.SimpleNamespace(import_module=slow_import)
+warmup.WARM_UP_MODULES = ("torch",)
+warmup.importlib = types.SimpleNamespace(import_module=slow_import)
 from streamlit.testing.v1 import AppTest
 at = AppTest.from_file({str(ROOT / 'app' / 'main.py')!r}, default_timeout=120)
 at.session_state["lang"] = "en"
@@ -208,48 +207,51 @@ assert "torch" in sys.modules and sys.modules["torch"].__spec__._initializing
 at.session_state["lang"] = "ko"
 at.run()  # the same first page again, torch still half-imported
 errors = [e.message for e in at.exception]
-jobs._WARM_UP_DONE.wait(30)
+warmup._WARM_UP_DONE.wait(30)
 print("RESULT" + json.dumps({{"errors": errors, "calls": calls}}))
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.split("RESULT", 1)[1])
     assert seen["errors"] == [], seen["errors"]
-    assert seen["calls"] == [jobs.server_threads()]  # set once, by the warm-up, when torch was ready
+    from app.jobs import server_threads
+    assert seen["calls"] == [server_threads()]  # set once, by the warm-up, when torch was ready
 
 
 def test_the_warm_up_knows_the_modules_the_pages_import():
     """page_modules reads the pages' own import statements: our modules the next pages import at the top."""
-    mods = jobs.page_modules()
-    assert {"app.attention_lab", "app.inspector", "model.lessons.positions", "model.lessons.worked_example", "app.charts.heatmaps",
+    mods = warmup.page_modules()
+    assert {"model.lessons.positions", "model.lessons.worked_example", "app.charts.heatmaps",
             "model.inference.decode"} <= set(mods)
-    assert all(m.split(".")[0] in ("app", "model") for m in mods) and len(mods) == len(set(mods))
+    for helper in ("attention_lab", "inspector"):  # page-side helpers: in app/, or in pages/views/ beside the pages
+        assert {f"app.{helper}", f"pages.views.{helper}"} & set(mods), helper
+    assert all(m.split(".")[0] in ("app", "model", "pages") for m in mods) and len(mods) == len(set(mods))
 
 
 def test_the_warm_up_lets_a_running_page_finish_between_its_steps(monkeypatch):
     """A rerun of the first page while the warm-up works (a language switch) shared the interpreter with it and
     once took 1.1-1.3 s (docs/benchmarks.md 2026-12-03). Between its steps the warm-up now waits while a page
-    runs (app.jobs.page_running, around every page's run in app/main.py)."""
+    runs (app.fast.warmup.page_running, around every page's run in app/main.py)."""
     import threading
     import time
     import types
 
     imported = []
-    monkeypatch.setattr(jobs, "_WARM_UP_STARTED", False)
-    monkeypatch.setattr(jobs, "_WARM_UP_DONE", threading.Event())
-    monkeypatch.setattr(jobs, "WARM_UP_MODULES", ("json",))
-    monkeypatch.setattr(jobs, "page_modules", lambda: ["app.format"])
-    monkeypatch.setattr(jobs, "importlib", types.SimpleNamespace(
+    monkeypatch.setattr(warmup, "_WARM_UP_STARTED", False)
+    monkeypatch.setattr(warmup, "_WARM_UP_DONE", threading.Event())
+    monkeypatch.setattr(warmup, "WARM_UP_MODULES", ("json",))
+    monkeypatch.setattr(warmup, "page_modules", lambda: ["app.format"])
+    monkeypatch.setattr(warmup, "importlib", types.SimpleNamespace(
         import_module=lambda name: imported.append((name, time.monotonic()))))
-    with jobs.page_running():
-        jobs.warm_up()
+    with warmup.page_running():
+        warmup.warm_up()
         time.sleep(0.4)
         assert imported == [], "nothing while the page runs"
         page_done = time.monotonic()
-    assert jobs._WARM_UP_DONE.wait(30)
+    assert warmup._WARM_UP_DONE.wait(30)
     assert [name for name, _ in imported] == ["json", "app.format"]
     assert all(at >= page_done for _, at in imported)
-    assert jobs._PAGE_RUNS == 0
+    assert warmup._PAGE_RUNS == 0
 
 
 def test_the_warm_up_builds_a_figure_of_every_trace_type_the_app_draws(monkeypatch):
@@ -339,8 +341,8 @@ def test_the_hidden_elements_draw_a_group_a_click_after_their_button(tmp_path):
 def test_the_hidden_elements_wait_for_nothing_while_the_server_warms_up(tmp_path, monkeypatch):
     """While the server's warm-up still imports (torch, pandas...), the groups draw at once, all but the data
     grid: waiting for the imports held back the learner's next click by up to a second (bench notes)."""
-    monkeypatch.setattr(jobs, "_WARM_UP_STARTED", True)
-    monkeypatch.setattr(jobs, "_WARM_UP_DONE", threading.Event())  # started, never done
+    monkeypatch.setattr(warmup, "_WARM_UP_STARTED", True)
+    monkeypatch.setattr(warmup, "_WARM_UP_DONE", threading.Event())  # started, never done
     at = _warm_app(tmp_path)
     grids = []
     for _ in warm.GROUPS:

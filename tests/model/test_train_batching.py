@@ -1,7 +1,7 @@
 """Batches by tokens (`--batch-tokens`, model.data.train_data.TokenBatches): every batch within its budget,
 the whole training split drawn, less padding than random batches of sentences, a pure function of
 (seed, step, rank) so a resumed run trains on the same data; the cache of a task's encoded splits; the
-en-ko recipe the training page starts (app.jobs_options.task_recipe) as trainer options."""
+en-ko recipe the training page starts (app.jobs.options.task_recipe) as trainer options."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 import torch
 
-from app.jobs_options import (LIMITS, RECIPES, TrainOptions, UserError, task_recipe, train_arguments,
+from app.jobs.options import (LIMITS, RECIPES, TrainOptions, UserError, task_recipe, train_arguments,
                               validate_options)
 from model.training import options
 from model.training import train as trainer
@@ -177,7 +177,7 @@ def test_the_en_ko_recipe_batches_by_tokens_and_its_options_pass_the_trainers_ch
 def test_the_en_ko_recipe_cools_down_without_dropout():
     """The measured en-ko recipe (docs/benchmarks.md): the last half of its steps cools down, and its model has no
     dropout; other preset sizes keep their preset's dropout, a custom size its own."""
-    from app.jobs_options import model_config
+    from app.jobs.options import model_config
     recipe = task_recipe("en-ko", "small")
     o = TrainOptions(task="en-ko", size="small", **recipe)
     assert recipe["cooldown"] == 0.5 and model_config(o, 100).dropout == 0.0
