@@ -20,8 +20,7 @@ def _device_parts(device: str | None) -> DeviceParts:
 
         from app.jobs import server_threads
         return DeviceParts("cpu", threads=server_threads(), machine=platform.machine())
-    import torch
-    return device_parts(torch.device(device) if device else best_device())
+    return device_parts(device)
 
 
 def device_text(parts: DeviceParts | str | None) -> str:
@@ -155,15 +154,6 @@ def weights_stamp(path: Path | str | None) -> float:
     return 0.0
 
 
-def pretrained_dtype(device):
-    """bfloat16 for imported models on a CUDA GPU when ATLAS_BF16=1 (half the memory, faster); else float32."""
-    import os
-
-    import torch
-    on = os.environ.get("ATLAS_BF16", "").strip().lower() in ("1", "true", "yes", "on")
-    return torch.bfloat16 if on and getattr(device, "type", str(device)) == "cuda" else None
-
-
 MODELS_KEPT = 8  # loaded models kept for all sessions (the least recently used go first)
 RESULTS_KEPT = 256  # what models computed (translations, attention, predictions), kept for all sessions
 
@@ -176,7 +166,7 @@ def _load(path: str, stamp: float, task: str | None):
         from model.family import load_family_dir
         loaded = load_family_dir(path, expect=task)
     else:
-        from model.hub import is_hf_folder, load_pretrained
+        from model.hub import is_hf_folder, load_pretrained, pretrained_dtype
         from model.training.checkpoint import load_model_dir
         if is_hf_folder(Path(path)):
             device = best_device()

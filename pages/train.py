@@ -1,40 +1,29 @@
 """Train your own: choose a task and a model size, start a real training run in the background,
-watch it learn, compare runs, open a result in the inspector. Runs live in RUNS (app/jobs.py)."""
+watch it learn, compare runs, open a result in the inspector. Runs live in RUNS (app/jobs/); the runs panel's
+parts are pages/views/train_runs.py."""
 from __future__ import annotations
-
-from pathlib import Path
 
 import streamlit as st
 
 from app import format as fmt
-from pages.views import study
-from app.charts import export, training as charts
-from app.i18n import Message, UserError, options, prose, say, t
+from app.i18n import UserError, prose, say, t
 from app.fast.warmup import prepare_estimates
-from app.jobs import ACTIVE, COMPARE_METRICS, MB, compare_label, get_manager, is_starting, new_owner_token, runs_dir
+from app.jobs import ACTIVE, get_manager, is_starting, new_owner_token, runs_dir
 from app.jobs.options import (ALL_TASKS, CUSTOM_DEFAULTS, DEFAULT_TASK, LIMITS, MAX_PARAMETERS, MAX_UPLOAD_BYTES,
                               POSITIONALS, SIZES, TASK_RECIPES, TrainOptions, is_family, recipe_dropout,
                               task_recipe)
-from app.pages_list import PAGES
 from app.resources import checked_upload
 from app.state import between, keep, set_link
-from pages.views.train_ui import fmt_duration, plain, status_text
-from app.ui import error, plot, text
+from app.ui import error, text
+from pages.views import study
+from pages.views.train_runs import cleanup_list, compare, labels, run_details, run_table, study_runs_of
+from pages.views.train_ui import fmt_duration, plain
 
-ROOT = Path(__file__).resolve().parent.parent
-INSPECTOR = ROOT / "pages" / "inspector.py"
-FAMILY_PAGE = ROOT / "pages" / "family.py"
-FAMILY_MEMBER = {"mlm": "mlm", "vit-digits": "vit", "detr-shapes": "detr"}  # task -> the family page's section
 mgr = get_manager(str(runs_dir()))
 mgr.prepare()  # a trainer started ahead of time (torch imported): the next Start's first step comes sooner
 # This browser session's secret: it owns the runs it starts (job.json keeps only its hash); others' runs are
 # read-only here unless the server runs in teacher mode (app/jobs.py, docs/classroom.md).
 OWNER = st.session_state.setdefault("train_owner", new_owner_token())
-
-
-def labels(prefix: str, values):
-    """A format_func with this run's labels (AppTest calls it outside the script run)."""
-    return options(prefix, values).__getitem__
 
 
 def on_step(step: float):
@@ -220,193 +209,6 @@ if mgr.teacher:
     st.info(t("train.teacher_mode"))
 
 
-def inspector_registered() -> bool:
-    return INSPECTOR.is_file() and any(p.file == "inspector.py" for p in PAGES)
-
-
-def state_name(state: str) -> str:
-    return t(f"jobs.state.{state}")
-
-
-def task_name(task: str) -> str:
-    return t(f"train.task.{task}") if task in ALL_TASKS else task
-
-
-def run_table(runs: list[dict]) -> None:
-    rows = [{
-        t("train.col.run"): r["id"], t("train.col.task"): task_name(r["task"]),
-        t("train.col.state"): state_name(r["state"]), t("train.col.step"): f"{r['step']:,} / {r['total']:,}",
-        t("train.col.loss"): fmt.fixed(r["loss"]), t("train.col.val_loss"): fmt.fixed(r["val_loss"]),
-        t("train.col.val_token_acc"): fmt.percent(r["val_token_acc"]),
-        t("train.col.val_exact"): fmt.percent(r["val_exact"]),
-        t("train.col.parameters"): fmt.count(r["parameters"]),
-        t("train.col.tokens_per_second"): fmt.count(r["tokens_per_second"]),
-        t("train.col.eta"): fmt_duration(r["eta_seconds"]) if r["state"] == "running" else "",
-    } for r in runs]
-    wide = {t(f"train.col.{c}"): st.column_config.TextColumn(width="medium") for c in ("run", "step", "state", "eta")}
-    st.dataframe(rows, hide_index=True, width="stretch", column_config=wide)
-
-
-def run_actions(r: dict) -> None:
-    rid, actions = r["id"], r["actions"]
-    cols = dict(zip(actions, st.columns([1] * len(actions) + [5 - len(actions)])[: len(actions)])) if actions else {}
-    if "stop" in cols and cols["stop"].button(t("train.action.stop"), icon=":material/stop:", key=f"stop-{rid}"):
-        try:
-            mgr.stop(rid, owner=OWNER)
-        except UserError as e:
-            error(e)
-        else:
-            st.toast(t("train.stopping"))
-    if "resume" in cols and cols["resume"].button(t("train.action.resume"), icon=":material/play_arrow:",
-                                                  key=f"resume-{rid}"):
-        try:
-            mgr.resume(rid, owner=OWNER)
-        except UserError as e:
-            error(e)
-        else:
-            st.rerun(scope="app")
-    inspect_label = t("train.open_family") if r["task"] in FAMILY_MEMBER else t("train.action.inspect")
-    if "inspect" in cols and cols["inspect"].button(inspect_label, icon=":material/search:", key=f"inspect-{rid}"):
-        path = mgr.model_dir(rid)
-        if path is None:
-            st.error(t("train.no_model"))
-        elif r["task"] in FAMILY_MEMBER:  # a member of the family opens in its own section
-            member = FAMILY_MEMBER[r["task"]]
-            st.session_state["fam_member"] = member
-            st.session_state[f"fam_{member}_model"] = f"run: {rid}"
-            st.switch_page(str(FAMILY_PAGE))
-        elif not inspector_registered():
-            st.info(t("train.no_inspector", path=path))
-        else:
-            st.session_state["inspect_model_dir"] = str(path)
-            st.switch_page(str(INSPECTOR))
-    if "delete" in cols and cols["delete"].button(t("train.action.delete"), icon=":material/delete:",
-                                                  key=f"delete-{rid}"):
-        st.session_state["train_confirm_delete"] = rid
-    if st.session_state.get("train_confirm_delete") == rid:
-        st.warning(t("train.confirm_delete", id=rid))
-        y, n, _ = st.columns([1, 1, 4])
-        if y.button(t("train.action.confirm"), type="primary", key=f"confirm-delete-{rid}"):
-            st.session_state.pop("train_confirm_delete", None)
-            try:
-                mgr.delete(rid, owner=OWNER)
-            except UserError as e:
-                error(e)
-            except OSError as e:
-                error(Message("train.delete_failed"), detail=str(e))
-            else:  # "Show run" and the comparison forget the deleted run (keep's valid=)
-                st.rerun(scope="app")
-        if n.button(t("train.action.cancel"), key=f"cancel-delete-{rid}"):
-            st.session_state.pop("train_confirm_delete", None)
-            st.rerun(scope="fragment")
-
-
-def score_names(task: str, where: str) -> tuple[str, str]:
-    """The labels of the two validation scores: token accuracy and exact match for translation and LM, the
-    family members' own scores (e.g. digit accuracy; objects found and mean IoU) for theirs."""
-    if task in FAMILY_MEMBER:
-        return t(f"train.family_score.{FAMILY_MEMBER[task]}.main"), t(f"train.family_score.{FAMILY_MEMBER[task]}.second")
-    return t(f"train.{where}.token_accuracy"), t(f"train.{where}.exact_match")
-
-
-def run_curves(rid: str, records: list[dict], task: str = "") -> None:
-    x = t("common.step")
-    main_name, second_name = score_names(task, "chart")
-    left, right = st.columns(2)
-    with left:
-        plot(charts.loss_figure(records, title=t("train.chart.loss"), train_name=t("train.chart.training"),
-                                val_name=t("train.chart.validation"), x_title=x,
-                                y_title=t("train.chart.loss_axis")), key=f"loss-{rid}")
-        st.caption(t("train.smoothing_caption"))
-    with right:
-        if any(rec.get("kind") == "eval" for rec in records):
-            plot(charts.accuracy_figure(records, title=t("train.chart.accuracy"),
-                                        token_name=main_name, exact_name=second_name,
-                                        x_title=x, y_title=t("train.chart.accuracy_axis")), key=f"acc-{rid}")
-        else:
-            st.info(t("train.no_eval_yet"))
-    plot(charts.lr_figure(records, title=t("train.chart.lr"), lr_name=t("train.metric.learning_rate"),
-                          tps_name=t("train.metric.tokens_per_second"), x_title=x), key=f"lr-{rid}")
-    st.download_button(t("train.download_curves"), export.metrics_csv(records), file_name=f"{rid}-metrics.csv",
-                       mime="text/csv", key=f"csv-{rid}")
-
-
-def run_details(r: dict) -> None:
-    rid, state = r["id"], r["state"]
-    if state == "running":
-        progress = t("train.progress_running", done=r["step"], total=r["total"], eta=fmt_duration(r["eta_seconds"]))
-    else:
-        progress = t("train.progress", state=state_name(state), done=r["step"], total=r["total"])
-    st.progress(r["progress"], text=progress)
-    if r["message"]:
-        box = {"failed": st.error, "stopped": st.warning, "done": st.success}.get(state, st.info)
-        box(status_text(r["message"]))
-    cols = st.columns(6)
-    cols[0].metric(t("train.metric.training_loss"), fmt.fixed(r["loss"]))
-    cols[1].metric(t("train.metric.validation_loss"), fmt.fixed(r["val_loss"]))
-    main_name, second_name = score_names(r["task"], "metric")
-    cols[2].metric(main_name, fmt.percent(r["val_token_acc"]))
-    if r["val_exact"] is not None or r["task"] not in FAMILY_MEMBER:  # a family member may have one score only
-        cols[3].metric(second_name, fmt.percent(r["val_exact"]))
-    cols[4].metric(t("train.metric.learning_rate"), f"{r['lr']:.2e}" if isinstance(r["lr"], float) else "–")
-    cols[5].metric(t("train.metric.tokens_per_second"), fmt.count(r["tokens_per_second"]))
-    if not r["mine"]:
-        st.caption(t("train.not_yours"))
-    run_actions(r)
-
-    records = mgr.read_metrics(rid)
-    if records:
-        run_curves(rid, records, r["task"])
-    if r["samples"]:
-        st.subheader(t("train.samples_title"))
-        st.dataframe([{t("train.sample.source"): s["source"], t("train.sample.target"): s["target"],
-                       t("train.sample.prediction"): s["prediction"], "✓": "✓" if s["correct"] else "✗"}
-                      for s in r["samples"]], hide_index=True, width="stretch")
-    with st.expander(t("train.config_expander")):
-        st.json({"config": r["config"], "options": r["options"], "device": r["device"], "path": r["path"]},
-                expanded=False)
-        tail = mgr.log_tail(rid, 15)
-        if tail:
-            st.code(tail, language="text")
-
-
-def compare(runs: list[dict]) -> None:
-    st.subheader(t("train.compare_title"))
-    ids = [r["id"] for r in runs]
-    kept = st.session_state.get("train_compare_select")
-    if isinstance(kept, list) and any(i not in ids for i in kept):  # a deleted run leaves the others chosen
-        st.session_state["train_compare_select"] = [i for i in kept if i in ids]
-    chosen = st.multiselect(t("train.compare_select"), ids, placeholder=t("common.choose_options"),
-                            **keep("train_compare_select", ids[:2], valid=ids))
-    metrics = list(COMPARE_METRICS)
-    metric = st.radio(t("train.compare_metric_label"), metrics, format_func=labels("train.compare_metric", metrics),
-                      horizontal=True, **keep("train_compare_metric", "val_loss", valid=metrics))
-    if not chosen:
-        return
-    by_id = {r["id"]: r for r in runs}
-    by_run = {compare_label(by_id[rid]): mgr.read_metrics(rid) for rid in chosen}
-    name = t(f"train.compare_metric.{metric}")
-    plot(charts.compare_figure(by_run, COMPARE_METRICS[metric], metric, title=name,
-                               x_title=t("common.step"), y_title=name), key="compare-fig")
-    st.download_button(t("train.download_compare"), export.compare_csv(by_run), file_name="compare-runs.csv",
-                       mime="text/csv", key="compare-csv")
-
-
-def cleanup_list() -> None:
-    """The disk the runs use against the budget, and the oldest finished runs (to delete first)."""
-    used = mgr.disk_used()
-    old = mgr.cleanup_candidates(owner=OWNER)
-    with st.expander(t("train.disk_title", used=used / MB, budget=float(mgr.budget_mb))):
-        if not old:
-            st.caption(t("train.cleanup_none"))
-            return
-        st.caption(t("train.cleanup_caption"))
-        st.dataframe([{t("train.col.run"): r["id"], t("train.col.state"): state_name(r["state"]),
-                       t("train.col.size"): fmt.size_bytes(r["bytes"]),
-                       t("train.col.yours"): "✓" if r["mine"] else ""} for r in old],
-                     hide_index=True, width="stretch")
-
-
 @st.fragment(run_every=REFRESH)
 def runs_panel() -> None:
     try:
@@ -421,22 +223,16 @@ def runs_panel() -> None:
         ids = [r["id"] for r in runs]
         # The run shown survives other pages; a deleted one falls back to the newest.
         selected = st.selectbox(t("train.show_run"), ids, **keep("train_run_select", ids[0], valid=ids))
-        run_details(next(r for r in runs if r["id"] == selected))
+        run_details(mgr, OWNER, next(r for r in runs if r["id"] == selected))
         if len(runs) > 1:
-            compare(runs)
-        cleanup_list()
+            compare(mgr, runs)
+        cleanup_list(mgr, OWNER)
     if (any(r["state"] in ACTIVE for r in runs) != _active_at_start
             or any(is_starting(r) for r in runs) != _starting_at_start):
         st.rerun(scope="app")  # switch the auto-refresh on, off, or back to every 2 s
 
 
 runs_panel()
-
-@st.cache_data(ttl=3.0, max_entries=2, show_spinner=False)
-def study_runs_of(folder: str) -> list[dict]:
-    """The study's 57 runs, summarised at most every 3 s (not on every rerun of this page)."""
-    return study.run_summaries(Path(folder))
-
 
 # The Table 3 study (pages/study.py) trains ordinary runs in a folder of its own: listed here, read-only.
 study_runs = study_runs_of(str(study.study_dir()))

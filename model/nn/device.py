@@ -65,10 +65,11 @@ class DeviceParts:
     machine: str = ""  # platform.machine() (mps, cpu)
 
 
-def device_parts(device: torch.device | None = None) -> DeviceParts:
-    """The parts of a device's description: kind, GPU name and memory, CPU threads, machine."""
+def device_parts(device: torch.device | str | None = None) -> DeviceParts:
+    """The parts of a device's description (a device or its name, default the best): kind, GPU name and memory,
+    CPU threads, machine."""
     import torch
-    device = device or best_device()
+    device = torch.device(device) if isinstance(device, str) else device or best_device()
     if device.type == "cuda":
         idx = device.index if device.index is not None else torch.cuda.current_device()
         props = torch.cuda.get_device_properties(idx)

@@ -135,7 +135,7 @@ def test_bfloat16_runs_the_whole_inspector_path(marian):
 def test_bfloat16_only_on_cuda_and_only_when_asked(monkeypatch):
     import torch
 
-    from app.resources import pretrained_dtype
+    from model.hub import pretrained_dtype
     monkeypatch.setenv("ATLAS_BF16", "1")
     assert pretrained_dtype(torch.device("cuda")) == torch.bfloat16
     assert pretrained_dtype(torch.device("cpu")) is None
