@@ -158,40 +158,170 @@ def test_head_view_draws_one_segment_per_visible_weight_in_its_level():
     assert legend == ["head 1", "head 3"]
 
 
-def _every_builder():
-    """Each figure builder the pages use, with the options that change its figure's form."""
+def _chart_modules():
+    import importlib
+    import pkgutil
+
+    import app.charts
+    return [importlib.import_module(f"app.charts.{m.name}") for m in pkgutil.iter_modules(app.charts.__path__)]
+
+
+def _builders() -> dict:
+    """Every public function of an app/charts module that returns a plotly go.Figure (read from its return
+    annotation: every public function there has one, tested below), by "module.function"."""
+    import inspect
+    import typing
+
+    import plotly.graph_objects as go
+    found = {}
+    for module in _chart_modules():
+        for name, fn in inspect.getmembers(module, inspect.isfunction):
+            if name.startswith("_") or fn.__module__ != module.__name__:
+                continue
+            if typing.get_type_hints(fn).get("return") is go.Figure:
+                found[f"{module.__name__.rsplit('.', 1)[1]}.{name}"] = fn
+    return found
+
+
+def _samples() -> dict:
+    """Sample inputs by parameter name; "builder.parameter" or "module.parameter" where a name means different
+    things to different builders (a builder's own first). A builder's parameter without a default must have one
+    here; one with a default is given its sample when the table has one."""
+    rng = np.random.default_rng(1)
+    n, g = len(TOKENS), 2  # tokens per axis; patches per side of a picture
+    w = rng.random((n, n))
+    m = rng.normal(size=(n, n))
+    m[0, 1], m[2, 2] = np.nan, np.inf
+    digit = rng.integers(0, 17, size=(8, 8)).astype(float)
+    scene = rng.integers(0, 255, size=(32, 32, 3)).astype(np.uint8)
+    boxes = np.array([[0.3, 0.3, 0.2, 0.2], [0.7, 0.6, 0.3, 0.2]])
+    return {
+        # words
+        "title": "A title", "x_title": "x", "y_title": "y", "query_title": "query", "key_title": "key",
+        "head_title": "head", "layer_title": "layer", "value_title": "weight", "pos_label": "position",
+        "train_name": "training", "val_name": "validation", "token_name": "tokens", "exact_name": "exact",
+        "lr_name": "rate", "tps_name": "tokens/s", "paper_title": "paper", "ours_title": "ours",
+        "seeds_label": "seeds", "seed_title": "seed", "gt_name": "truth", "pred_name": "prediction",
+        "cls_label": "[CLS]",
+        # token maps
+        "labels": TOKENS, "query_labels": TOKENS, "key_labels": TOKENS, "q_labels": TOKENS, "k_labels": TOKENS,
+        "x_labels": TOKENS, "y_labels": TOKENS,
+        "values": w, "weights": np.stack([w, w.T]), "z": m, "stage": "weights", "heads": [0, 1],
+        "bar_chart.values": np.arange(n) / n,
+        "head_grid.weights": rng.random((2, 3, n, n)), "attention_heatmap.weights": w,
+        "query_self_attention.weights": w, "query_self_attention.labels": [f"q{i + 1}" for i in range(n)],
+        "numeric_heatmap.z": m,
+        # curves
+        "x": [1, 2, 3], "series": {"a": [1.0, None, 3.0], "b": [3, 2, 1]},
+        "histogram_overlay.series": {"a": rng.normal(size=50), "b": rng.normal(size=50) / 8},
+        "sin_vals": np.sin(np.arange(16)), "cos_vals": np.cos(np.arange(16)), "p": 3, "k": 5,
+        # training runs
+        "records": RECORDS, "runs": {"<run>": RECORDS}, "kind": "train", "key": "loss",
+        # the Table 3 study
+        "names": ["base", "A-h1"], "paper": [4.92, 5.29], "ours_mean": [2.0, None], "ours_low": [1.9, None],
+        "ours_high": [2.1, None], "seeds": [3, 0], "per_seed": [[1.9, 2.0, 2.1], []],
+        # the family page: BERT, ViT, DETR
+        "panels": [(f"at {i}", ["<s>", "b"], [0.7, 0.3], "b" if i else None) for i in range(4)],
+        "family_vit.image": digit, "grid": g, "cell": 8 / g, "probs": np.full(10, 0.1), "predicted": 3,
+        "true_label": 5, "maps": rng.random((2, 3, g, g)), "cls_self": rng.random((2, 3)),
+        "rollout_grid": rng.random((g, g)), "similarity": rng.normal(size=(g * g, g * g)),
+        "row": rng.normal(size=g * g), "patch": 1,
+        "family_detr.image": scene, "gt_boxes": boxes, "gt_labels": ["square", "<circle>"], "pred_boxes": boxes,
+        "pred_labels": ["q1 square 0.9", "q2 circle 0.8"], "pred_classes": [0, 1],
+        "attention_overlay.weights": rng.random((4, 4)), "query_grid.maps": rng.random((n, 4, 4)),
+        "titles": [f"q{i + 1}" for i in range(n)],
+        # the style layer's own: a figure's parts, a figure
+        "data": [dict(type="bar", x=["a", "b"], y=[1, 2])], "layout": {"title": {"text": "t"}},
+        "fig": lambda: heatmaps.matrix_heatmap(w, TOKENS, TOKENS, title="t"),  # (a function: a fresh one each call)
+    }
+
+
+class NoSample(LookupError):
+    """A builder's parameter without a default has no sample in _samples()."""
+
+
+def _call(name: str, fn, samples: dict):
+    """fn with a sample for each of its parameters (a sample that is a function: what it returns, fresh)."""
+    import inspect
+    import types
+    module, function = name.split(".")
+    args, kwargs = [], {}
+    for p in inspect.signature(fn).parameters.values():
+        key = next((k for k in (f"{function}.{p.name}", f"{module}.{p.name}", p.name) if k in samples), None)
+        if key is None:
+            if p.default is inspect.Parameter.empty:
+                raise NoSample(f"{name}: no sample for {p.name!r} in _samples()")
+            continue
+        value = samples[key]
+        if isinstance(value, types.FunctionType):
+            value = value()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is inspect.Parameter.empty:
+            args.append(value)
+        else:
+            kwargs[p.name] = value
+    return fn(*args, **kwargs)
+
+
+# Forms a builder draws differently with other options than the samples give (each builder is drawn with its
+# samples too): what the margins and the plain-figure checks must also see.
+def _variants():
     rng = np.random.default_rng(1)
     w = rng.random((2, 3, 4, 5))
     m = rng.normal(size=(4, 4))
     m[0, 1], m[2, 2] = np.nan, np.inf
-    yield from _figures_with_tokens()
-    yield "head_grid", heatmaps.head_grid(w, layer_title="Layer", head_title="Head")
     yield "matrix_heatmap-highlight", heatmaps.matrix_heatmap(m, title="scores", highlight=m > 0.5, zmid=0)
     yield "attention_heatmap-title", heatmaps.attention_heatmap(w[0, 0], list("abcd"), list("vwxyz"), title="t · 1")
-    yield "numeric_heatmap", heatmaps.numeric_heatmap(m, title="big", vlines=(1, 2), colorbar_title="v")
+    yield "numeric_heatmap-lines", heatmaps.numeric_heatmap(m, title="big", vlines=(1, 2), colorbar_title="v")
     yield "stage_figure-masked", heatmaps.stage_figure("masked", m, list("abcd"), list("abcd"), title="",
                                                        highlight=m > 0)
     yield "bar_chart-titled", curves.bar_chart(["a", "b"], [0.5, 0.25], title="top", x_title="x", y_title="y",
                                                y_range="fit", colors=["red", "blue"], text_outside=True)
-    yield "line_chart", curves.line_chart([1, 2, 3], {"a": [1.0, None, 3.0], "b": [3, 2, 1]}, title="lines",
-                                          x_title="x", y_title="y", vline=2, vline_label="peak", log_x=True,
-                                          markers={"top": ([2], [3], ["3"])})
+    yield "line_chart-marked", curves.line_chart([1, 2, 3], {"a": [1.0, None, 3.0], "b": [3, 2, 1]}, title="lines",
+                                                 x_title="x", y_title="y", vline=2, vline_label="peak", log_x=True,
+                                                 markers={"top": ([2], [3], ["3"])})
     yield "head_view-many", headview.head_view(w[1], list("abcd"), list("vwxyz"), [0, 2], query_title="q",
                                                key_title="k", head_title="h")
     yield "lift_title-matrix", style.lift_title(heatmaps.matrix_heatmap(m, list("abcd"), list("wxyz"), title="s"))
     yield "lift_title-attention", style.lift_title(heatmaps.attention_heatmap(w[0, 0], list("abcd"), list("vwxyz"),
                                                                               title="t", query_title="q", key_title="k"), 40)
     yield "lift_title-numeric", style.lift_title(heatmaps.numeric_heatmap(m, title="n", x_title="x", y_title="y"))
-    yield "histogram_overlay", curves.histogram_overlay({"a": rng.normal(size=50), "b": rng.normal(size=50) / 8},
-                                                        title="h", x_title="x", y_title="y")
-    yield "circle_figure", curves.circle_figure(np.sin(np.arange(16)), np.cos(np.arange(16)), 3, 5, title="c",
-                                                pos_label="position")
     yield "circle_figure-no-arrows", curves.circle_figure(np.sin(np.arange(16)), np.cos(np.arange(16)), 14, 5)
     from app.charts.family_vit import class_probabilities
-    yield "class_probabilities-true", class_probabilities(np.full(10, 0.1), title="p", predicted=3, true_label=5)
-    from app.charts.family_mlm import mask_predictions
-    yield "mask_predictions", mask_predictions([(f"at {i}", ["<s>", "b"], [0.7, 0.3], "b" if i else None)
-                                                for i in range(4)], x_title="p")
+    yield "class_probabilities-untitled", class_probabilities(np.full(10, 0.1), predicted=3)
+
+
+def _every_builder():
+    """Each figure builder of app/charts (found by _builders, drawn with _samples), then the forms other options
+    give (_variants) and the figures with tokens that need escaping."""
+    samples, builders = _samples(), _builders()
+    for name in sorted(builders):
+        try:
+            yield name, _call(name, builders[name], samples)
+        except NoSample:  # test_every_builder_has_samples_for_its_inputs fails for it
+            continue
+    yield from _variants()
+    yield from _figures_with_tokens()
+
+
+def test_builders_are_found_by_their_return_annotation():
+    """Every public function of app/charts says what it returns, so none that builds a figure escapes
+    _builders; and the known builders of every kind are among those found."""
+    import inspect
+    missing = [f"{m.__name__}.{name}" for m in _chart_modules() for name, fn in inspect.getmembers(m, inspect.isfunction)
+               if not name.startswith("_") and fn.__module__ == m.__name__
+               and inspect.signature(fn).return_annotation is inspect.Signature.empty]
+    assert missing == []
+    found = set(_builders())
+    assert {"heatmaps.head_grid", "curves.line_chart", "family_vit.digit_canvas", "family_detr.query_grid",
+            "study.factor_figure", "training.lr_figure", "headview.head_view"} <= found
+    assert not any(name.startswith("export.") for name in found)  # CSV writers return text
+
+
+@pytest.mark.parametrize("name", sorted(_builders()))
+def test_every_builder_has_samples_for_its_inputs(name):
+    """A new builder is drawn by the checks below only once _samples() knows its inputs: without them, this fails."""
+    import plotly.graph_objects as go
+    assert type(_call(name, _builders()[name], _samples())) is go.Figure
 
 
 @pytest.mark.parametrize("name, fig", list(_every_builder()), ids=lambda v: v if isinstance(v, str) else "")
