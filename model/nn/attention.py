@@ -14,7 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from model.nn.fast_linear import Linear
+from model.nn.linear import Linear
 from model.nn.masks import causal_mask
 
 

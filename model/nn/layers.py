@@ -9,7 +9,7 @@ import torch.nn as nn
 
 from model.nn.attention import MultiHeadAttention
 from model.nn.dropout import Dropout
-from model.nn.fast_linear import Linear
+from model.nn.linear import Linear
 
 
 def pe_frequencies(d_model: int) -> torch.Tensor:

@@ -10,11 +10,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from model.nn import fast
 from model.nn.attention import HeadDetails
 from model.nn.config import TransformerConfig, parameter_formula  # noqa: F401 (the count lives beside the config: no torch)
 from model.nn.layers import DecoderLayer, Embedding, EncoderLayer, activation
 from model.nn.masks import as_key_mask
-from model.nn.fast_loss import projected_cross_entropy
 
 KINDS = ("encoder_self", "decoder_self", "cross")
 
@@ -105,13 +105,17 @@ class Transformer(nn.Module):
         logits = F.linear(x, self.output_weight())  # (B, L, vocab)
         return logits + self.logits_bias if self.logits_bias is not None else logits
 
-    def projected_loss(self, h: torch.Tensor, target: torch.Tensor, label_smoothing: float | None = None):
-        """self.loss(self.project(h), target) without the whole logits tensor (model/nn/fast_loss.py)."""
+    def output_loss(self, h: torch.Tensor, labels: torch.Tensor, label_smoothing: float | None = None):
+        """The training loss of hidden states h (B, L, D): self.loss(self.project(h), labels). Where the fast path
+        runs (the CPU), the same value and gradients a block of rows at a time, without the whole logits tensor
+        (model/nn/fast/output_loss.py)."""
+        if not fast.use("loss", h.device):
+            return self.loss(self.project(h), labels, label_smoothing)
         if self.mlm is not None:
             h = self.mlm(h)
-        return projected_cross_entropy(h, self.output_weight(), target, bias=self.logits_bias,
-                                       label_smoothing=self._smoothing(label_smoothing),
-                                       ignore_index=self.config.pad_id)
+        return fast.projected_cross_entropy(h, self.output_weight(), labels, bias=self.logits_bias,
+                                            label_smoothing=self._smoothing(label_smoothing),
+                                            ignore_index=self.config.pad_id)
 
     def set_positional(self, enabled: bool) -> None:
         """Turn positional encoding on or off (for the permutation experiment)."""
@@ -167,7 +171,7 @@ class Transformer(nn.Module):
         encoder-only: src (B, Ls) -> logits (B, Ls, vocab).
         segments: (B, Ls) segment ids of the encoder's input, for models with segment embeddings (BERT).
         labels: the targets of the output positions (B, L_out): the output then holds the training loss,
-        self.loss(logits, labels, label_smoothing), computed without the whole logits tensor, and no logits."""
+        self.loss(logits, labels, label_smoothing) (self.output_loss), and no logits."""
         if segments is not None and (self.src_embed is None or self.src_embed.segment is None):
             raise ValueError("segments given, but this model has no segment embeddings (config.segment_vocab = 0)")
         record = Intermediates() if (return_attention or return_details) else None
@@ -185,7 +189,7 @@ class Transformer(nn.Module):
         else:
             h = memory = self.encode(src, src_pad_mask, record, return_details, segments)
         if labels is not None:
-            return TransformerOutput(None, record, memory, self.projected_loss(h, labels, label_smoothing))
+            return TransformerOutput(None, record, memory, self.output_loss(h, labels, label_smoothing))
         return TransformerOutput(self.project(h), record, memory)
 
     def loss(self, logits: torch.Tensor, target: torch.Tensor, label_smoothing: float | None = None):

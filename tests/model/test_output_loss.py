@@ -1,5 +1,6 @@
-"""model/nn/fast_loss.py: the output layer's loss a block at a time is torch's cross-entropy of the whole
-logits, to float64 rounding, with the same gradients and the same matrix products; the trainer uses it."""
+"""model/nn/fast/output_loss.py: the output layer's loss a block at a time is torch's cross-entropy of the whole
+logits, to float64 rounding, with the same gradients and the same matrix products; the trainer uses it on the CPU
+(Transformer.forward(labels=...)), and the plain loss of the whole logits elsewhere or with the fast paths off."""
 from __future__ import annotations
 
 import pytest
@@ -8,7 +9,8 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from model import Transformer, TransformerConfig
-from model.nn.fast_loss import projected_cross_entropy, rows_per_block
+from model.nn import fast
+from model.nn.fast.output_loss import projected_cross_entropy, rows_per_block
 
 
 def _case(n=37, d=6, v=11, seed=0, dtype=torch.float64, pad=0):
@@ -112,10 +114,17 @@ def _model(**kw):
     return Transformer(cfg).double()
 
 
+@pytest.mark.parametrize("fast_paths", [True, False])
 @pytest.mark.parametrize("kw", [{}, {"tie_embeddings": False}, {"architecture": "decoder-only"},
                                 {"architecture": "encoder-only", "output_bias": True, "mlm_transform": True}])
-def test_transformer_labels_give_the_loss_of_its_logits(kw):
-    """forward(labels=...) is model.loss(forward().logits): same value and the same gradient on every parameter."""
+def test_transformer_labels_give_the_loss_of_its_logits(kw, fast_paths):
+    """forward(labels=...) is model.loss(forward().logits): same value and the same gradient on every parameter,
+    with the fast path (the blocks, on the CPU) and without it (the plain loss)."""
+    with fast.switched(fast_paths):
+        _labels_give_the_loss_of_the_logits(kw)
+
+
+def _labels_give_the_loss_of_the_logits(kw):
     m = _model(**kw)
     g = torch.Generator().manual_seed(1)
     src = torch.randint(4, 23, (3, 7), generator=g)
@@ -139,9 +148,9 @@ def test_transformer_labels_give_the_loss_of_its_logits(kw):
 
 def test_the_trainer_takes_its_loss_from_forward_with_labels():
     """The en-ko trainer's loss is the model's label-smoothed loss of its logits (same batch, same value)."""
-    import model.training.train as train
+    from model.training.tasks import Seq2Seq
 
-    class Job(train._Seq2Seq):
+    class Job(Seq2Seq):
         def __init__(self):  # only what loss() reads
             self.tok = type("Tok", (), {"pad_id": 0})()
     m = _model()
@@ -178,33 +187,25 @@ def test_float32_logits_small_and_huge(scale):
         assert torch.isfinite(a).all() and (a - r).abs().max() <= 1e-6 * max(1.0, r.abs().max().item())
 
 
-@pytest.mark.parametrize("eps", [0.0, 0.1])
-@pytest.mark.parametrize("with_bias", [False, True])
-def test_the_whole_logits_path_gives_the_same_loss_and_gradients(eps, with_bias):
+def test_blocks_on_the_cpu_the_plain_loss_on_an_accelerator():
     """On a GPU the blocks cost more than they save (a Python loop of small kernels; measured on an H200, the
-    whole logits trained 1.3× faster): there the loss is torch's cross-entropy of the whole logits. The same
-    numbers as the blocks, also with every row ignored (0, not NaN)."""
-    h, w, b, y = _case(pad=0)
-    bias = b if with_bias else None
-    blocks = projected_cross_entropy(h, w, y, bias=bias, label_smoothing=eps, ignore_index=0, block=7)
-    whole = projected_cross_entropy(h, w, y, bias=bias, label_smoothing=eps, ignore_index=0, whole=True)
-    assert whole.dtype == h.dtype and abs(whole.item() - blocks.item()) < 1e-12
-    for a, r in zip(_grads(whole, h, w, *([b] if with_bias else [])), _grads(blocks, h, w, *([b] if with_bias else []))):
-        assert (a - r).abs().max() < 1e-12
-    none = projected_cross_entropy(h, w, torch.zeros_like(y), label_smoothing=eps, ignore_index=0, whole=True)
-    assert none.item() == 0.0 and all(float(g.abs().max()) == 0.0 for g in _grads(none, h, w))
+    whole logits trained 1.1-1.3x faster): there forward(labels=...) takes the plain loss of the whole logits."""
+    assert fast.use("loss", torch.device("cpu"))
+    assert not fast.use("loss", torch.device("cuda")) and not fast.use("loss", torch.device("mps"))
+    with fast.switched(False):
+        assert not fast.use("loss", torch.device("cpu"))
 
 
-def test_blocks_on_the_cpu_whole_logits_on_an_accelerator():
-    from model.nn.fast_loss import uses_blocks
-    assert uses_blocks(torch.device("cpu"))
-    assert not uses_blocks(torch.device("cuda")) and not uses_blocks(torch.device("mps"))
-
-
-def test_under_autocast_the_whole_logits_loss_is_float32():
-    h, w, _, y = _case(n=40, d=8, v=30, dtype=torch.float32)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        got = projected_cross_entropy(h, w, y, label_smoothing=0.1, ignore_index=0, whole=True)
+@pytest.mark.parametrize("fast_paths", [True, False])
+def test_under_autocast_the_models_loss_is_float32(fast_paths):
+    """bf16 training: the loss from forward(labels=...) is float32 either way, and the two agree to bf16's
+    precision (the plain loss reads bf16 logits, the blocks compute them in float32)."""
+    m = _model().float()
+    g = torch.Generator().manual_seed(4)
+    src, tin, tout = (torch.randint(4, 23, s, generator=g) for s in ((2, 6), (2, 5), (2, 5)))
+    with fast.switched(fast_paths), torch.autocast("cpu", dtype=torch.bfloat16):
+        got = m(src, tin, labels=tout).loss
     assert got.dtype == torch.float32
-    ref = F.cross_entropy(F.linear(h.bfloat16(), w.bfloat16()).float(), y, label_smoothing=0.1, ignore_index=0)
-    assert abs(got.item() - ref.item()) < 1e-5
+    with fast.switched(not fast_paths), torch.autocast("cpu", dtype=torch.bfloat16):
+        other = m(src, tin, labels=tout).loss
+    assert other.dtype == torch.float32 and abs(got.item() - other.item()) < 2 ** -8 * other.item()

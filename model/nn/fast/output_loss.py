@@ -1,6 +1,6 @@
 """The training loss of the output layer in one piece: logits = h Wᵀ (+ b), then label-smoothed
 cross-entropy (section 5.4), computed a block of rows at a time so the (tokens × vocabulary) logits
-never exist whole.
+never exist whole (model/nn/transformer.py's fast path; its plain formula is `loss(project(h), labels)`).
 
 The math is torch's `F.cross_entropy(h @ W.T + b, y, label_smoothing=eps, ignore_index=pad)`:
 for one row with logits z, target y and V classes,
@@ -18,17 +18,13 @@ Why: with an 8,000-token vocabulary the logits of one *small* training batch are
 (64 MB), written by the projection, read and written again by log-softmax, read by the loss, and
 the same again backwards; a block of ~256 rows stays in the processor's cache. The matrix products
 are unchanged (same FLOPs; checked by tests/model/test_output_loss.py with torch's FLOP counter).
-
-On a GPU the blocks cost more than they save: a Python loop of small kernels and a host synchronisation
-per block, where one fused kernel reads the logits at the card's bandwidth. Measured on an H200
-(bench/train_throughput.py, docs/benchmarks.md "GPU"), the whole logits trained 1.1–1.3× faster, so
-there the loss is torch's cross-entropy of the whole logits (`uses_blocks`)."""
+On a GPU the blocks cost more than they save (a Python loop of small kernels and a host synchronisation
+per block, where one fused kernel reads the whole logits at the card's bandwidth): there the plain loss runs."""
 from __future__ import annotations
 
 import math
 
 import torch
-import torch.nn.functional as F
 
 BLOCK_ELEMENTS = 1 << 21  # logits per block (8 MiB in float32): the size that measured fastest on the CPU
 
@@ -98,32 +94,22 @@ class _ProjectedCrossEntropy(torch.autograd.Function):
         return scaled(dh), scaled(dw), scaled(db), None, None, None, None, None
 
 
-def uses_blocks(device: torch.device) -> bool:
-    """Whether the loss goes a block of rows at a time on `device` (the CPU) or over the whole logits."""
-    return device.type == "cpu"
-
-
 def projected_cross_entropy(h: torch.Tensor, weight: torch.Tensor, target: torch.Tensor, *,
                             bias: torch.Tensor | None = None, label_smoothing: float = 0.0,
-                            ignore_index: int = -100, block: int | None = None,
-                            whole: bool | None = None) -> torch.Tensor:
+                            ignore_index: int = -100, block: int | None = None) -> torch.Tensor:
     """Mean label-smoothed cross-entropy of the logits h @ weight.T (+ bias) against target.
 
     h: (..., D) hidden states; weight: (V, D), the output projection (the tied embedding);
     target: (...) class ids. Rows whose target is `ignore_index` count for nothing; when every row is
     ignored the loss is 0 (torch's cross-entropy gives NaN there). Not twice differentiable (the blocks).
-    `whole`: the whole logits and torch's cross-entropy instead of blocks; by default on any device but the
-    CPU (uses_blocks)."""
+    block: rows per block (default: rows_per_block(V))."""
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError("label_smoothing must be in [0, 1]")
-    if whole or (whole is None and block is None and not uses_blocks(h.device)):
-        return _whole_cross_entropy(h, weight, target, bias, label_smoothing, ignore_index)
     if torch.is_autocast_enabled(h.device.type):  # the loss in float32, as torch's autocast does for cross-entropy
         with torch.autocast(h.device.type, enabled=False):
             return projected_cross_entropy(h.float(), weight.float(), target,
                                            bias=None if bias is None else bias.float(),
-                                           label_smoothing=label_smoothing, ignore_index=ignore_index, block=block,
-                                           whole=whole)
+                                           label_smoothing=label_smoothing, ignore_index=ignore_index, block=block)
     D, V = h.size(-1), weight.size(0)
     flat_h, flat_t = h.reshape(-1, D), target.reshape(-1)
     if flat_h.size(0) != flat_t.size(0):
@@ -134,14 +120,3 @@ def projected_cross_entropy(h: torch.Tensor, weight: torch.Tensor, target: torch
     return _ProjectedCrossEntropy.apply(flat_h, weight, bias, flat_t, float(label_smoothing), int(ignore_index),
                                         block or rows_per_block(V), torch.is_grad_enabled())
 
-
-def _whole_cross_entropy(h, weight, target, bias, label_smoothing: float, ignore_index: int) -> torch.Tensor:
-    """The same loss over the whole logits: a sum over the counted rows divided by their number (at least 1,
-    so that a batch of ignored rows gives 0 like the blocks, with no host synchronisation). Under autocast
-    the product runs in the autocast type and the loss in float32, as torch's autocast does."""
-    z = F.linear(h.reshape(-1, h.size(-1)), weight, bias)  # (rows, V)
-    if z.dtype in (torch.float16, torch.bfloat16):
-        z = z.float()
-    flat_t = target.reshape(-1)
-    total = F.cross_entropy(z, flat_t, label_smoothing=label_smoothing, ignore_index=ignore_index, reduction="sum")
-    return total / (flat_t != ignore_index).sum().clamp(min=1).to(total.dtype)
