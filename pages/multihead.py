@@ -10,7 +10,7 @@ from app.i18n import UserError, t
 from app.resources import computed, shared_figure, shared_view
 from app.state import keep
 from app.ui import error, show_figure, show_matrix, table, text
-from model.lessons import lab as mlab
+from model.lessons import multihead as mlab
 from model.lessons import layer_walk as mwalk
 from model.nn.config import PRESETS
 from model.lessons.layer_walk import TOLERANCE

@@ -12,7 +12,7 @@ the paper:
     y  = LayerNorm(s2)               the layer's output, the next layer's input
 
 Each step runs the layer's own sub-modules, and the result is checked against the layer's own
-forward output. The attention weights are those of model.lessons.lab.seeded_mha, the module the
+forward output. The attention weights are those of model.lessons.multihead.seeded_mha, the module the
 multi-head page shows head by head. Plain PyTorch and numpy, no streamlit."""
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from model.nn.config import TransformerConfig
-from model.lessons.lab import seeded_mha, sentence_input
+from model.lessons.multihead import seeded_mha, sentence_input
 from model.nn.layers import EncoderLayer
 from model.messages import UserError
 
@@ -109,7 +109,7 @@ class LayerWalk:
 @torch.no_grad()
 def layer_walk(words: list[str], d_model: int, n_heads: int, seed: int = 0, positions: bool = True,
                d_ff: int | None = None) -> LayerWalk:
-    """The words' vectors (model.lessons.lab.sentence_input) through one seeded encoder layer, step by step.
+    """The words' vectors (model.lessons.multihead.sentence_input) through one seeded encoder layer, step by step.
     No words raises UserError."""
     if not words:
         raise UserError("multihead.errors.no_words")

@@ -1,4 +1,4 @@
-"""DETR on synthetic shapes (model/family/shapes.py, model/family/detr.py, pages/family/detr.py): the data,
+"""DETR on synthetic shapes (model/family/shapes.py, detr.py, detr_matching.py, pages/family/detr.py): the data,
 box geometry, Hungarian matching, the model's attention, the trainer, the shipped model and the section."""
 import argparse
 import hashlib
@@ -12,8 +12,8 @@ import torch
 
 from model.nn.attention import MultiHeadAttention
 from model.family import family_task, load_family_dir
-from model.family.detr import (DETR, DetrConfig, DetrShapesTask, box_iou, detect, detr_loss, generalized_box_iou,
-                               generate, hungarian_match)
+from model.family.detr import DETR, DetrConfig, DetrShapesTask, detect, detr_loss, generate
+from model.family.detr_matching import box_iou, generalized_box_iou, hungarian_match
 from model.family.shapes import CLASSES, SPLITS, make_scene
 from model.nn.layers import EncoderLayer
 from tests.apptest_read import charts

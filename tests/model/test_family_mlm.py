@@ -1,6 +1,6 @@
-"""The BERT-style member of the family page (model/family/mlm.py, pages/family/mlm.py): the tokenizer with
-[CLS]/[SEP]/[MASK], BERT's masking, segments, the loss on masked positions only, bidirectional attention,
-the learner's errors, the trainer, the shipped model and the page section in both languages."""
+"""The BERT-style member of the family page (model/family/mlm.py, mlm_data.py, pages/family/mlm.py): the
+tokenizer with [CLS]/[SEP]/[MASK], BERT's masking, segments, the loss on masked positions only, bidirectional
+attention, the learner's errors, the trainer, the shipped model and the page section in both languages."""
 import json
 import types
 
@@ -14,9 +14,10 @@ from tests.apptest_util import open_link, section_script, toasts
 from model.nn.config import TransformerConfig
 from model.data.corpus import ASSETS
 from model.family import family_task, load_family_dir, save_family_dir
-from model.family.mlm import (ACTION_KEEP, ACTION_MASK, ACTION_NONE, ACTION_RANDOM, IGNORE, KINDS, SCORE_KINDS,
-                              MlmTask, MlmTokenizer, encode_with_segments, fill_masks, fixed_batches, join_segments,
-                              later_share, mask_sequence, masked_logits, score_batches, shared_tokenizer, tokens)
+from model.family.mlm import (MlmTask, encode_with_segments, fill_masks, later_share, masked_logits, score_batches,
+                              tokens)
+from model.family.mlm_data import (ACTION_KEEP, ACTION_MASK, ACTION_NONE, ACTION_RANDOM, IGNORE, KINDS, SCORE_KINDS,
+                                   MlmTokenizer, fixed_batches, join_segments, mask_sequence, shared_tokenizer)
 from model.messages import UserError
 from model.nn.transformer import Transformer
 from tests.apptest_read import charts, tables

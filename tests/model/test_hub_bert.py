@@ -1,5 +1,6 @@
-"""BERT through our own model code: a tiny random BertForMaskedLM built with transformers, saved in the
-Hugging Face layout, loaded by model.hub, compared with transformers' own forward and tokenizer."""
+"""BERT through our own model code (model/hub/bert.py, its WordPiece tokenizer model/hub/wordpiece.py): a tiny
+random BertForMaskedLM built with transformers, saved in the Hugging Face layout, loaded by model.hub, compared
+with transformers' own forward and tokenizer."""
 from __future__ import annotations
 
 import json
@@ -12,6 +13,7 @@ transformers = pytest.importorskip("transformers")
 
 from model.hub import HubError, load_pretrained  # noqa: E402
 from model.hub import bert  # noqa: E402
+from model.hub.wordpiece import WordPieceTokenizer  # noqa: E402
 
 
 
@@ -189,7 +191,7 @@ def test_tokenizer_ids_match_transformers(tmp_path, options):
     (folder / "vocab.txt").write_text("".join(t + "\n" for t in VOCAB), encoding="utf-8")
     if options is not None:
         (folder / "tokenizer_config.json").write_text(json.dumps(options), encoding="utf-8")
-    ours = bert.WordPieceTokenizer.load(folder)
+    ours = WordPieceTokenizer.load(folder)
     fast, legacy = _hf_tokenizers(folder)
     assert (ours.bos_id, ours.eos_id, ours.pad_id, ours.unk_id, ours.mask_id) == (
         fast.cls_token_id, fast.sep_token_id, fast.pad_token_id, fast.unk_token_id, fast.mask_token_id)
@@ -218,7 +220,7 @@ def test_typed_mask_survives(loaded):
 
 def test_tokenizer_save_roundtrip(tmp_path, loaded):
     loaded.tokenizer.save(tmp_path)
-    again = bert.WordPieceTokenizer.load(tmp_path)
+    again = WordPieceTokenizer.load(tmp_path)
     for text in SENTENCES:
         assert again.encode(text) == loaded.tokenizer.encode(text)
 
@@ -230,7 +232,7 @@ def test_vocab_from_tokenizer_json_when_no_vocab_txt(tmp_path):
     (src / "vocab.txt").write_text("".join(t + "\n" for t in VOCAB), encoding="utf-8")
     fast = transformers.BertTokenizer.from_pretrained(src)
     fast.save_pretrained(tmp_path / "saved")
-    ours = bert.WordPieceTokenizer.load(tmp_path / "saved")
+    ours = WordPieceTokenizer.load(tmp_path / "saved")
     for text in SENTENCES:
         assert [ours.bos_id, *ours.encode(text), ours.eos_id] == fast(text)["input_ids"]
 

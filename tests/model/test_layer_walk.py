@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from model.lessons import lab as mlab
+from model.lessons import multihead as mlab
 from model.lessons import layer_walk as lw
 from model.messages import UserError
 

@@ -1,4 +1,5 @@
-"""The multi-head attention page (its numbers come from model/lessons/lab.py, tested in tests/model/test_lab.py)."""
+"""The multi-head attention page (its numbers come from model/lessons/multihead.py, tested in
+tests/model/test_lesson_multihead.py)."""
 from __future__ import annotations
 
 import csv
