@@ -88,6 +88,8 @@ STEP_KEY = "_atlas_warm_step"  # session state: the next group of hidden element
 
 
 def _texts(label: str, options: list[str]) -> None:
+    from app.fast.chart import mount_hidden
+    mount_hidden("warm")  # the custom-component element the app's charts are drawn in
     st.title(label)
     st.header(label)
     st.subheader(label)

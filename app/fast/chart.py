@@ -127,6 +127,16 @@ def chart_key(key: str) -> str:
     return f"atlas-chart-{key}"
 
 
+def mount_hidden(key: str) -> None:
+    """The element with an empty figure, for the browser's warm-up (app.fast.browser_warm), which draws it in a
+    hidden box: Streamlit's front end then loads the code of custom components, which the first chart page
+    would otherwise wait for. Nothing is drawn (a chart is drawn when it comes near the screen) and no plotly
+    is imported (the figure is written here, in plotly's own form)."""
+    if uses_element():
+        _component()(key=chart_key(key), data=payload({"data": [], "layout": {"height": 10}}, PLOT_CONFIG, ""),
+                     height="content")
+
+
 def plot(fig, *, key: str) -> None:
     """Draw a plotly figure (or an app.charts.style.ReadyFigure) with the app's toolbar (PNG download), its
     margins fitted to its labels and its title clear of the toolbar (ready_figure; `fig` itself is not
