@@ -93,7 +93,7 @@ class Seq2Seq:
         src, tin, tout = batch
         pad = self.tok.pad_id
         # The loss comes out of forward() (through DDP's forward, so data-parallel gradients are synchronised),
-        # computed a block of rows at a time without the whole logits tensor (model/nn/fast_loss.py).
+        # on the CPU a block of rows at a time without the whole logits tensor (Transformer.output_loss, model/nn/fast).
         out = model(src, tin, src_pad_mask=src != pad, labels=tout) if src is not None else model(tin, labels=tout)
         n_tok = int((tout != pad).sum()) + (int((src != pad).sum()) if src is not None else 0)
         return out.loss, n_tok
