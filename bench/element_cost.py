@@ -60,7 +60,8 @@ def elements():
         elif KIND == "markdown table(2x2)": st.markdown("| a | b |\\n|---:|---:|\\n| 1 | 2 |\\n| 3 | 4 |")
         elif KIND.startswith("chart"):  # the app's chart element (a bar chart; most of the 30 below the screen)
             from app.charts.curves import bar_chart
-            from app.ui import plot, show_figure
+            from app.fast import plot
+            from app.ui import show_figure
             fig = bar_chart(["a", "b", "c"], [0.2, 0.5, 0.3], title=f"chart {i}")
             if KIND == "chart element":
                 plot(fig, key=f"w{i}")

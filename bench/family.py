@@ -1,6 +1,6 @@
 """The family page's interactions (each under 300 ms of server time on this CPU).
 
-    python -m bench.family [--repeats 8]
+    python bench/family.py [--repeats 8]
 
 Each interaction is one rerun of pages/family.py in Streamlit's AppTest (the page's whole script: inputs,
 cached model outputs, every figure built), timed after a warm-up run with the same input, so the
@@ -18,7 +18,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 # (member, widget kind, key, values to cycle through): every value is new to the caches
 INTERACTIONS = {
@@ -33,7 +32,7 @@ INTERACTIONS = {
 
 
 def main(repeats: int) -> dict:
-    from apptest_util import open_link
+    from tests.apptest_util import open_link
     results = {}
     for name, (member, kind, key, values) in INTERACTIONS.items():
         at = open_link("family.py", {"member": member}, lang="en", timeout=300)

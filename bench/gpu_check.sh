@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
+mkdir -p bench/results
 python3 -c "import torch; assert torch.cuda.is_available(), 'no CUDA device'; print(torch.cuda.get_device_name(0))"
 python3 bench/train_throughput.py --device cuda --bf16 --repeats 5 --steps 10
 python3 bench/train_throughput.py --device cuda --repeats 5 --steps 10

@@ -49,6 +49,7 @@ def main() -> None:
         browser.close()
     twice = [r for r in results if r["grown"]]
     print(f"{len(twice)} of {len(results)} figures laid out twice")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"figures": results, "twice": len(twice), "total": len(results)},
                                          indent=1, ensure_ascii=False) + "\n")
 

@@ -6,7 +6,7 @@
 3. the layers x heads figure for 6 x 8 heads, each of the 3 kinds              budget < 150 ms
 
 Needs `transformers` (requirements-dev.txt) to write the random checkpoint. Run by hand:
-    python -m bench.pretrained            (results go to bench/results/pretrained.json)
+    python bench/pretrained.py            (results go to bench/results/pretrained.json)
 Random weights decode to no particular words; a random model rarely ends a sentence, so decoding runs
 to its length limit (2 x source + 10 tokens): a worst case for time."""
 from __future__ import annotations
