@@ -10,8 +10,8 @@ layout as before (a redraw the learner cannot see: a figure whose JSON changes w
 random id or an unfixed seed). Charts are told apart by a property set on each chart's element before the action;
 content is compared by a hash of the chart's data and layout as Plotly holds them.
 
-This census describes Streamlit's own chart element: run it with `ATLAS_CHARTS=streamlit` (the numbers of
-2026-12-02 16:00 in docs/benchmarks.md were taken before the app had its own). With the app's chart element
+This census describes Streamlit's own chart element: run it with `ATLAS_CHARTS=streamlit` (the census in
+docs/benchmarks.md, 2026-12-02, was taken before the app had its own). With the app's chart element
 (app/fast/chart.py) a chart updated in place keeps its element, so it counts here as not drawn anew, and a
 chart far below the screen is not drawn until it is scrolled near."""
 from __future__ import annotations
