@@ -232,7 +232,7 @@ def test_cancel_stops_the_timing(monkeypatch):
 SLOW_TIMING_MAIN = """\
 import runpy, sys, time
 sys.path.insert(0, {root!r})
-from model import lab
+from model.lessons import lab
 if not getattr(lab.timing_slice, "slowed", False):
     def one_run_then_pause(steps, seconds):
         step = next(steps)
