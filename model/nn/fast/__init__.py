@@ -6,13 +6,14 @@ whether to hand the same computation to a fast path here. The answers are decide
 - "linear" (linear.py; used by model/nn/linear.py, so by every projection of attention and the feed-forward
   network): on the CPU the matrix product writes the output once and the bias is added in place after it,
   where torch's CPU kernel writes the bias first and has the product read it back. Float rounding apart, the
-  same numbers and gradients. Buys a percent or two of a CPU training step; on CUDA the bias is part of the
-  cuBLAS call already, so the plain F.linear runs there.
+  same numbers and gradients. Measured at a percent or two of a CPU training step, the smallest of the three;
+  on CUDA the bias is part of the cuBLAS call already, so the plain F.linear runs there.
 - "dropout" (dropout_mask.py; used by model/nn/dropout.py, so by every dropout of the models here): on the CPU
   the mask comes from numpy's PCG64 generator, 64 random bits per call read as two 32-bit lanes, where
   torch's `bernoulli_` calls its generator once per entry; the same law (each entry kept with probability
   1 - p, to within 2^-32), other draws. On CUDA and MPS torch's fused dropout kernel draws, scales and
-  multiplies in one pass. Buys a few percent of a CPU training step (17 masks in a step of the *small* benchmark model).
+  multiplies in one pass. Buys a few percent of a CPU training step (17 masks in a step of the *small*
+  benchmark model).
 - "loss" (output_loss.py; used by Transformer.forward(labels=...), so by the trainer): the output layer's
   projection and label-smoothed cross-entropy a block of rows at a time with a hand-written backward, so the
   (tokens × vocabulary) logits never exist whole and each block stays in the CPU's cache. The same value and
@@ -24,7 +25,8 @@ frees for its next step and asks torch for huge pages (model/training/allocator.
 
 `FAST = False` (or `with switched(False):`) runs the plain formulas everywhere; tests/model/test_fast_paths.py
 checks each fast path against its plain form and runs a training step both ways. The measurements behind the
-table below are in docs/benchmarks.md (bench/train_throughput.py compares the model with and without them)."""
+table below are in docs/benchmarks.md; to measure again, time a training step with FAST on and off, or with one
+trick's devices emptied in WHERE, alternating in one process."""
 from __future__ import annotations
 
 from contextlib import contextmanager
