@@ -1,5 +1,7 @@
-"""The app's pages, in the paper's order. Files live in the top-level pages/ folder; titles and
-one-line descriptions are in the catalogue (`pages.<url>.title`, `pages.<url>.blurb`)."""
+"""The app's pages, in the paper's order. Files live in the top-level pages/ folder (its subfolders,
+pages/family/ and pages/views/, hold what the pages import, never a page: only the files listed here are
+handed to st.navigation); titles and one-line descriptions are in the catalogue (`pages.<url>.title`,
+`pages.<url>.blurb`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
