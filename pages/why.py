@@ -105,7 +105,7 @@ def timing_figure(res: dict, ms: dict, title: str):
     fig = line_chart(res["n"], ms, mode="lines+markers", log_x=True, log_y=True, x_title="n",
                      y_title=t("why.timing.y"), title=title)
     # 1, 2, 5 per decade on y: readable on a short log range
-    return fig.update_layout(xaxis=dict(tickvals=res["n"], ticktext=[str(v) for v in res["n"]]), yaxis=dict(dtick="D2"))
+    return amend(fig, dict(xaxis=dict(tickvals=res["n"], ticktext=[str(v) for v in res["n"]]), yaxis=dict(dtick="D2")))
 
 
 def timing_section() -> None:

@@ -4,10 +4,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import plotly.graph_objects as go
 
 from app.charts.text_width import text_px
-from app.charts.style import colour, figure, labels as escaped_labels, legend_below, margins, named_scale, to_np
+from app.charts.style import Figure, colour, figure, labels as escaped_labels, legend_below, margins, named_scale, to_np
 
 
 def _axis(log: bool, values=None, most: int = 8) -> dict:
@@ -37,7 +36,7 @@ def log_coordinate(value: float) -> float:
 
 
 def bar_chart(labels, values, *, title="", x_title="", y_title="", y_range=None, decimals=3, colors=None,
-              horizontal=False, height=None, text_outside=False) -> go.Figure:
+              horizontal=False, height=None, text_outside=False) -> Figure:
     """One bar per label with its value written on it. `colors`: one colour or one per bar; `y_range`:
     the value axis range, or "fit" for 0…max with room for the text above the bars."""
     vals = to_np(values).ravel()
@@ -61,7 +60,7 @@ def bar_chart(labels, values, *, title="", x_title="", y_title="", y_range=None,
 
 
 def line_chart(x, series: dict, *, title="", x_title="", y_title="", log_x=False, log_y=False, mode="lines",
-               vline=None, vline_label="", markers: dict | None = None, height=380) -> go.Figure:
+               vline=None, vline_label="", markers: dict | None = None, height=380) -> Figure:
     """Several named curves over a shared x. `vline` draws a dashed marker at that x; `markers`
     ({name: (xs, ys, texts)}) draws labelled points (e.g. each schedule's peak)."""
     xs = to_np(x)
@@ -132,7 +131,7 @@ def point_labels(points, xs, ys, *, log_x: bool, plot_h: int) -> tuple[list[dict
     return notes, ([lo - pad, top + pad] if top > hi else None)
 
 
-def histogram_overlay(series: dict, *, title="", x_title="", y_title="", nbins=80, height=360) -> go.Figure:
+def histogram_overlay(series: dict, *, title="", x_title="", y_title="", nbins=80, height=360) -> Figure:
     """Overlaid, semi-transparent histograms of several samples, normalised to probability density."""
     traces = [dict(type="histogram", x=to_np(values), name=name, nbinsx=nbins, opacity=0.6,
                    histnorm="probability density", marker=dict(color=colour(i)))
@@ -142,7 +141,7 @@ def histogram_overlay(series: dict, *, title="", x_title="", y_title="", nbins=8
                                margin=margins(title, 50 if title else 20), legend=legend_below()))
 
 
-def circle_figure(sin_vals, cos_vals, p: int, k: int, *, title="", pos_label="position", height=420) -> go.Figure:
+def circle_figure(sin_vals, cos_vals, p: int, k: int, *, title="", pos_label="position", height=420) -> Figure:
     """The (sin, cos) pair of every position as a point on the unit circle; position p and p+k
     highlighted with an arrow: shifting by k turns the point by the same angle everywhere."""
     s, c = to_np(sin_vals), to_np(cos_vals)

@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.charts.heatmaps import attention_heatmap
-from app.charts.style import PALETTE, esc, margins, to_np
+from app.charts.style import Figure, PALETTE, esc, margins, to_np
 
 GT_COLOUR = "#111111"
 HEAT_SCALE = [[0.0, "rgba(255,255,255,0)"], [0.25, "rgba(255,200,0,0.35)"], [0.6, "rgba(255,110,0,0.7)"],
@@ -138,7 +138,7 @@ def query_grid(image, maps, titles, *, boxes=None, colours=None, per_row: int = 
 
 
 def query_self_attention(weights, labels, *, title: str = "", query_title: str = "query",
-                         key_title: str = "key") -> go.Figure:
+                         key_title: str = "key") -> Figure:
     """The decoder's self-attention among the object queries (N, N): rows attend to columns."""
     return attention_heatmap(weights, labels, labels, title=title, query_title=query_title, key_title=key_title,
                              show_text=True)

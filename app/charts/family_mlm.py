@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import math
 
-import plotly.graph_objects as go
 
-from app.charts.style import colour, esc, figure, labels as escaped_labels, margins
+from app.charts.style import Figure, colour, esc, figure, labels as escaped_labels, margins
 
 HIDDEN_COLOUR = "#2ca02c"
 
 
-def mask_predictions(panels, *, x_title: str = "", per_row: int = 3, height_per_row: int = 230) -> go.Figure:
+def mask_predictions(panels, *, x_title: str = "", per_row: int = 3, height_per_row: int = 230) -> Figure:
     """panels: [(title, pieces, probabilities, hidden piece or None)], best guess first. Bars on 0…1.
     The grid of panels is laid out here as plotly's make_subplots lays it out (the same axes, domains and panel
     titles), in one draft figure (style.figure): make_subplots and a trace added per panel took 17–30 ms."""

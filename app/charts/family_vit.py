@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from app.charts.curves import bar_chart
 from app.charts.heatmaps import matrix_heatmap
-from app.charts.style import OUTLINE, amend, colour, esc, lift_title, margins, to_np
+from app.charts.style import Figure, OUTLINE, amend, colour, esc, lift_title, margins, to_np
 
 INK = "Greys"             # the digit: 0 white … 16 black
 MAX_VALUE = 16
@@ -87,7 +87,7 @@ def patch_tokens(image, grid: int, cell: float, *, title: str = "", cls_label: s
 
 
 def class_probabilities(probs, *, title: str = "", x_title: str = "", y_title: str = "", predicted: int | None = None,
-                        true_label: int | None = None) -> go.Figure:
+                        true_label: int | None = None) -> Figure:
     """Bars for the 10 digits; the predicted one in red, the true one (a test digit) outlined."""
     p = to_np(probs).ravel()
     colors = [OUTLINE if i == predicted else colour(0) for i in range(len(p))]
@@ -154,7 +154,7 @@ def rollout_overlay(image, rollout_grid, cell: float, *, title: str = "") -> go.
                                  height=380, margin=margins(title)))
 
 
-def position_similarity_map(similarity, *, title: str = "", x_title: str = "", y_title: str = "") -> go.Figure:
+def position_similarity_map(similarity, *, title: str = "", x_title: str = "", y_title: str = "") -> Figure:
     """(P, P) cosine similarity of the patches' learned position vectors, patches numbered 1…P."""
     S = to_np(similarity)
     names = [str(i + 1) for i in range(S.shape[0])]

@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import numpy as np
-import plotly.graph_objects as go
 
-from app.charts.style import colour, esc, figure, margins, to_np
+from app.charts.style import Figure, colour, esc, figure, margins, to_np
 
 
 def head_view(weights, q_labels: list[str], k_labels: list[str], heads: list[int], *, query_title="query",
-              key_title="key", head_title="head", levels: int = 6) -> go.Figure:
+              key_title="key", head_title="head", levels: int = 6) -> Figure:
     """Line opacity and width follow the attention weight, one colour per head. weights: (H, Lq, Lk).
     Lines are grouped by head and by weight level, so the figure has few traces."""
     w = to_np(weights)

@@ -4,9 +4,8 @@ Rows are queries and columns keys in every attention figure."""
 from __future__ import annotations
 
 import numpy as np
-import plotly.graph_objects as go
 
-from app.charts.style import (ATTN_SCALE, DIVERGING, OUTLINE, esc, figure, labels, lift_title, margins, to_np,
+from app.charts.style import (Figure, ATTN_SCALE, DIVERGING, OUTLINE, esc, figure, labels, lift_title, margins, to_np,
                               value_scale)
 from app.format import compact
 
@@ -63,7 +62,7 @@ def _strings(rows: list[list[str]]) -> np.ndarray:
 
 def matrix_heatmap(values, x_labels=None, y_labels=None, *, title="", x_title="", y_title="",
                    zmin=None, zmax=None, colorscale=DIVERGING, reversescale=True, decimals=2,
-                   show_text=True, height=None, highlight=None, zmid=None) -> go.Figure:
+                   show_text=True, height=None, highlight=None, zmid=None) -> Figure:
     """A labelled heatmap with the numbers written in the cells. `highlight` is an optional
     boolean matrix; marked cells get a red outline (e.g. cells that differ from a printed value)."""
     trace, layout = _matrix_parts(values, x_labels, y_labels, title=title, x_title=x_title, y_title=y_title,
@@ -85,7 +84,7 @@ def _attention_parts(weights, query_labels, key_labels, *, title="", query_title
 
 
 def attention_heatmap(weights, query_labels, key_labels, *, title="", query_title="query",
-                      key_title="key", show_text=None, height=None, highlight=None, decimals=2) -> go.Figure:
+                      key_title="key", show_text=None, height=None, highlight=None, decimals=2) -> Figure:
     """Attention weights (Lq, Lk) on the shared 0..1 scale; rows are queries, columns keys."""
     trace, layout = _attention_parts(weights, query_labels, key_labels, title=title, query_title=query_title,
                                      key_title=key_title, show_text=show_text, height=height,
@@ -93,7 +92,7 @@ def attention_heatmap(weights, query_labels, key_labels, *, title="", query_titl
     return figure([dict(type="heatmap", **trace)], layout)
 
 
-def head_grid(weights, *, layer_title="layer", head_title="head", gap: int = 1, height=None) -> go.Figure:
+def head_grid(weights, *, layer_title="layer", head_title="head", gap: int = 1, height=None) -> Figure:
     """All layers × heads at a glance, tiled into ONE heatmap (much faster than subplots).
     weights: (layers, heads, Lq, Lk)."""
     w = to_np(weights)
@@ -115,7 +114,7 @@ def head_grid(weights, *, layer_title="layer", head_title="head", gap: int = 1, 
 
 
 def head_tiles(weights, query_labels, key_labels, *, head_title="head", query_title="query", key_title="key",
-               per_row=4, show_text=None, height=None) -> go.Figure:
+               per_row=4, show_text=None, height=None) -> Figure:
     """Several heads' attention maps (H, Lq, Lk) tiled side by side in ONE heatmap on the shared 0..1
     scale, with token labels and a title over each head (one heatmap builds far faster than subplots)."""
     w = to_np(weights)
@@ -161,7 +160,7 @@ def head_tiles(weights, query_labels, key_labels, *, head_title="head", query_ti
 
 def numeric_heatmap(z, x=None, y=None, *, title="", x_title="", y_title="", colorscale=DIVERGING,
                     reversescale=True, zmin=None, zmax=None, zmid=None, height=420, vlines=(),
-                    colorbar_title="") -> go.Figure:
+                    colorbar_title="") -> Figure:
     """A heatmap for large matrices (numeric axes, no cell text). z: (rows, cols)."""
     z = to_np(z).astype(np.float32)  # compact: plotly sends float32 arrays as binary
     x = np.arange(z.shape[1]) if x is None else np.asarray(x)
@@ -193,7 +192,7 @@ def _with_title_room(layout: dict) -> dict:
 
 
 def stage_figure(stage: str, values, query_labels, key_labels, *, title: str, query_title: str = "query",
-                 key_title: str = "key", dim_title: str = "dimension", highlight=None, decimals: int = 2) -> go.Figure:
+                 key_title: str = "key", dim_title: str = "dimension", highlight=None, decimals: int = 2) -> Figure:
     """One stage of QKᵀ → ÷√dₖ → mask → softmax → ×V as a labelled heatmap. Rows are queries; columns
     are keys (value dimensions for the output O). Attention weights use the shared 0..1 scale; scores
     a diverging scale around 0; the output a scale that fits its signs."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import html
 import json
+import typing
 
 import numpy as np
 import plotly.graph_objects as go
@@ -50,11 +51,26 @@ def margins(title: str = "", top: int | None = None) -> dict:
     return dict(l=10, r=10, t=top if top is not None else (60 if title else 30), b=10)
 
 
-def figure(data: list[dict], layout: dict) -> go.Figure:
-    """The app's one way to build a figure: a plain plotly figure from traces (dicts with their "type") and a
-    layout written in plotly's own form (a title as dict(text=…)). Unset (None) properties are left out, so a
-    builder can write `title=dict(text=title or None)` for an optional part."""
-    return go.Figure(data=[_set_only(trace) for trace in data], layout=_set_only(layout))
+Figure = typing.NewType("Figure", dict)
+"""A figure as plotly's figure dict, {"data": [traces], "layout": {...}}: the form plotly documents beside
+go.Figure, which plotly.io, st.plotly_chart and plotly.js all read. `go.Figure(fig)` makes the object form
+(tests do, to read a figure's parts with plotly's checks on)."""
+
+
+def figure(data: list[dict], layout: dict) -> Figure:
+    """The app's one way to build a figure: traces (dicts with their "type") and a layout written in plotly's
+    own form (a title as dict(text=…)), kept as plotly's figure dict. Plotly's property checks, which made each
+    build several times slower (a new figure per slider value), run in the tests instead: tests/app/test_charts.py
+    builds every builder's figure as a go.Figure with the checks on. What the checks would change is done here:
+    unset (None) properties are dropped and a named colour scale becomes plotly's list of colours (plotly.js
+    knows other scales under some of the same names)."""
+    traces = []
+    for trace in data:
+        trace = _set_only(trace)
+        if isinstance(trace.get("colorscale"), str):
+            trace["colorscale"] = named_scale(trace["colorscale"])
+        traces.append(trace)
+    return Figure({"data": traces, "layout": _set_only(layout)})
 
 
 def _set_only(props):
@@ -79,25 +95,39 @@ def legend_below() -> dict:
     return dict(orientation="h", yanchor="top", y=-0.18, x=0, xanchor="left")
 
 
-def lift_title(fig: go.Figure, extra: int = 36) -> go.Figure:
+def lift_title(fig: Figure | go.Figure, extra: int = 36) -> Figure | go.Figure:
     """Heatmaps with the key axis on top: move the figure title above the axis title."""
-    top = fig.layout.margin.t if fig.layout.margin.t is not None else 30
-    fig.update_layout(margin=dict(t=top + extra), height=(fig.layout.height or 400) + extra,
-                      title=dict(y=1.0, yref="container", yanchor="top", pad=dict(t=10), font=dict(size=14)))
-    return fig
+    layout = fig["layout"] if isinstance(fig, dict) else fig.layout.to_plotly_json()
+    top = (layout.get("margin") or {}).get("t")
+    return amend(fig, dict(margin=dict(t=(top if top is not None else 30) + extra),
+                           height=(layout.get("height") or 400) + extra,
+                           title=dict(y=1.0, yref="container", yanchor="top", pad=dict(t=10), font=dict(size=14))))
 
 
-def amend(fig: go.Figure, layout: dict | None = None, traces: dict[int, dict] | None = None,
-          every_trace: dict | None = None) -> go.Figure:
-    """A page's change to a builder's figure in one call: fig.update_layout(**layout), fig.update_traces(change,
-    selector=i) for each i: change in `traces`, and fig.update_traces(every_trace)."""
-    if layout:
-        fig.update_layout(**layout)
-    for i, change in (traces or {}).items():
-        fig.update_traces(change, selector=i)
-    if every_trace:
-        fig.update_traces(every_trace)
-    return fig
+def amend(fig: Figure | go.Figure, layout: dict | None = None, traces: dict[int, dict] | None = None,
+          every_trace: dict | None = None) -> Figure | go.Figure:
+    """A page's change to a builder's figure in one call, as fig.update_layout(**layout), fig.update_traces(change,
+    selector=i) for each i: change in `traces`, and fig.update_traces(every_trace) make it, written in plotly's
+    own form (xaxis=dict(range=…), not xaxis_range=…). A figure dict gets new dicts with the change merged in
+    (a dict a builder shares, a cached margin, is never changed); a go.Figure is updated through its own API."""
+    if not isinstance(fig, dict):
+        if layout:
+            fig.update_layout(**layout)
+        for i, change in (traces or {}).items():
+            fig.update_traces(change, selector=i)
+        if every_trace:
+            fig.update_traces(every_trace)
+        return fig
+    data = [_merged(_merged(tr, (traces or {}).get(i, {})), every_trace or {}) for i, tr in enumerate(fig["data"])]
+    return {**fig, "data": data, "layout": _merged(fig["layout"], layout or {})}
+
+
+def _merged(into: dict, change: dict) -> dict:
+    """`into` with `change` merged in, nested settings key by key (as plotly's update_layout does)."""
+    out = dict(into)
+    for k, v in change.items():
+        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
 
 
 def value_scale(z: np.ndarray) -> dict:
@@ -153,9 +183,11 @@ def ready_figure(fig) -> ReadyFigure:
     if isinstance(fig, ReadyFigure):
         return fig
     import plotly.io as pio
-    if not isinstance(fig, go.Figure):
-        fig = go.Figure(fig)
-    d = json.loads(pio.to_json(fig, validate=False))
+    if isinstance(fig, dict):  # a figure dict: written as it is, with the template plotly gives a go.Figure
+        d = json.loads(pio.to_json(fig, validate=False))
+        d.setdefault("layout", {}).setdefault("template", default_template(pio.templates.default))
+    else:
+        d = json.loads(pio.to_json(fig, validate=False))
     layout = d.setdefault("layout", {})
     fitted = _fitted_layout(d.get("data") or [], layout)
     if "margin" in fitted:  # room for the labels before Plotly measures them: the figure is laid out once

@@ -45,6 +45,7 @@ def _strings(obj):
 @pytest.mark.parametrize("name,fig", list(_figures_with_tokens()), ids=lambda x: x if isinstance(x, str) else "")
 def test_every_builder_escapes_token_labels(name, fig):
     """A raw `<s>` is read by plotly as HTML: the label vanishes and the figure is squashed."""
+    fig = checked(fig)
     texts = list(_strings(json.loads(fig.to_json())["data"])) + list(_strings(json.loads(fig.to_json())["layout"]))
     joined = "\n".join(texts)
     assert "<s>" not in joined and "<b>x" not in joined and "a&b" not in joined
@@ -59,13 +60,13 @@ def test_labels_escape_and_stay_distinct():
 
 def test_bar_chart_keeps_repeated_tokens_apart():
     for horizontal in (True, False):
-        fig = curves.bar_chart(["a", "a", "b"], [0.2, 0.3, 0.5], horizontal=horizontal)
+        fig = checked(curves.bar_chart(["a", "a", "b"], [0.2, 0.3, 0.5], horizontal=horizontal))
         cats = fig.data[0].y if horizontal else fig.data[0].x
         assert len(set(cats)) == 3
 
 
 def test_log_axes_label_only_powers_of_ten():
-    fig = curves.line_chart([1, 10, 100], {"y": [1e-6, 1e-3, 1]}, log_x=True, log_y=True)
+    fig = checked(curves.line_chart([1, 10, 100], {"y": [1e-6, 1e-3, 1]}, log_x=True, log_y=True))
     assert fig.layout.xaxis.type == "log" and fig.layout.xaxis.dtick == 1
     assert fig.layout.yaxis.exponentformat == "power"
 
@@ -108,7 +109,7 @@ def test_one_csv_writer_quotes_what_needs_quoting():
 
 
 def test_titles_get_room_above_them_for_the_toolbar():
-    fig = curves.line_chart([1, 2], {"y": [1, 2]}, title="A title", height=300)
+    fig = checked(curves.line_chart([1, 2], {"y": [1, 2]}, title="A title", height=300))
     top, height = fig.layout.margin.t, fig.layout.height
     drawn = style.figure_dict(fig)["layout"]
     assert drawn["margin"]["t"] == top + style.MODEBAR_ROOM and drawn["height"] == height + style.MODEBAR_ROOM
@@ -116,7 +117,7 @@ def test_titles_get_room_above_them_for_the_toolbar():
     assert fig.layout.margin.t == top and fig.layout.height == height  # the figure itself is left as it was
     style.toolbar_room(drawn)  # idempotent: drawing it again does not push the title down again
     assert drawn["margin"]["t"] == top + style.MODEBAR_ROOM
-    untitled = curves.line_chart([1, 2], {"y": [1, 2]})
+    untitled = checked(curves.line_chart([1, 2], {"y": [1, 2]}))
     assert style.figure_dict(untitled)["layout"]["margin"]["t"] == untitled.layout.margin.t
 
 
@@ -135,7 +136,7 @@ def test_head_view_draws_one_segment_per_visible_weight_in_its_level():
     rng = np.random.default_rng(3)
     w = rng.random((3, 4, 5)) ** 3
     w /= w.sum(-1, keepdims=True)
-    fig = json.loads(headview.head_view(w, list("abcd"), list("vwxyz"), [0, 2], levels=4).to_json())
+    fig = json.loads(checked(headview.head_view(w, list("abcd"), list("vwxyz"), [0, 2], levels=4)).to_json())
     yq, yk = np.linspace(0, 1, 4), np.linspace(0, 1, 5)
     drawn = {}
     for tr in fig["data"]:
@@ -167,7 +168,7 @@ def _chart_modules():
 
 
 def _builders() -> dict:
-    """Every public function of an app/charts module that returns a plotly go.Figure (read from its return
+    """Every public function of an app/charts module that returns a figure, a go.Figure or plotly's figure dict (read from its return
     annotation: every public function there has one, tested below), by "module.function"."""
     import inspect
     import typing
@@ -178,7 +179,7 @@ def _builders() -> dict:
         for name, fn in inspect.getmembers(module, inspect.isfunction):
             if name.startswith("_") or fn.__module__ != module.__name__:
                 continue
-            if typing.get_type_hints(fn).get("return") is go.Figure:
+            if typing.get_type_hints(fn).get("return") in (go.Figure, style.Figure):
                 found[f"{module.__name__.rsplit('.', 1)[1]}.{name}"] = fn
     return found
 
@@ -290,17 +291,24 @@ def _variants():
     yield "class_probabilities-untitled", class_probabilities(np.full(10, 0.1), predicted=3)
 
 
+def checked(fig):
+    """A builder's figure as plotly's go.Figure, with plotly's property checks on: a figure dict
+    (style.figure) skips them when the app draws it, so they run here, on every builder's figure."""
+    import plotly.graph_objects as go
+    return go.Figure(fig) if isinstance(fig, dict) else fig
+
+
 def _every_builder():
     """Each figure builder of app/charts (found by _builders, drawn with _samples), then the forms other options
     give (_variants) and the figures with tokens that need escaping."""
     samples, builders = _samples(), _builders()
     for name in sorted(builders):
         try:
-            yield name, _call(name, builders[name], samples)
+            yield name, checked(_call(name, builders[name], samples))
         except NoSample:  # test_every_builder_has_samples_for_its_inputs fails for it
             continue
-    yield from _variants()
-    yield from _figures_with_tokens()
+    yield from ((name, checked(fig)) for name, fig in _variants())
+    yield from ((name, checked(fig)) for name, fig in _figures_with_tokens())
 
 
 def test_builders_are_found_by_their_return_annotation():
@@ -321,34 +329,62 @@ def test_builders_are_found_by_their_return_annotation():
 def test_every_builder_has_samples_for_its_inputs(name):
     """A new builder is drawn by the checks below only once _samples() knows its inputs: without them, this fails."""
     import plotly.graph_objects as go
-    assert type(_call(name, _builders()[name], _samples())) is go.Figure
+    assert isinstance(_call(name, _builders()[name], _samples()), (go.Figure, dict))
 
 
-@pytest.mark.parametrize("name, fig", list(_every_builder()), ids=lambda v: v if isinstance(v, str) else "")
-def test_every_builder_returns_a_plain_plotly_figure(name, fig):
-    """One way to build a figure: every builder returns plotly's own go.Figure (style.figure, or plotly's API
-    directly), checked by plotly as it is built, and drawn as plotly writes it (style.ready_figure)."""
+def _plain(value):
+    """JSON as plotly writes it, with its base64 typed arrays read back as lists of numbers."""
+    if isinstance(value, dict) and set(value) >= {"dtype", "bdata"}:
+        import base64
+        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        if value.get("shape"):
+            arr = arr.reshape([int(x) for x in str(value["shape"]).split(",")])
+        return _plain(arr.tolist())
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not np.isfinite(value):
+            return None  # JSON has no NaN or ±inf: a list writes null where a typed array keeps them; both are gaps
+        return float(f"{value:.6g}")  # a float32 array's numbers, read back through float64 or written as text
+    return value
+
+
+@pytest.mark.parametrize("name", sorted(_builders()))
+def test_every_builder_draws_what_plotly_checks(name):
+    """Two ways a builder's figure comes: a figure dict (style.figure), drawn without plotly's checks, or a
+    go.Figure. The dict must pass plotly's checks (go.Figure raises on a misspelt or ill-typed property) and
+    draw exactly what the checked figure draws; a go.Figure is drawn as plotly writes it."""
     import plotly.graph_objects as go
     import plotly.io as pio
-
-    assert type(fig) is go.Figure, name
+    try:
+        fig = _call(name, _builders()[name], _samples())
+    except NoSample:
+        pytest.skip("no samples: test_every_builder_has_samples_for_its_inputs fails")
+    assert isinstance(fig, (go.Figure, dict)) and not isinstance(fig, style.ReadyFigure), name
     drawn = style.ready_figure(fig)
-    assert drawn["data"] == json.loads(pio.to_json(fig, validate=False))["data"], name
+    if isinstance(fig, dict):
+        plotly_drawn = style.ready_figure(go.Figure(fig))
+        assert _plain(drawn["data"]) == _plain(plotly_drawn["data"]), name
+        assert _plain(drawn["layout"]) == _plain(plotly_drawn["layout"]), name
+    else:
+        assert drawn["data"] == json.loads(pio.to_json(fig, validate=False))["data"], name
 
 
 def test_lifting_a_title_puts_it_above_the_key_axis():
     """style.lift_title (the masks, positional and recipe pages' heatmaps): the title above the axis title on top,
     with the room it takes added to the margin and the height."""
-    fig = heatmaps.matrix_heatmap(np.eye(3), list("abc"), list("abc"), title="t")
-    top, height = fig.layout.margin.t, fig.layout.height
-    style.lift_title(fig, extra=36)
+    built = heatmaps.matrix_heatmap(np.eye(3), list("abc"), list("abc"), title="t")
+    top, height = checked(built).layout.margin.t, checked(built).layout.height
+    fig = checked(style.lift_title(built, extra=36))
+    assert checked(built).layout.margin.t == top  # the builder's figure is left as it was (it may be shared)
     assert fig.layout.margin.t == top + 36 and fig.layout.height == height + 36
     assert fig.layout.title.yref == "container" and fig.layout.title.y == 1.0
 
 
 def test_a_changed_figure_draws_its_change():
-    fig = heatmaps.attention_heatmap(np.eye(3), list("abc"), list("abc"), title="t")
-    fig.update_layout(height=777)
+    fig = style.amend(heatmaps.attention_heatmap(np.eye(3), list("abc"), list("abc"), title="t"), dict(height=777))
     assert style.ready_figure(fig).to_dict()["layout"]["height"] == 777 + style.MODEBAR_ROOM
 
 
@@ -412,11 +448,11 @@ def test_amending_a_figure_draws_what_plotly_updates_draw():
     def build():
         return curves.line_chart([1, 2, 3], {"a": [1, 2, 3], "b": [3, 2, 1]}, title="t", x_title="x", y_title="y")
     amended = style.amend(build(), layout, traces)
-    by_plotly = build()
+    by_plotly = checked(build())
     by_plotly.update_layout(**layout)
     for i, change in traces.items():
         by_plotly.update_traces(change, selector=i)
-    assert style.figure_dict(amended) == style.figure_dict(by_plotly)
+    assert _plain(style.figure_dict(amended)) == _plain(style.figure_dict(by_plotly))
     every = style.amend(build(), every_trace=dict(showlegend=False))
     assert [tr["showlegend"] for tr in style.figure_dict(every)["data"]] == [False, False]
 
@@ -427,11 +463,11 @@ def test_equal_peaks_close_together_get_labels_at_different_heights():
     line_chart = curves.line_chart
     steps = np.arange(1, 100_001, 1000, dtype=float)
     lr = {"a": np.minimum(steps / 4000, 1.0) * 4.94e-4, "b": np.minimum(steps / 8000, 1.0) * 4.94e-4}
-    fig = line_chart(steps, lr, markers={"peaks": ([4000, 8000], [4.94e-4, 4.94e-4],
-                                                         ["4,000: 4.94e-04", "8,000: 4.94e-04"])}, height=430)
+    fig = checked(line_chart(steps, lr, markers={"peaks": ([4000, 8000], [4.94e-4, 4.94e-4],
+                                                                 ["4,000: 4.94e-04", "8,000: 4.94e-04"])}, height=430))
     notes = fig.to_dict()["layout"]["annotations"]
     assert sorted(n["text"] for n in notes) == ["4,000: 4.94e-04", "8,000: 4.94e-04"]
     assert len({n["ay"] for n in notes}) == 2 and all(n["ay"] < 0 for n in notes)
     assert fig.to_dict()["layout"]["yaxis"]["range"][1] > 4.94e-4
-    far = line_chart(steps, lr, markers={"peaks": ([4000, 90_000], [4.94e-4, 4.94e-4], ["x", "y"])}, height=430)
+    far = checked(line_chart(steps, lr, markers={"peaks": ([4000, 90_000], [4.94e-4, 4.94e-4], ["x", "y"])}, height=430))
     assert len({n["ay"] for n in far.to_dict()["layout"]["annotations"]}) == 1  # apart already: one height

@@ -67,7 +67,7 @@ def test_a_legend_under_the_plot_starts_below_the_axis_title():
     from app.charts.margins import fit_layout
     for height in (300, 600):
         d = curves.line_chart([0.1, 0.5, 0.9], {"no smoothing": [2.3, 0.7, 0.1], "smoothing": [2.4, 0.8, 0.5]},
-                              title="loss", x_title="model's probability on the correct token", height=height).to_dict()
+                              title="loss", x_title="model's probability on the correct token", height=height)
         fitted = fit_layout(d["data"], d["layout"])
         margin = fitted.get("margin") or d["layout"]["margin"]
         plot_h = height - margin["t"] - margin["b"]
@@ -78,7 +78,7 @@ def test_a_legend_under_the_plot_starts_below_the_axis_title():
 
 def test_a_figure_that_asks_for_fixed_margins_keeps_them():
     fig = figure([dict(type="bar", x=["a", "b"], y=[1, 2])], dict(margin=dict(l=5, r=5, t=5, b=5, autoexpand=False)))
-    d = fig.to_dict()
+    d = fig
     assert fit_margins(d["data"], d["layout"]) is None
     assert _margin(fig)["l"] == 5
 

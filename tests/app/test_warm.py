@@ -267,7 +267,8 @@ def test_the_warm_up_builds_a_figure_of_every_trace_type_the_app_draws(monkeypat
     ready = style.ready_figure
 
     def record(fig, *args, **kwargs):
-        built.update(type(trace).__name__ for trace in fig.data)
+        import plotly.graph_objects as go
+        built.update(type(trace).__name__ for trace in (go.Figure(fig) if isinstance(fig, dict) else fig).data)
         return ready(fig, *args, **kwargs)
     monkeypatch.setattr(style, "ready_figure", record)
     warm_figures()

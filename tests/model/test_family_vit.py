@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 from app.i18n import LANGS
 from tests.apptest_util import section_script
@@ -372,10 +373,10 @@ def test_figures_are_built_and_escape_labels():
     odd = ViTConfig(patch_size=8, d_model=16, n_heads=2, d_ff=32, n_layers=1)  # one patch: 1×1 grid
     co = classify(tiny_model(odd), image)
     assert co.rollout.tolist() == [1.0] and F.rollout_overlay(image, co.rollout_grid, co.cell).data
-    fig = F.class_probabilities(c.probs, predicted=3, true_label=5)
+    fig = go.Figure(F.class_probabilities(c.probs, predicted=3, true_label=5))
     assert fig.data[0].marker.color[3] != fig.data[0].marker.color[0] and len(fig.layout.shapes) == 1
     S = position_similarity(model)
-    assert F.position_similarity_map(S).data[0].z.shape == (16, 16)
+    assert go.Figure(F.position_similarity_map(S)).data[0].z.shape == (16, 16)
     assert F.patch_similarity_grid(S[5], 4, 5).data[0].z.shape == (4, 4)
 
 
