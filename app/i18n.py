@@ -89,8 +89,10 @@ def lang() -> str:
 
 
 def language_from_locale(locale: str | None) -> str:
-    """The first visit's language: Korean for a Korean browser locale ("ko", "ko-KR"), else English."""
-    return "ko" if (locale or "").lower().replace("_", "-").split("-")[0] == "ko" else DEFAULT
+    """The first visit's language: the browser locale's language where the app speaks it ("ko", "ko-KR" -> "ko"),
+    else English."""
+    code = (locale or "").lower().replace("_", "-").split("-")[0]
+    return code if code in LANGS else DEFAULT
 
 
 # ----------------------------------------------------------------------------- lookup

@@ -2,7 +2,7 @@
 
 Every write goes to a temporary file in the same folder, is fsync'ed and then `os.replace`d over the
 final name. Shared by model directories and checkpoints (model/training/checkpoint.py), tokenizers
-(model/data/tokenizer.py) and run files (model/training/run_files.py, app/jobs.py); it imports nothing of the
+(model/data/tokenizer.py) and run files (model/training/run_files.py, app/jobs/); it imports nothing of the
 model package, so checkpoint and tokenizer no longer import each other for it."""
 from __future__ import annotations
 

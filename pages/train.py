@@ -22,7 +22,7 @@ from pages.views.train_ui import fmt_duration, plain
 mgr = get_manager(str(runs_dir()))
 mgr.prepare()  # a trainer started ahead of time (torch imported): the next Start's first step comes sooner
 # This browser session's secret: it owns the runs it starts (job.json keeps only its hash); others' runs are
-# read-only here unless the server runs in teacher mode (app/jobs.py, docs/classroom.md).
+# read-only here unless the server runs in teacher mode (app/jobs/owners.py, docs/classroom.md).
 OWNER = st.session_state.setdefault("train_owner", new_owner_token())
 
 

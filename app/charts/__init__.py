@@ -13,7 +13,7 @@ def warm_up() -> None:
     """Build a small figure of each trace type the app draws and make it ready to draw (style.ready_figure): the
     first figure a server builds pays Plotly's first-use costs (its property validators, the default template,
     our margin fitting), 60 ms here, and the first of each trace type its own (a histogram: 20 ms);
-    app.jobs.warm_up calls this while a learner reads the first page."""
+    app.fast.warmup.warm_up calls this while a learner reads the first page."""
     import plotly.graph_objects as go
 
     from app.charts.curves import bar_chart, histogram_overlay, line_chart

@@ -95,6 +95,9 @@ def _texts(label: str, options: list[str]) -> None:
     st.subheader(label)
     st.latex(r"\mathrm{softmax}\left(\frac{QK^\top}{\sqrt{d_k}}\right)V")
     st.markdown(f"$d_k$ **{label}** `{label}`\n\n- {label}\n\n| a | b |\n|---|---|\n| 1 | 2 |")
+    # a time of day as the pages print one (a measurement's "measured at"): Markdown reads its ":30:" as an emoji
+    # shortcode and loads its emoji plugin and the emoji list for it
+    st.caption(f"{label} · 09:30:00")
     st.code(label, language=None)
     st.json({label: [1, 2]}, expanded=False)
 

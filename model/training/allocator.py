@@ -10,7 +10,7 @@ faults per step of a small model 5,500 -> 800 (median of runs), a *small* step 2
 of processes).
 Elsewhere than glibc (macOS, musl) it does nothing.
 
-`HUGE_PAGES` is the other half, an environment variable for the trainer's process (app/jobs.py sets it when it
+`HUGE_PAGES` is the other half, an environment variable for the trainer's process (app/jobs/ sets it when it
 starts one; torch reads it once, at its first allocation, so it cannot be set from inside a running process):
 torch then places each CPU tensor of 2 MB or more on a 2 MB boundary and asks the kernel for transparent huge
 pages there. The activations a step keeps for its backward pass are written to memory that is not in any cache,

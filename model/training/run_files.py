@@ -1,5 +1,5 @@
 """The files of one training run, read and written the same way by the trainer (model/training/train.py)
-and the job manager (app/jobs.py). Plain JSON and files only (no torch calls).
+and the job manager (app/jobs/). Plain JSON and files only (no torch calls).
 
     status.json    state (STATES), step, loss, tokens/s, ... and "message": a Message as
                    {"code": ..., "args": ...} (runs written before messages had codes hold an

@@ -2,7 +2,7 @@
 
     python -m model.training.standby [--idle-seconds 900]
 
-The job manager (app/jobs.py) starts one while a training slot is free. It imports torch and the trainer,
+The job manager (app/jobs/standby.py) starts one while a training slot is free. It imports torch and the trainer,
 says "ready" on stdout, and waits on stdin for one line of JSON: {"argv": [trainer options], "dir": the run
 folder}. Then it moves into the run folder (so /proc/<pid>/cwd names the run, as a trainer's command line
 does: app.jobs.pid_alive), appends its output to the folder's train.log, answers "taken", and runs

@@ -99,3 +99,12 @@ def test_glossary_one_korean_word_per_term():
                 if wrong in ko[key]:
                     problems.append(f"{key}: '{entry['en']}' as '{wrong}' (use '{entry['ko']}'): {ko[key]}")
     assert problems == []
+
+
+def test_a_browser_in_any_language_of_the_app_opens_in_it():
+    """A new language needs no code beyond LANGS: its browser locale ("xx", "xx-YY", "xx_YY") opens the app in it."""
+    from app.i18n import DEFAULT, LANGS, language_from_locale
+    for code in LANGS:
+        assert language_from_locale(code) == code
+        assert language_from_locale(f"{code.upper()}-ZZ") == language_from_locale(f"{code}_ZZ") == code
+    assert language_from_locale("zz-ZZ") == language_from_locale(None) == DEFAULT
