@@ -5,7 +5,7 @@ tokenizer's files) becomes a `LoadedModel` whose `model` is our `Transformer`: t
 the checkpoint's config to a `TransformerConfig` (every difference from the paper is a named option)
 and renames its weights to ours. Nothing here touches the network; see `model.hub.fetch` for downloads.
 
-Family modules (model/hub/marian.py, gpt2.py, bert.py) each provide:
+Family modules (model/hub/marian.py, gpt2.py, bert.py, distilbert.py) each provide:
 
     MODEL_TYPES: tuple[str, ...]                      # config.json "model_type" values handled
     def convert(hf_config: dict, weights: dict[str, Tensor]) -> tuple[TransformerConfig, dict[str, Tensor]]
@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # torch loads when weights do: listing folders and sizes (the
     from model.training.checkpoint import LoadedModel
     from model.nn.transformer import Transformer
 
-FAMILIES = ("marian", "gpt2", "bert")
+FAMILIES = ("marian", "gpt2", "bert", "distilbert")
 SAFETENSORS, PICKLE_BIN = "model.safetensors", "pytorch_model.bin"
 LICENCE_FILES = ("LICENSE", "LICENSE.txt", "LICENSE.md", "README.md")
 
@@ -43,7 +43,7 @@ def known_family(model_type: str) -> str:
     """The config.json model_type if a family module handles it, else HubError (without importing the module,
     which loads torch)."""
     if model_type not in FAMILIES:
-        raise HubError(f"unsupported architecture {model_type!r} (supported: Marian/opus-mt, GPT-2, BERT)")
+        raise HubError(f"unsupported architecture {model_type!r} (supported: Marian/opus-mt, GPT-2, BERT, DistilBERT)")
     return model_type
 
 
@@ -244,7 +244,8 @@ def supported(folder: Path) -> bool:
 # The sizes of a Hugging Face config, by family: (layers, d_model, d_ff, heads) keys; GPT-2's d_ff defaults to 4 d.
 _SIZE_KEYS = {"marian": ("encoder_layers", "d_model", "encoder_ffn_dim", "encoder_attention_heads"),
               "gpt2": ("n_layer", "n_embd", "n_inner", "n_head"),
-              "bert": ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads")}
+              "bert": ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads"),
+              "distilbert": ("n_layers", "dim", "hidden_dim", "n_heads")}
 
 
 def size_summary(folder: str | os.PathLike) -> dict:
@@ -283,6 +284,8 @@ def size_summary(folder: str | os.PathLike) -> dict:
     for name, shape in shapes.items():
         if name.endswith(("position_ids", ".attn.bias", ".attn.masked_bias", "embed_positions.weight")):
             continue  # buffers and fixed sinusoids, not parameters
+        if kind == "distilbert" and hf.get("sinusoidal_pos_embds") and name.endswith("position_embeddings.weight"):
+            continue  # DistilBERT's sinusoids, stored as a table, computed by our model (distilbert.convert)
         n = 1
         for s in shape:
             n *= int(s)

@@ -125,7 +125,8 @@ def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[Transfor
     e = f"{p}embeddings"
     out["src_embed.token.weight"] = w.take(f"{e}.word_embeddings.weight")
     out["src_embed.position.weight"] = w.take(f"{e}.position_embeddings.weight")
-    out["src_embed.segment.weight"] = w.take(f"{e}.token_type_embeddings.weight")
+    if cfg.segment_vocab:  # type_vocab_size 0: no segment embeddings (DistilBERT, via model/hub/distilbert.py)
+        out["src_embed.segment.weight"] = w.take(f"{e}.token_type_embeddings.weight")
     out["src_embed.norm.weight"], out["src_embed.norm.bias"] = w.norm(f"{e}.LayerNorm")
     for n in range(cfg.n_encoder_layers):
         src, dst = f"{p}encoder.layer.{n}", f"encoder.{n}"

@@ -18,7 +18,8 @@ VOCAB_FILE, TOKENIZER_CONFIG, TOKENIZER_JSON = "vocab.txt", "tokenizer_config.js
 SPECIAL_ROLES = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
                  "mask_token": "[MASK]"}
 MAX_CHARS_PER_WORD = 100
-TOKENIZER_CLASSES = ("BertTokenizer", "BertTokenizerFast")
+# DistilBertTokenizer is BertTokenizer under another name (transformers subclasses it unchanged)
+TOKENIZER_CLASSES = ("BertTokenizer", "BertTokenizerFast", "DistilBertTokenizer", "DistilBertTokenizerFast")
 # Unicode's White_Space property (Rust's char::is_whitespace, which the tokenizers library uses)
 WHITE_SPACE = frozenset(map(chr, [*range(0x09, 0x0E), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B),
                                   0x2028, 0x2029, 0x202F, 0x205F, 0x3000]))

@@ -141,3 +141,20 @@ def test_bfloat16_only_on_cuda_and_only_when_asked(monkeypatch):
     assert pretrained_dtype(torch.device("cpu")) is None
     monkeypatch.setenv("ATLAS_BF16", "0")
     assert pretrained_dtype(torch.device("cuda")) is None
+
+
+def test_every_registered_family_is_complete():
+    """Registering a model_type in FAMILIES is one of several places (docs/architecture.md, "Add a pretrained
+    architecture"): each needs its module with the four names, its size keys for the overview, and its name in
+    the refusal message that lists what is supported."""
+    import importlib
+
+    import model.hub as hub
+    for model_type in hub.FAMILIES:
+        module = importlib.import_module(f"model.hub.{model_type}")
+        assert model_type in module.MODEL_TYPES
+        assert all(callable(getattr(module, name, None)) for name in ("convert", "tokenizer", "meta")), model_type
+        assert model_type in hub._SIZE_KEYS, model_type
+    with pytest.raises(hub.HubError) as refused:
+        hub.known_family("no-such-type")
+    assert "DistilBERT" in str(refused.value) and "BERT" in str(refused.value)
