@@ -74,19 +74,26 @@ def _randomise(model: torch.nn.Module, seed: int = 0) -> None:
                 p.copy_(0.3 * torch.randn(p.shape, generator=g))
 
 
-def _make(folder, *, seed=0, cls_name="BertForMaskedLM", tokenizer_config=None, **overrides):
+def save_tiny(folder, model_cls: str, config, *, vocab: list[str], randomise, seed=0, tokenizer_config=None):
+    """A tiny random transformers model of a WordPiece family saved in the Hugging Face layout, with its vocab.txt
+    (and tokenizer_config.json when given); `randomise(model, seed)` sets weights far from uniform attention."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "vocab.txt").write_text("".join(t + "\n" for t in VOCAB), encoding="utf-8")
+    (folder / "vocab.txt").write_text("".join(t + "\n" for t in vocab), encoding="utf-8")
     if tokenizer_config is not None:
         (folder / "tokenizer_config.json").write_text(json.dumps(tokenizer_config), encoding="utf-8")
+    torch.manual_seed(seed)
+    model = getattr(transformers, model_cls)(config).eval()
+    randomise(model, seed)
+    model.save_pretrained(folder)
+    return folder
+
+
+def _make(folder, *, seed=0, cls_name="BertForMaskedLM", tokenizer_config=None, **overrides):
     kw = dict(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
               intermediate_size=37, max_position_embeddings=64, type_vocab_size=2, pad_token_id=0)
     kw.update(overrides)
-    torch.manual_seed(seed)
-    model = getattr(transformers, cls_name)(transformers.BertConfig(**kw)).eval()
-    _randomise(model, seed)
-    model.save_pretrained(folder)
-    return folder
+    return save_tiny(folder, cls_name, transformers.BertConfig(**kw), vocab=VOCAB, randomise=_randomise, seed=seed,
+                     tokenizer_config=tokenizer_config)
 
 
 def _reference(folder, cls_name="BertForMaskedLM"):

@@ -13,6 +13,7 @@ transformers = pytest.importorskip("transformers")
 
 from model.hub import HubError, known_family, load_pretrained, size_summary  # noqa: E402
 from model.hub import bert  # noqa: E402
+from tests.model.test_hub_bert import _edit_config, _ours, save_tiny  # noqa: E402
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = ["the", "a", "is", "of", "and", "cat", "sat", "on", "mat", "paris", "capital", "france", "hello", "world",
@@ -36,18 +37,11 @@ def _randomise(model: torch.nn.Module, seed: int = 0) -> None:
 
 
 def _make(folder, *, seed=0, cls_name="DistilBertForMaskedLM", tokenizer_config=None, **overrides):
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "vocab.txt").write_text("".join(t + "\n" for t in VOCAB), encoding="utf-8")
-    if tokenizer_config is not None:
-        (folder / "tokenizer_config.json").write_text(json.dumps(tokenizer_config), encoding="utf-8")
     kw = dict(vocab_size=len(VOCAB), dim=32, n_layers=2, n_heads=4, hidden_dim=37, max_position_embeddings=64,
               pad_token_id=0)
     kw.update(overrides)
-    torch.manual_seed(seed)
-    model = getattr(transformers, cls_name)(transformers.DistilBertConfig(**kw)).eval()
-    _randomise(model, seed)
-    model.save_pretrained(folder)
-    return folder
+    return save_tiny(folder, cls_name, transformers.DistilBertConfig(**kw), vocab=VOCAB, randomise=_randomise,
+                     seed=seed, tokenizer_config=tokenizer_config)
 
 
 def _reference(folder, cls_name="DistilBertForMaskedLM"):
@@ -62,11 +56,6 @@ def tiny(tmp_path_factory):
 @pytest.fixture(scope="module")
 def loaded(tiny):
     return load_pretrained(tiny)
-
-
-def _ours(loaded, ids, mask=None):
-    with torch.no_grad():
-        return loaded.model(torch.as_tensor(ids), src_pad_mask=mask, return_attention=True)
 
 
 def _same(loaded, ref, ids, key="logits"):
@@ -181,13 +170,6 @@ def test_size_summary_counts_what_we_load(tiny, loaded):
 
 
 # ------------------------------------------------------------------ refusals
-
-def _edit_config(folder, **changes):
-    path = folder / "config.json"
-    d = json.loads(path.read_text())
-    d.update(changes)
-    path.write_text(json.dumps(d))
-
 
 @pytest.mark.parametrize("changes, message", [
     ({"activation": "quick_gelu"}, "activation 'quick_gelu'"),
