@@ -183,11 +183,9 @@ def ready_figure(fig) -> ReadyFigure:
     if isinstance(fig, ReadyFigure):
         return fig
     import plotly.io as pio
-    if isinstance(fig, dict):  # a figure dict: written as it is, with the template plotly gives a go.Figure
-        d = json.loads(pio.to_json(fig, validate=False))
+    d = json.loads(pio.to_json(fig, validate=False))
+    if isinstance(fig, dict):  # a figure dict gets the template plotly gives a go.Figure
         d.setdefault("layout", {}).setdefault("template", default_template(pio.templates.default))
-    else:
-        d = json.loads(pio.to_json(fig, validate=False))
     layout = d.setdefault("layout", {})
     fitted = _fitted_layout(d.get("data") or [], layout)
     if "margin" in fitted:  # room for the labels before Plotly measures them: the figure is laid out once
