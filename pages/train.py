@@ -17,7 +17,7 @@ from app.state import between, keep, set_link
 from app.ui import error, text
 from pages.views import study
 from pages.views.train_runs import cleanup_list, compare, labels, run_details, run_table, study_runs_of
-from pages.views.train_ui import fmt_duration, plain
+from pages.views.train_ui import fmt_duration
 
 mgr = get_manager(str(runs_dir()))
 mgr.prepare()  # a trainer started ahead of time (torch imported): the next Start's first step comes sooner
@@ -66,8 +66,8 @@ if task == "tsv":
             st.error(t("train.upload_unusable", problem=say(checked["error"])), icon="🚫")
         else:
             pairs = checked["sample"]
-            st.success(t("train.upload_ok", file=plain(upload_name), count=checked["count"],
-                         source=plain(pairs[0][0]), target=plain(pairs[0][1])))
+            st.success(t("train.upload_ok", file=fmt.escape_md(upload_name), count=checked["count"],
+                         source=fmt.escape_md(pairs[0][0]), target=fmt.escape_md(pairs[0][1])))
 
 # -----------------------------------------------------------------------------
 # 2. model size

@@ -17,7 +17,7 @@ from model.training.checkpoint import CheckpointError
 from model.family.mlm import fill_masks, later_share, tokens
 from pages.views.family import concept_link, pick_family_model
 from pages.views.inspector import label, labels
-from pages.views.train_ui import plain
+from app.format import escape_md
 
 MAX_CHARS = 400  # per text box; the model reads at most max_len pieces anyway
 
@@ -96,7 +96,7 @@ def render() -> None:
     picked = []
     if choices:  # nothing to click when every token is already [MASK]
         picked = st.pills(t("family_mlm.pick"), choices, selection_mode="multi",
-                          format_func=lambda p: plain(label(seq.pieces[p])),
+                          format_func=lambda p: escape_md(label(seq.pieces[p])),
                           **keep("fam_mlm_masked", [], url="mlm_masked", valid=choices, codec=Positions))
     try:
         result = of_weights(_fill, loaded.path, text_a, text_b, tuple(sorted(picked or ())), task="mlm")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from app.format import compact, vector
+from app.format import compact, escape_md, vector
 from app.i18n import t
 from model.lessons.worked_example import (
     PRINTED_DECIMALS, ChainRow, CellTrace, DotTerms, ExampleReport, SoftmaxTerm, WeightedSum,
@@ -79,22 +79,11 @@ def softmax_text(s: SoftmaxTerm, max_terms: int = 6) -> str:
     return f"exp({compact(s.row[s.j])}) / ({' + '.join(shown)}) = {compact(s.weight)}"
 
 
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!<>|~$:&])")
-
-
-def _code_safe(label: str) -> str:
-    return str(label).replace("`", "ˋ")  # a backtick would end the inline code
-
-
-def _markdown_safe(label: str) -> str:
-    """A token label shown as it is inside Markdown: typed or from a link, `![x](url)`, `**b**`, `<s>` or
-    `$x$` stay text (every Markdown character escaped)."""
-    return _MARKDOWN.sub(r"\\\1", _code_safe(label))
 
 
 def cell_lines(c: CellTrace, q_label: str, k_label: str) -> list[str]:
     """The Markdown lines of the 'where one number comes from' section for cell (i, j)."""
-    q, k, i, j = _markdown_safe(q_label), _markdown_safe(k_label), c.i + 1, c.j + 1
+    q, k, i, j = escape_md(q_label), escape_md(k_label), c.i + 1, c.j + 1
     lines = [f"**S[{q}, {k}]** = q{i} · k{j} = `{dot_product_text(c.dot)}`",
              f"**S′** = S ÷ √{c.d_k} = `{compact(c.raw)} ÷ {compact(c.root_dk)} = {compact(c.scaled)}`"]
     if c.softmax.masked:

@@ -2,13 +2,11 @@
 messages. No st.* calls (tested without Streamlit)."""
 from __future__ import annotations
 
-import re
 
 from app import i18n
-from app.format import duration_parts
+from app.format import duration_parts, escape_md
 from model.messages import Message
 
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!<>|~$:])")
 
 
 def fmt_duration(seconds, lang: str | None = None) -> str:
@@ -22,11 +20,6 @@ def fmt_duration(seconds, lang: str | None = None) -> str:
     return " ".join(i18n.fill(table[f"train.unit.{unit}"], {"n": n}) for unit, n in units)
 
 
-def plain(text: str) -> str:
-    """Text shown as it is inside Markdown (st.info and friends): every Markdown character escaped."""
-    return _MARKDOWN.sub(r"\\\1", text)
-
-
 def status_text(message: Message | str | None) -> str:
     """A run's status message for the page: a Message translated; an English sentence stored by an
     older version, or a code this version does not know, shown verbatim as plain text."""
@@ -37,4 +30,4 @@ def status_text(message: Message | str | None) -> str:
             return i18n.say(message)
         except (KeyError, ValueError, TypeError):  # a damaged or newer status.json
             message = str(message)
-    return plain(message)
+    return escape_md(message)

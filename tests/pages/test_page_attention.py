@@ -99,7 +99,7 @@ def test_cell_lines(lang, monkeypatch):
     monkeypatch.setattr("app.i18n.lang", lambda: lang)
     w = wx.worked_from_text(wx.matrix_text(Q), wx.matrix_text(K), wx.matrix_text(V), causal=True)
     lines = lab.cell_lines(wx.cell_trace(w, 0, 1), "나`는", "학교에")
-    assert lines[0] == "**S[나ˋ는, 학교에]** = q1 · k2 = `0.1×0.5 + 0.3×0.7 + 0.5×0.4 = 0.05 + 0.21 + 0.2 = 0.46`"
+    assert lines[0] == "**S[나\\`는, 학교에]** = q1 · k2 = `0.1×0.5 + 0.3×0.7 + 0.5×0.4 = 0.05 + 0.21 + 0.2 = 0.46`"
     assert lines[1] == "**S′** = S ÷ √3 = `0.46 ÷ 1.732 = 0.2656`"
     assert lines[2] == t("attention.cell.masked", query_no=1, key_no=2)
     assert ("mask" if lang == "en" else "마스크") in lines[2]

@@ -13,7 +13,8 @@ from app.i18n import LANGS
 
 from app import i18n
 from app.jobs import get_manager
-from pages.views.train_ui import fmt_duration, plain, status_text
+from app.format import escape_md as plain
+from pages.views.train_ui import fmt_duration, status_text
 from model.messages import Message
 from tests.apptest_util import assert_clean, run_page
 from tests import apptest_util
