@@ -21,6 +21,16 @@ MAX_SEED = 999_999
 GREY = "#888888"
 
 
+def extra_boxes(scores: dict) -> int | None:
+    """Kept predictions that found no object (duplicates and false alarms) in the card's test split, from its
+    recall, precision and object count: found objects / precision - found objects."""
+    try:
+        found = float(scores["found"]) * int(scores["objects"])
+        return round(found / float(scores["precision"]) - found)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
+
+
 def _new_seed() -> None:
     st.session_state["fam_detr_seed"] = random.randrange(MAX_SEED + 1)
 
@@ -66,13 +76,17 @@ def render() -> None:
     det = of_weights(_detection, loaded.path, seed, threshold, task=TASK, network=True)
     N = len(det.scores)
 
-    m1, m2, m3 = st.columns(3)
+    m1, m2, m3, m4 = st.columns(4)
     m1.metric(t("family_detr.found"), f"{int(det.found.sum())} / {len(det.gt_classes)}", help=t("family_detr.found_help"))
     m2.metric(t("family_detr.shown"), f"{int(det.keep.sum())} / {N}")
     scores = loaded.meta.get("scores") if isinstance(loaded.meta.get("scores"), dict) else {}
     if isinstance(scores.get("found"), (int, float)):
         m3.metric(t("family_detr.test_score"), f"{scores['found']:.1%}",
                   help=t("family_detr.test_score_help", images=scores.get("images", "?")))
+    extra = extra_boxes(scores)
+    if extra is not None:  # recall alone would hide the duplicates: precision beside it
+        m4.metric(t("family_detr.test_precision"), f"{scores['precision']:.1%}",
+                  help=t("family_detr.test_precision_help", extra=extra, images=scores["images"]))
 
     # ------------------------------------------------------------ picture and queries
     labels = [f"q{i + 1} {_class_name(det.classes[i])} {det.scores[i]:.2f}" for i in range(N)]

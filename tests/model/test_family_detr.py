@@ -305,6 +305,11 @@ def test_section(lang, model_in_runs):
     assert at.header[0].value == words["family_detr.header"]
     assert len(charts(at)) == 4
     found = at.metric[0].value
+    if (SHIPPED / "config.json").is_file():  # the card's recall never without its precision
+        scores = json.loads((SHIPPED / "meta.json").read_text())["scores"]
+        labels = {m.label: m.value for m in at.metric}
+        assert labels[words["family_detr.test_score"]] == f"{scores['found']:.1%}"
+        assert labels[words["family_detr.test_precision"]] == f"{scores['precision']:.1%}"
     seed = at.number_input(key="fam_detr_seed").value
     assert seed == 0 and "/" in found
     at.button(key="fam_detr_new").click().run()
