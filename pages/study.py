@@ -9,11 +9,12 @@ from app import format as fmt
 from app.charts.export import rows_csv
 from app.charts.study import factor_figure
 from app.i18n import UserError, options, t
-from app.resources import shared_figure
+from app.resources import computed, shared_figure
 from app.state import keep
 from app.ui import error, show_figure, text
 from model.lessons import table3
 from model.lessons.table3 import MINI_BASE, PAPER_TABLE3, STUDY_ROWS, paper_row
+from model.training.study import step_seconds
 from pages.views import study
 
 GROUPS = ("A", "B", "C", "D", "E")
@@ -122,46 +123,91 @@ if doc is not None:
         })
     st.dataframe(table, hide_index=True)
     st.caption(t("study.table.note"))
+    text("study.setting", steps=opts.get("steps", "?"), batch=opts.get("batch_size", "?"),
+         warmup=opts.get("warmup", "?"), factor=opts.get("lr_factor", 1.0), d_model=MINI_BASE.d_model,
+         seeds=opts.get("seeds", "?"))
     stuck = table3.plateau_runs(doc)
-    if stuck["runs"]:
-        st.markdown(t("study.plateau", stuck=stuck["stuck"], runs=stuck["runs"], limit=table3.PLATEAU,
-                      steps=opts.get("steps", "?"), rows=stuck["rows"]))
+    if stuck["stuck"]:
+        st.warning(t("study.plateau", stuck=stuck["stuck"], runs=stuck["runs"], limit=table3.PLATEAU,
+                     steps=opts.get("steps", "?"), rows=stuck["rows"]))
+    elif stuck["runs"]:
+        st.markdown(t("study.no_plateau", runs=stuck["runs"], limit=table3.PLATEAU, worst=stuck["worst"]))
 
 # ------------------------------------------------------------------------- 2. by factor
     factor_section(doc, rows)
 
     # ------------------------------------------------------------------------- 3. the reading
     st.header(t("study.reading.header"))
-    st.caption(t("study.reading.rule"))
+    least = min((int(r.get("seeds_done", 0)) for r in doc["rows"]), default=0)
+    st.markdown(t("study.reading.rule", seeds=max(least, 1), min_seeds=table3.MIN_SEEDS,
+                  chance=100 * table3.separation_p_value(max(least, 1), max(least, 1))))
     for v in table3.verdicts(doc):
         claim = t(f"study.claims.{v.claim.key}")
+        quote = t(f"study.paper_says.{v.claim.key}")
         if v.ours is None:
-            st.markdown(f"- {claim} — {t('study.outcome.missing')}")
+            st.markdown(f"- {claim} — {t('study.outcome.missing')}  \n  {quote}")
             continue
-        icon = {"reproduced": ":green[:material/check_circle:]", "not_reproduced": ":red[:material/cancel:]",
-                "unclear": ":gray[:material/remove_circle:]"}[v.outcome]
+        icon = {"reproduced": ":green[:material/check_circle:]", "contradicted": ":red[:material/cancel:]",
+                "unclear": ":gray[:material/help:]"}[v.outcome]
+        (wlo, whi), (blo, bhi) = v.ranges
+        evidence = (t("study.reading.apart", p=v.p_value) if v.p_value is not None else t("study.reading.overlap"))
+        if v.outcome == "unclear" and min(v.seeds) < table3.MIN_SEEDS:
+            evidence = t("study.reading.too_few", min_seeds=table3.MIN_SEEDS)
         st.markdown(f"- {icon} {claim} " + t("study.reading.line", outcome=t(f"study.outcome.{v.outcome}"),
                                              pw=v.paper[0], pb=v.paper[1], ow=v.ours[0], ob=v.ours[1],
-                                             seeds=v.seeds))
-    text("study.why_differ")
+                                             wlo=wlo, whi=whi, blo=blo, bhi=bhi, sw=v.seeds[0], sb=v.seeds[1],
+                                             evidence=evidence) + f"  \n  {quote}")
+    counts = {k: sum(v.outcome == k for v in table3.verdicts(doc)) for k in ("reproduced", "contradicted", "unclear")}
+    st.markdown(t("study.reading.summary", **counts))
+    text("study.why_differ", steps=opts.get("steps", "?"))
 
 # ----------------------------------------------------------------------------- 4. rerun
 st.header(t("study.rerun.header"))
 text("study.rerun")
 
 
-@st.fragment(run_every=2.0 if study.state()["state"] == "running" else None)
-def rerun_panel() -> None:
+@st.fragment(run_every=1.0)
+def rerun_watch() -> None:
+    """The rerun's progress and its stop button, read every second: a study started in this tab or another
+    shows here within a second, and when it ends the whole page runs again to show its table and the form."""
     prog = study.progress()
-    running = prog["state"] == "running"
-    if running:
-        st.info(t("study.rerun.running", done=prog["done"], total=prog["total"]))
-        for c in prog["current"]:
-            st.progress(min(1.0, c["step"] / max(1, c["total"] or 1)),
-                        text=t("study.rerun.current", name=c["run"], step=c["step"], total=c["total"] or "?"))
-        if st.button(t("study.rerun.stop"), key="study_stop"):
-            study.stop()
-            st.rerun()
+    seen = st.session_state.get("study_seen_state")
+    st.session_state["study_seen_state"] = prog["state"]
+    if seen is not None and (seen == "running") != (prog["state"] == "running"):
+        st.rerun(scope="app")  # started or ended since the page was drawn: redraw the tables and the form
+    if prog["state"] != "running":
+        return
+    st.info(t("study.rerun.running", done=prog["done"], total=prog["total"]))
+    for c in prog["current"]:
+        st.progress(min(1.0, c["step"] / max(1, c["total"] or 1)),
+                    text=t("study.rerun.current", name=c["run"], step=c["step"], total=c["total"] or "?"))
+    if st.button(t("study.rerun.stop"), key="study_stop"):
+        study.stop()
+
+
+def estimate_caption(chosen: list[str], seeds: int) -> None:
+    """How long the chosen runs take here: from this machine's own finished runs of a row where there are
+    some, else the shipped study's times scaled by this machine's measured step time against its maker's."""
+    here = study.seconds_here()
+    scale = None
+    if shipped and shipped.get("step_seconds"):
+        scale = computed(step_seconds) / float(shipped["step_seconds"])
+    per_run = {}
+    for r in (shipped or {}).get("rows", []):
+        m = table3.centre(r, "seconds")
+        per_run[r["row"]] = None if m is None or scale is None else m * scale
+    known = [here.get(k, per_run.get(k)) for k in chosen]
+    if chosen and all(v is not None for v in known):
+        basis = t("study.rerun.estimate_mine") if all(k in here for k in chosen) else t("study.rerun.estimate_scaled")
+        st.caption(t("study.rerun.estimate", runs=len(chosen) * seeds, minutes=sum(known) * seeds / 60, basis=basis))
+    else:
+        st.caption(t("study.rerun.estimate_unknown", runs=len(chosen) * seeds))
+
+
+@st.fragment
+def rerun_form() -> None:
+    prog = study.progress()
+    if prog["state"] == "running":
         return
     if prog["state"] == "failed":
         error(UserError("study.errors.failed", problem=fmt.escape_md(prog.get("error") or "?")))
@@ -178,19 +224,16 @@ def rerun_panel() -> None:
     seeds = int(st.number_input(t("study.rerun.seeds"), 1, study.MAX_SEEDS,
                                 **keep("study_seeds", 1, valid=range(1, study.MAX_SEEDS + 1))))
     fresh = st.checkbox(t("study.rerun.fresh"), **keep("study_fresh", True, valid=(True, False)))
-    per_run = {r["row"]: table3.mean(r, "seconds") for r in (shipped or {}).get("rows", [])}
-    known = [per_run.get(k) for k in chosen]
-    if chosen and all(v is not None for v in known):
-        st.caption(t("study.rerun.estimate", runs=len(chosen) * seeds, minutes=sum(known) * seeds / 60))
-    else:
-        st.caption(t("study.rerun.estimate_unknown", runs=len(chosen) * seeds))
+    estimate_caption(chosen, seeds)
     if st.button(t("study.rerun.start"), type="primary", key="study_start"):
         try:
             study.start(chosen, seeds, fresh=fresh)
         except UserError as e:
             error(e)
         else:
-            st.rerun()
+            st.session_state["study_seen_state"] = "running"
+            st.rerun(scope="app")
 
 
-rerun_panel()
+rerun_watch()
+rerun_form()

@@ -29,6 +29,7 @@ MODEL_FLAGS = ("preset", "architecture", "d_model", "heads", "d_ff", "layers", "
 POSITIVE_INTS = ("steps", "eval_every", "log_every", "ckpt_every", "batch_size", "warmup", "max_len")
 SIZE_FLAGS = ("d_model", "heads", "d_ff", "layers")  # None (the preset's) or positive
 COUNTS = ("threads", "seed", "average_last", "fail_at_step", "batch_tokens")  # 0 or more
+OPTIONAL_COUNTS = ("split_seed",)  # None or 0 or more
 FRACTIONS = ("dropout", "label_smoothing", "cooldown")  # None (the preset's) or in [0, 1)
 
 
@@ -63,7 +64,10 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--lr-factor", type=float, default=1.0, help="multiplies the warm-up schedule")
     p.add_argument("--cooldown", type=float, default=0.0, metavar="FRACTION",
                    help="the last FRACTION of --steps lowers the rate linearly towards 0 (0 = the paper's schedule)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="initialisation and batch order (and the split, unless --split-seed)")
+    p.add_argument("--split-seed", type=int, default=None, metavar="N",
+                   help="how the corpus is split into train/dev/test (default: --seed); a study gives every run "
+                        "the same split so that seeds differ in initialisation and batch order only")
     p.add_argument("--eval-every", type=int, default=200)
     p.add_argument("--log-every", type=int, default=20)
     p.add_argument("--log-first", action="store_true",
@@ -131,6 +135,9 @@ def option_problem(args) -> str | None:
             return f"{flag(name)} must be positive"
     for name in COUNTS:
         if getattr(args, name, 0) < 0:
+            return f"{flag(name)} must be 0 or more"
+    for name in OPTIONAL_COUNTS:
+        if (getattr(args, name, None) or 0) < 0:
             return f"{flag(name)} must be 0 or more"
     if getattr(args, "batch_tokens", 0) and is_family_task(args.task):
         return f"--batch-tokens is for the translation and language-model tasks, not {args.task}"
@@ -212,3 +219,10 @@ def command_line(args) -> str:
             v = json.dumps(v, separators=(",", ":"))
         parts.append(flag if v is True else f"{flag} {shlex.quote(str(v))}")
     return " ".join(parts)
+
+
+def split_seed(args) -> int:
+    """The seed that splits the corpus: --split-seed, or --seed when it is not given (a run's args.json
+    written before the option existed has neither key and splits by its seed, as it did)."""
+    given = getattr(args, "split_seed", None)
+    return args.seed if given is None else given

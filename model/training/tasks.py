@@ -15,7 +15,7 @@ from model.messages import Message, UserError
 from model.nn.transformer import Transformer
 from model.training.checkpoint import save_model_dir
 from model.training.faults import GiveUp
-from model.training.options import config_problem, model_config, read_config
+from model.training.options import config_problem, model_config, read_config, split_seed
 from model.training.schedule import ADAM_BETAS, ADAM_EPS, noam_lambda
 
 
@@ -24,7 +24,7 @@ def task_for(args) -> Seq2Seq | FamilyMember:
         return FamilyMember(args)
     max_len = read_config(args.config).max_len if args.config else args.max_len
     try:
-        data = load_task(args.task, args.seed, args.tsv, max_len)
+        data = load_task(args.task, split_seed(args), args.tsv, max_len)
     except UserError as e:
         raise GiveUp(Message("train.status.corpus", {"problem": e.message}), 2, step=0,
                      total_steps=args.steps) from None

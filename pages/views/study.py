@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 from app.jobs import JobManager, pid_alive, runs_dir
+from model.atomic import atomic_write_json
 from model.messages import UserError
 from model.training.study import DEFAULTS, RESULT, read_json
 from model.lessons.table3 import STUDY_ROWS
@@ -80,8 +82,14 @@ def start(rows: list[str], seeds: int, *, fresh: bool, folder: Path | None = Non
     except OSError as e:
         raise UserError("study.errors.folder", problem=e.strerror or str(e)) from None
     with log:
-        subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+    # Say "running" before the study's own first write (it imports torch first): every open page that reads
+    # the state shows the progress and the stop button at once instead of the previous study's outcome.
+    prior = read_json(folder / "study.json")
+    atomic_write_json(folder / "study.json", {**(prior if isinstance(prior, dict) else {}), "state": "running",
+                                              "pid": getattr(proc, "pid", None), "total": len(rows) * seeds,
+                                              "done": 0, "current": [], "error": None})
     return argv
 
 
@@ -110,6 +118,18 @@ def progress(folder: Path | None = None) -> dict:
     done = sum(1 for d in folder.glob("*-s*") if (d / RESULT).exists()) if folder.is_dir() else 0
     return {"state": st["state"], "done": int(st.get("done") or 0), "total": int(st.get("total") or 0),
             "current": current, "results": done, "error": st.get("error")}
+
+
+def seconds_here(folder: Path | None = None) -> dict[str, float]:
+    """Per row, the median training time of the runs finished on this machine (rows with none left out)."""
+    folder = folder or study_dir()
+    times: dict[str, list[float]] = {}
+    for d in folder.glob("*-s*") if folder.is_dir() else ():
+        result = read_json(d / RESULT)
+        if isinstance(result, dict) and isinstance(result.get("train_seconds"), (int, float)) \
+                and result.get("row") in STUDY_ROWS:
+            times.setdefault(result["row"], []).append(float(result["train_seconds"]))
+    return {row: statistics.median(v) for row, v in times.items()}
 
 
 def run_summaries(folder: Path | None = None) -> list[dict]:
