@@ -10,7 +10,7 @@ fi
 python3 -m pip install -q -r requirements-dev.txt
 mkdir -p test-artifacts
 set +e
-python3 -m pytest -q "$@"
+python3 -m pytest -q --durations=30 "$@"
 rc=$?
 set -e
 if [ "$rc" = 5 ]; then echo "pytest collected no tests"; exit 1; fi
