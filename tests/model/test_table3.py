@@ -183,7 +183,7 @@ def test_results_of_other_options_are_stale_and_fresh_rows_start_over(tmp_path, 
         return 0, ""
 
     monkeypatch.setattr(study, "_run_trainer", fake_trainer)
-    monkeypatch.setattr(study, "score_run", lambda d, seed, limit: {
+    monkeypatch.setattr(study, "score_run", lambda d, split, limit: {
         "parameters": 1, "dev_loss": 0.1, "dev_perplexity": 1.1, "dev_token_acc": 0.9, "exact_match": 0.5,
         "bleu": 50.0, "dev_sentences": 1, "decoded_sentences": 1})
     opts = {**study.DEFAULTS, "seeds": 2, "steps": 5}
@@ -200,6 +200,46 @@ def test_results_of_other_options_are_stale_and_fresh_rows_start_over(tmp_path, 
     table = {r["row"]: r for r in json.loads((out / "table3.json").read_text())["rows"]}
     assert table["base"]["seeds_done"] == 2 and table["C-N2"]["seeds_done"] == 0  # C-N2 was made with 5 steps
     assert json.loads((out / "study.json").read_text())["state"] == "done"
+
+
+def test_every_run_of_a_study_trains_and_is_scored_on_one_split(tmp_path, monkeypatch):
+    """Seeds change initialisation and batch order only: every trainer gets the study's --split-seed and the
+    scoring reads that split, whatever the run's seed."""
+    import model.training.study as study
+    argvs, scored = [], []
+
+    def fake_trainer(argv, env, stop):
+        argvs.append(argv)
+        run_dir = Path(argv[argv.index("--out") + 1])
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "status.json").write_text(json.dumps({"state": "done"}))
+        return 0, ""
+
+    def fake_score(run_dir, split, limit):
+        scored.append(split)
+        return {"parameters": 1, "dev_loss": 0.1, "dev_perplexity": 1.1, "dev_token_acc": 0.9, "exact_match": 0.5,
+                "bleu": 50.0, "dev_sentences": 1, "decoded_sentences": 1}
+
+    monkeypatch.setattr(study, "_run_trainer", fake_trainer)
+    monkeypatch.setattr(study, "score_run", fake_score)
+    assert study.run_study(tmp_path / "s", ["base"], {**study.DEFAULTS, "seeds": 3, "split_seed": 7}) == 0
+    assert sorted(a[a.index("--seed") + 1] for a in argvs) == ["0", "1", "2"]
+    assert [a[a.index("--split-seed") + 1] for a in argvs] == ["7"] * 3 and scored == [7] * 3
+
+
+def test_the_trainer_splits_by_split_seed_and_else_by_seed(monkeypatch):
+    import model.training.tasks as tasks
+    from model.training.options import parse_args, split_seed
+    seen = []
+    monkeypatch.setattr(tasks, "load_task", lambda task, seed, tsv, max_len: seen.append(seed) or object())
+    monkeypatch.setattr(tasks, "Seq2Seq", lambda args, data: data)
+    for argv, expected in ((["--seed", "3", "--split-seed", "0"], 0), (["--seed", "3"], 3)):
+        args = parse_args(["--task", "en-ko", "--out", "x", *argv])
+        assert split_seed(args) == expected
+        tasks.task_for(args)
+    assert seen == [0, 3]
+    with pytest.raises(SystemExit):
+        parse_args(["--task", "en-ko", "--out", "x", "--split-seed", "-1"])
 
 
 def test_a_second_study_on_the_same_folder_refuses(tmp_path):
