@@ -139,7 +139,7 @@ if doc is not None:
     # ------------------------------------------------------------------------- 3. the reading
     st.header(t("study.reading.header"))
     least = min((int(r.get("seeds_done", 0)) for r in doc["rows"]), default=0)
-    st.markdown(t("study.reading.rule", seeds=max(least, 1), min_seeds=table3.MIN_SEEDS,
+    st.markdown(t("study.reading.rule", seeds=max(least, 1), alpha=100 * table3.ALPHA,
                   chance=100 * table3.separation_p_value(max(least, 1), max(least, 1))))
     for v in table3.verdicts(doc):
         claim = t(f"study.claims.{v.claim.key}")
@@ -151,8 +151,8 @@ if doc is not None:
                 "unclear": ":gray[:material/help:]"}[v.outcome]
         (wlo, whi), (blo, bhi) = v.ranges
         evidence = (t("study.reading.apart", p=v.p_value) if v.p_value is not None else t("study.reading.overlap"))
-        if v.outcome == "unclear" and min(v.seeds) < table3.MIN_SEEDS:
-            evidence = t("study.reading.too_few", min_seeds=table3.MIN_SEEDS)
+        if v.outcome == "unclear" and v.p_value is not None:  # apart, but so few seeds part by chance too often
+            evidence = t("study.reading.too_few", p=v.p_value, alpha=table3.ALPHA)
         st.markdown(f"- {icon} {claim} " + t("study.reading.line", outcome=t(f"study.outcome.{v.outcome}"),
                                              pw=v.paper[0], pb=v.paper[1], ow=v.ours[0], ob=v.ours[1],
                                              wlo=wlo, whi=whi, blo=blo, bhi=bhi, sw=v.seeds[0], sb=v.seeds[1],

@@ -182,7 +182,7 @@ CLAIMS = (
     Claim("smoothing_perplexity", "base", "D-ls0"),
     Claim("learned_positions", "E-learned", "base", "same"),
 )
-MIN_SEEDS = 3  # fewer seeds in either row: no verdict (two seeds of each separate by chance one time in three)
+ALPHA = 0.05  # a separation this likely by chance is no verdict: 3 seeds against 3 separate by chance 10 % of the time
 
 
 @dataclass
@@ -216,8 +216,8 @@ def seed_values(row: dict | None, metric: str) -> list[float]:
 def verdicts(doc: dict, metric: str = "perplexity") -> list[Verdict]:
     """Each conclusion of the paper against our rows, by their seeds' ranges (stated on the page):
     reproduced when every seed of the row the paper finds worse is worse than every seed of the other;
-    contradicted when every seed says the opposite; unclear whenever the two ranges overlap, or either row
-    has fewer than MIN_SEEDS seeds. A claim that two rows are alike ("same") can be contradicted (the ranges
+    contradicted when every seed says the opposite; unclear whenever the two ranges overlap, or when so few
+    seeds separate by chance more often than ALPHA (fewer than 4 against 4). A claim that two rows are alike ("same") can be contradicted (the ranges
     separate) but never reproduced: seeds that overlap show no difference was found, not that none exists."""
     rows = {r["row"]: r for r in doc["rows"]}
     out = []
@@ -231,7 +231,7 @@ def verdicts(doc: dict, metric: str = "perplexity") -> list[Verdict]:
         ranges = ((min(a), max(a)), (min(b), max(b)))
         worse_apart, better_apart = min(a) > max(b), max(a) < min(b)
         p = separation_p_value(len(a), len(b)) if worse_apart or better_apart else None
-        if min(len(a), len(b)) < MIN_SEEDS:
+        if p is not None and p > ALPHA:
             outcome = "unclear"
         elif c.kind == "same":
             outcome = "contradicted" if p is not None else "unclear"
