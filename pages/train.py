@@ -234,6 +234,22 @@ def runs_panel() -> None:
 
 runs_panel()
 
+
+@st.fragment(run_every=1.0)
+def idle_watch() -> None:
+    """While nothing of this learner's trains, look every second for a run started elsewhere (another tab, the
+    command line with the same owner): the page then runs again and its runs panel refreshes itself."""
+    try:
+        runs = mgr.list_runs(owner=OWNER)
+    except UserError:
+        return
+    if any(r["state"] in ACTIVE or is_starting(r) for r in runs):
+        st.rerun(scope="app")
+
+
+if REFRESH is None:  # while something trains, the runs panel refreshes itself and notices the end
+    idle_watch()
+
 # The Table 3 study (pages/study.py) trains ordinary runs in a folder of its own: listed here, read-only.
 study_runs = study_runs_of(str(study.study_dir()))
 if study_runs:
