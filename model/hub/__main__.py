@@ -1,5 +1,6 @@
 """python -m model.hub list                      models we can run: the local hub cache and ./pretrained
-python -m model.hub fetch Helsinki-NLP/opus-mt-en-de   download only the files a model needs (online only)
+python -m model.hub fetch Helsinki-NLP/opus-mt-en-de   download only the files a model needs (online only); a bare
+                                              id as the Hub takes it works too: fetch gpt2
 python -m model.hub check FOLDER              load a folder and print its card facts"""
 from __future__ import annotations
 

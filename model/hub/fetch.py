@@ -11,7 +11,17 @@ from model.hub import hub_cache_dir
 
 NEEDED = ["config.json", "generation_config.json", "tokenizer_config.json", "special_tokens_map.json",
           "vocab.json", "vocab.txt", "merges.txt", "source.spm", "target.spm", "*.md", "LICENSE*"]
-REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}$")
+# A Hub repository id: "name" (a bare id, as the Hub still serves gpt2 or bert-base-uncased) or "owner/name";
+# each part letters, digits, "-", "_", ".", starting and ending with a letter or digit, at most 96 characters.
+PART = r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9])?"
+REPO_ID = re.compile(rf"(?:{PART}/)?{PART}")
+
+
+def valid_repo_id(repo_id: str) -> bool:
+    """Whether `repo_id` is a name the Hub accepts (its own rules: no "--" or "..", no ".git" ending), checked
+    here so that a path such as ../../etc or a typo is refused before any connection."""
+    return (isinstance(repo_id, str) and bool(REPO_ID.fullmatch(repo_id)) and "--" not in repo_id
+            and ".." not in repo_id and not repo_id.endswith(".git"))
 
 
 class FetchError(RuntimeError):
@@ -43,8 +53,9 @@ OFFLINE = ("this machine cannot reach the Hugging Face hub. Put the model's fold
 
 def fetch(repo_id: str, progress: bool = False, cache_dir: Path | None = None) -> Path:
     """The local snapshot folder of `repo_id` after downloading what is missing."""
-    if not REPO_ID.match(repo_id or ""):
-        raise FetchError("bad_name", f"{repo_id!r} is not a Hugging Face model name such as Helsinki-NLP/opus-mt-en-de")
+    if not valid_repo_id(repo_id):
+        raise FetchError("bad_name", f"{repo_id!r} is not a Hugging Face model name such as gpt2 or "
+                         "Helsinki-NLP/opus-mt-en-de")
     if not online():
         raise FetchError("offline", OFFLINE)
     try:

@@ -92,6 +92,79 @@ def test_downloads_say_clearly_when_offline(monkeypatch):
     assert e.value.code == "bad_name"
 
 
+BARE_IDS = ["gpt2", "bert-base-uncased", "distilbert-base-uncased", "roberta-base", "t5-small", "xlm-roberta-base"]
+OWNED_IDS = ["Helsinki-NLP/opus-mt-en-de", "openai-community/gpt2", "google-bert/bert-base-uncased", "a/b",
+             "sentence-transformers/all-MiniLM-L6-v2", "FacebookAI/roberta-base", "x_y/z.v2"]
+NOT_IDS = ["", " ", "../../etc/passwd", "/gpt2", "gpt2/", "a/b/c", "-gpt2", "gpt2-", ".gpt2", "gpt2.", "gp..t2",
+           "gp--t2", "gpt2.git", "owner/gpt2.git", "gpt 2", "not a name <b>", "gpt2\n", "ö/x", "a" * 97, None, 7]
+
+
+@pytest.mark.parametrize("repo_id", BARE_IDS + OWNED_IDS)
+def test_repo_ids_people_type_are_accepted(repo_id):
+    """The Hub takes a bare id (a repository without an owner, as gpt2 or bert-base-uncased) as well as
+    owner/name: both reach the download (offline here, so the answer is "offline", never "bad_name")."""
+    from model.hub.fetch import valid_repo_id
+    assert valid_repo_id(repo_id)
+    with pytest.MonkeyPatch.context() as m:
+        m.setenv("HF_HUB_OFFLINE", "1")
+        with pytest.raises(FetchError) as e:
+            fetch(repo_id)
+    assert e.value.code == "offline"
+
+
+@pytest.mark.parametrize("repo_id", NOT_IDS)
+def test_names_the_hub_refuses_are_refused_before_any_connection(monkeypatch, repo_id):
+    from model.hub import fetch as fetch_module
+    monkeypatch.setattr(fetch_module, "online", lambda *a, **k: pytest.fail("no connection for a bad name"))
+    assert not fetch_module.valid_repo_id(repo_id)
+    with pytest.raises(FetchError) as e:
+        fetch(repo_id)
+    assert e.value.code == "bad_name"
+
+
+def test_our_names_agree_with_the_hub_clients_own_check():
+    """Our check (made before any connection) accepts exactly what huggingface_hub's validator accepts."""
+    validators = pytest.importorskip("huggingface_hub.utils")
+    from model.hub.fetch import valid_repo_id
+    for repo_id in BARE_IDS + OWNED_IDS + [n for n in NOT_IDS if isinstance(n, str) and n.strip()]:
+        try:
+            validators.validate_repo_id(repo_id)
+            theirs = True
+        except validators.HFValidationError:
+            theirs = False
+        if repo_id.isascii() and "\n" not in repo_id:  # theirs allows any Unicode letter; the Hub's names are ASCII
+            assert valid_repo_id(repo_id) == theirs, repo_id
+
+
+def test_a_bare_id_is_downloaded_as_typed(monkeypatch, tmp_path):
+    """fetch("gpt2") asks the hub client for "gpt2" itself (the Hub redirects it to its owner), offline here:
+    the client's functions are stand-ins that record what they were asked."""
+    import huggingface_hub
+    from model.hub import fetch as fetch_module
+    asked = []
+    monkeypatch.setattr(fetch_module, "online", lambda *a, **k: True)
+    monkeypatch.setattr(huggingface_hub, "list_repo_files", lambda repo: asked.append(repo) or
+                        ["config.json", "model.safetensors", "vocab.json", "merges.txt", "pytorch_model.bin"])
+
+    def download(repo, allow_patterns, cache_dir):
+        asked.append((repo, tuple(allow_patterns), cache_dir))
+        return str(tmp_path / "snap")
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", download)
+    assert fetch("gpt2", cache_dir=tmp_path) == tmp_path / "snap"
+    assert asked[0] == "gpt2" and asked[1][0] == "gpt2" and asked[1][2] == str(tmp_path)
+    assert "model.safetensors" in asked[1][1] and "pytorch_model.bin" not in asked[1][1]
+
+
+def test_the_command_line_fetch_takes_a_bare_id(monkeypatch, capsys):
+    from model.hub.__main__ import main
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["fetch", "gpt2"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach the Hugging Face hub" in err and "not a Hugging Face model name" not in err
+    assert main(["fetch", "../gpt2"]) == 2
+    assert "not a Hugging Face model name" in capsys.readouterr().err
+
+
 def test_size_summary_counts_what_we_load(marian):
     from model.hub import load_pretrained, size_summary
     s = size_summary(marian)
