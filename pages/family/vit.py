@@ -1,5 +1,5 @@
 """The ViT section of the family page: a small Vision Transformer classifies 8×8 handwritten digits. The
-learner picks a test digit or draws one (click pixels on a canvas, or edit the same picture as text), and
+learner picks a test digit or draws one (strokes on a canvas, or edit the same picture as text), and
 sees the patches as tokens, the prediction, where [CLS] attends in every layer and head, the attention
 rollout, and what the learned position embeddings learned. Layout only: the model and every number come
 from model.family.vit (cached in app.resources; data from model.family.digits), the figures from
@@ -8,21 +8,21 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.charts.family_vit import (class_probabilities, cls_attention_tiles, digit_canvas, patch_similarity_grid,
-                                   patch_tokens, position_similarity_map, rollout_overlay)
+from app.charts.family_vit import (class_probabilities, cls_attention_tiles, patch_similarity_grid, patch_tokens,
+                                   position_similarity_map, rollout_overlay)
+from app.fast.canvas import pixel_canvas
 from app.i18n import UserError, t
 from app.resources import of_weights
 from app.state import keep
 from app.ui import error, show_figure, show_matrix, text
-from model.family.digits import (SIZE, blank_text, image_from_text, image_to_text, lenient_image, split,
-                                 toggle_pixel)
+from model.family.digits import MAX_VALUE, blank_text, image_from_text, image_to_text, lenient_image, split
 from model.family.vit import ViTConfig, classify, neighbour_similarity, position_similarity
 from pages.views.family import concept_link, pick_family_model
 
 TASK = "vit-digits"
 INDEX = "fam_vit_index"
 GRID = "fam_vit_grid"
-CANVAS_N = "fam_vit_canvas_n"  # bumped after every click: a fresh canvas widget with nothing selected
+CANVAS = "fam_vit_canvas"
 MAX_GRID_TEXT = 400
 
 
@@ -42,42 +42,19 @@ def _test_text(index: int) -> str:
     return image_to_text(images[index])
 
 
-def _fresh_canvas() -> None:
-    st.session_state[CANVAS_N] = st.session_state.get(CANVAS_N, 0) + 1
-
-
 def _use_test_digit() -> None:
     """The index's test digit onto the canvas (the number input's on_change and the button)."""
     ss = st.session_state
     ss[GRID] = _test_text(int(ss.get(INDEX, 0)))
-    _fresh_canvas()
 
 
 def _clear() -> None:
     st.session_state[GRID] = blank_text()
-    _fresh_canvas()
 
 
-def _clicked(key: str) -> None:
-    """A click on the canvas (an on_select callback): switch every selected pixel, then a fresh canvas."""
-    ss = st.session_state
-    state = ss.get(key)
-    try:
-        points = state["selection"]["points"] if state else []
-    except (KeyError, TypeError):
-        points = []
-    grid = ss.get(GRID, blank_text())
-    for p in points:
-        try:
-            row, col = int(round(float(p["y"]))), int(round(float(p["x"])))
-        except (KeyError, TypeError, ValueError):
-            try:  # the point's number: pixels are drawn row by row
-                row, col = divmod(int(p["point_index"]), SIZE)
-            except (KeyError, TypeError, ValueError):
-                continue
-        grid = toggle_pixel(grid, row, col)
-    ss[GRID] = grid
-    _fresh_canvas()
+def _drawn(rows) -> None:
+    """A stroke on the canvas: the painted grid becomes the digit (and its text)."""
+    st.session_state[GRID] = image_to_text(rows)
 
 
 def render() -> None:
@@ -122,10 +99,8 @@ def render() -> None:
                             **keep(GRID, default_grid, url="vit_grid",
                                    valid=lambda v: isinstance(v, str) and len(v) <= MAX_GRID_TEXT))
     with middle:
-        canvas_key = f"fam_vit_canvas_{ss.get(CANVAS_N, 0)}"
-        fig = digit_canvas(lenient_image(grid), title=t("family_vit.canvas_title"), hover=t("family_vit.canvas_hover"))
-        st.plotly_chart(fig, key=canvas_key, on_select=lambda: _clicked(canvas_key), selection_mode="points",
-                        width="content", config={"displayModeBar": False})
+        pixel_canvas(lenient_image(grid).tolist(), key=CANVAS, title=t("family_vit.canvas_title"), on_drawn=_drawn,
+                     top=MAX_VALUE)
 
     try:
         image = image_from_text(grid)

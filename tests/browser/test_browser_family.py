@@ -1,8 +1,10 @@
-"""The family page in a real browser: a learner draws on the ViT canvas by clicking pixels and masks a
-word for the BERT-style model; the predictions and maps follow, in both languages, with no exception box."""
+"""The family page in a real browser: a learner draws a digit on the ViT canvas with one stroke (mouse and touch)
+and masks a word for the BERT-style model; the predictions and maps follow, in both languages, with no exception
+box."""
 from __future__ import annotations
 
 import contextlib
+import time
 
 import pytest
 from app.i18n import LANGS
@@ -64,29 +66,122 @@ def grid_text(page) -> str:
     return page.locator(".st-key-fam_vit_grid textarea").input_value()
 
 
+CANVAS = ".st-key-fam_vit_canvas canvas"
+STROKE = [(1, 3), (2, 3), (3, 3), (4, 3), (5, 3), (6, 3)]  # a vertical stroke: a "1"
+# what the page shows of the model's answer: the prediction metric and the [CLS] attention tiles' figure
+ANSWER_JS = """() => {
+  const digit = [...document.querySelectorAll('[data-testid="stMetricValue"]')].map((m) => m.innerText.trim())
+    .find((v) => /^[0-9]$/.test(v));
+  const tiles = document.querySelector('.st-key-atlas-chart-fam-vit-tiles .js-plotly-plot');
+  return {metric: digit || null,
+          tiles: tiles && Array.isArray(tiles.data) ? JSON.stringify(tiles.data[0].z).length : 0};
+}"""
+
+
+def painted(page) -> set[tuple[int, int]]:
+    values = [int(v) for v in page.locator(CANVAS).get_attribute("data-pixels").split(",")]
+    return {divmod(i, 8) for i, v in enumerate(values) if v > 0}
+
+
+def inked(page) -> set[tuple[int, int]]:
+    rows = grid_text(page).splitlines()
+    return {(r, c) for r, line in enumerate(rows) for c, ch in enumerate(line) if ch != "."}
+
+
+def cleared(page):
+    """The canvas emptied with the Clear button; the centre of each of its cells in page coordinates."""
+    with rerun(page):
+        page.locator(".st-key-fam_vit_clear button").click()
+    settle(page)
+    assert set(grid_text(page).replace("\n", "")) == {"."}
+    assert page.evaluate(ANSWER_JS)["tiles"] == 0  # an empty canvas is not classified
+    page.locator(CANVAS).scroll_into_view_if_needed()
+    box = page.locator(CANVAS).bounding_box()
+    return lambda row, col: (box["x"] + (col + 0.5) * box["width"] / 8, box["y"] + (row + 0.5) * box["height"] / 8)
+
+
+def answered(page, where: str, runs_before: int, started: float) -> float:
+    """After one stroke: one script run (not one per pixel), the stroke in the text grid, a prediction and the
+    attention tiles on the page. Returns the seconds from the release to the finished run."""
+    deadline = time.time() + 60
+    while page.atlas_runs[0] == runs_before and time.time() < deadline:
+        page.wait_for_timeout(20)
+    took = time.time() - started
+    settle(page, 300)
+    assert page.atlas_runs[0] == runs_before + 1, f"{where}: {page.atlas_runs[0] - runs_before} runs for one stroke"
+    assert inked(page) == set(STROKE), (where, grid_text(page))
+    answer = page.evaluate(ANSWER_JS)
+    assert answer["metric"] is not None and answer["tiles"] > 0, (where, answer)
+    no_exception(page, where)
+    return took
+
+
 @pytest.mark.parametrize("lang", list(LANGS))
-def test_draw_a_digit_by_clicking_the_canvas(site, lang):
+def test_draw_a_digit_with_one_stroke_of_the_mouse(site, lang):
+    """A drag paints every pixel it crosses while the button is down (no server run), and the page classifies
+    the drawing once, after the release: a drag must not pan a chart, nor cost one run per pixel."""
     with member_page(site, "vit", lang) as page:
-        with rerun(page):
-            page.locator(".st-key-fam_vit_clear button").click()  # start from an empty canvas
-        settle(page)
-        assert set(grid_text(page).replace("\n", "")) == {"."}
-        canvas = page.locator("[class*='st-key-fam_vit_canvas'] .js-plotly-plot").first
-        canvas.scroll_into_view_if_needed()
-        drag = canvas.locator(".nsewdrag").first.bounding_box()
-        cell_w, cell_h = drag["width"] / 8, drag["height"] / 8
-        drawn = [(1, 3), (2, 3), (3, 3), (4, 3), (5, 3), (6, 3)]  # a vertical stroke: a "1"
-        for row, col in drawn:
-            canvas = page.locator("[class*='st-key-fam_vit_canvas'] .js-plotly-plot").first
-            box = canvas.locator(".nsewdrag").first.bounding_box()
-            with rerun(page):
-                page.mouse.click(box["x"] + (col + 0.5) * cell_w, box["y"] + (row + 0.5) * cell_h)
-            settle(page, 300)
-        rows = grid_text(page).splitlines()
-        inked = {(r, c) for r, line in enumerate(rows) for c, ch in enumerate(line) if ch != "."}
-        assert inked == set(drawn), rows
-        no_exception(page, "vit after drawing")
+        at = cleared(page)
+        runs = page.atlas_runs[0]
+        page.mouse.move(*at(*STROKE[0]))
+        page.mouse.down()
+        for row, col in STROKE[1:]:
+            page.mouse.move(*at(row, col), steps=3)
+        assert painted(page) == set(STROKE)  # painted in the browser, before the release
+        assert page.atlas_runs[0] == runs  # nothing sent while drawing
+        started = time.time()
+        page.mouse.up()
+        took = answered(page, "mouse stroke", runs, started)
+        print(f"mouse stroke ({lang}): classified {took:.2f} s after the release")
+        # a stroke that starts on ink erases what it crosses
+        runs = page.atlas_runs[0]
+        page.mouse.move(*at(1, 3))
+        page.mouse.down()
+        page.mouse.move(*at(3, 3), steps=3)
+        page.mouse.up()
+        deadline = time.time() + 60
+        while page.atlas_runs[0] == runs and time.time() < deadline:
+            page.wait_for_timeout(20)
+        settle(page, 300)
+        assert inked(page) == set(STROKE[3:]), grid_text(page)
+        page.locator(CANVAS).scroll_into_view_if_needed()
         page.screenshot(path=str(SHOTS / f"family-vit-drawn-{lang}.png"), full_page=True)
+
+
+def test_draw_a_digit_with_one_stroke_of_a_finger(site):
+    """The same stroke with touch (real touch events through the DevTools protocol, as a phone sends them):
+    the page must neither scroll nor pan, and the drawing is classified after the finger lifts."""
+    url, browser = site
+    context = browser.new_context(viewport={"width": 1000, "height": 1200}, has_touch=True, is_mobile=False)
+    try:
+        page = new_page(context)
+        page.goto(f"{url}/family?member=vit&lang=en")
+        settle(page)
+        at = cleared(page)
+        scroll = page.evaluate("() => window.scrollY")
+        cdp = context.new_cdp_session(page)
+
+        def touch(kind, row=None, col=None):
+            points = [] if row is None else [dict(zip("xy", at(row, col)), id=1)]
+            cdp.send("Input.dispatchTouchEvent", {"type": kind, "touchPoints": points})
+
+        runs = page.atlas_runs[0]
+        touch("touchStart", *STROKE[0])
+        for row, col in STROKE[1:]:
+            touch("touchMove", row, col)
+        for _ in range(40):  # moves reach the page once per frame
+            if painted(page) == set(STROKE):
+                break
+            page.wait_for_timeout(50)
+        assert painted(page) == set(STROKE)
+        assert page.atlas_runs[0] == runs  # nothing sent while drawing
+        started = time.time()
+        touch("touchEnd")
+        took = answered(page, "touch stroke", runs, started)
+        assert page.evaluate("() => window.scrollY") == scroll  # the finger drew; the page did not scroll
+        print(f"touch stroke: classified {took:.2f} s after the finger lifted")
+    finally:
+        context.close()
 
 
 @pytest.mark.parametrize("lang", list(LANGS))
