@@ -282,3 +282,90 @@ def test_size_summary_counts_what_we_load(pair):
     assert (s["family"], s["layers"], s["d_model"], s["heads"]) == ("gpt2", hf.config.n_layer, hf.config.n_embd,
                                                                     hf.config.n_head)
     assert s["parameters"] == loaded.model.num_parameters()
+
+
+# ----------------------------------------------------------------------------- GPT2Model: no head
+
+def make_gpt2_model(folder, seed: int = 2, **overrides):
+    """A tiny random GPT2Model (no language-model head) saved with save_pretrained, as a fine-tuned feature
+    extractor is; returns transformers' model reloaded from the folder with eager attention."""
+    vocab = write_tokenizer(folder)
+    eot = vocab[EOT]
+    kw = dict(vocab_size=len(vocab), n_embd=32, n_layer=3, n_head=4, n_positions=48, bos_token_id=eot,
+              eos_token_id=eot)
+    kw.update(overrides)
+    torch.manual_seed(seed)
+    model = transformers.GPT2Model(transformers.GPT2Config(**kw))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 0.3) if p.dim() > 1 else p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(folder)
+    return transformers.GPT2Model.from_pretrained(folder, attn_implementation="eager").eval()
+
+
+@pytest.fixture(scope="module")
+def headless(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("gpt2model")
+    hf = make_gpt2_model(folder)
+    return folder, hf, load_pretrained(folder)
+
+
+def test_gpt2model_without_a_head_loads_with_attention_and_hidden_states(headless):
+    folder, hf, loaded = headless
+    assert json.loads((folder / "config.json").read_text())["architectures"] == ["GPT2Model"]
+    assert not any(k.startswith("lm_head") for k in hf.state_dict())
+    assert loaded.meta["task"] == "features" and loaded.config.architecture == "decoder-only"
+    ids = loaded.tokenizer.encode("The cat's mat, 나는 😀 10:30 and the dog")
+    x = torch.tensor([ids])
+    with torch.no_grad():
+        ref = hf(x, output_attentions=True, output_hidden_states=True)
+        out = loaded.model(x, return_attention=True)
+        hidden = loaded.model.decode(x)
+    maps = out.attention.decoder_self
+    assert len(maps) == len(ref.attentions) == 3
+    for ours, theirs in zip(maps, ref.attentions, strict=True):
+        assert ours.shape == theirs.shape == (1, 4, len(ids), len(ids))
+        assert (ours - theirs).abs().max().item() < 1e-5
+    assert (hidden - ref.last_hidden_state).abs().max().item() < 1e-4
+    assert maps[-1][0, :, -1].std().item() > 1e-3  # far from uniform: the comparison means something
+    # the parameters are GPT2Model's own (our output layer is the tied embedding: nothing added)
+    assert loaded.model.num_parameters() == sum(p.numel() for p in hf.parameters())
+
+
+def test_the_head_decides_the_task(headless, pair):
+    from model.hub.gpt2 import meta
+    assert meta({"architectures": ["GPT2Model"]}) == {"task": "features"}
+    for archs in (["GPT2LMHeadModel"], None, [], ["GPT2Model", "GPT2LMHeadModel"]):  # OpenAI's layout is an LM
+        assert meta({"architectures": archs}) == {"task": "lm"}
+    assert pair[2].meta["task"] == "lm"
+
+
+def test_gpt2model_check_on_the_command_line(headless, capsys):
+    from model.hub.__main__ import main
+    assert main(["check", str(headless[0])]) == 0
+    assert "decoder-only" in capsys.readouterr().out
+
+
+def test_a_sequence_classifier_is_refused_by_the_name_of_its_head(headless, tmp_path):
+    """GPT2ForSequenceClassification has a `score` layer our GPT-2 has no place for: named, not a traceback."""
+    folder = headless[0]
+    vocab = json.loads((folder / "vocab.json").read_text())
+    cfg = transformers.GPT2Config(vocab_size=len(vocab), n_embd=32, n_layer=1, n_head=4, n_positions=48,
+                                  num_labels=3, pad_token_id=vocab[EOT])
+    transformers.GPT2ForSequenceClassification(cfg).save_pretrained(tmp_path)
+    for name in ("vocab.json", "merges.txt"):
+        (tmp_path / name).write_bytes((folder / name).read_bytes())
+    with pytest.raises(HubError, match="score.weight"):
+        load_pretrained(tmp_path)
+
+
+def test_tokenizer_json_alone_is_read(pair, tmp_path):
+    """transformers 5 saves a GPT-2 tokenizer as tokenizer.json only (no vocab.json or merges.txt): the same ids."""
+    folder, hf, loaded = pair
+    ref = transformers.AutoTokenizer.from_pretrained(folder)
+    ref.save_pretrained(tmp_path)
+    assert (tmp_path / "tokenizer.json").is_file() and not (tmp_path / "merges.txt").exists()
+    again = gpt2_tokenizer(tmp_path, json.loads((folder / "config.json").read_text()))
+    for text in SENTENCES + [f"one{EOT} two"]:
+        assert again.encode(text) == loaded.tokenizer.encode(text) == ref(text, add_special_tokens=False)["input_ids"]
+    assert again.eos_id == loaded.tokenizer.eos_id
