@@ -6,7 +6,6 @@ import streamlit as st
 
 from app.charts.curves import bar_chart
 from app.charts.heatmaps import attention_heatmap
-from app.charts.style import labels
 from app.i18n import UserError, t
 from app.inputs import piece_label
 from app.resources import SHIPPED, of_weights
@@ -41,13 +40,13 @@ def render() -> None:
     n_layers, n_heads = view.attention.shape[:2]
     left, right = st.columns(2)
     with left:
-        show_figure(bar_chart(labels([piece_label(p) for p, _ in view.top]), [p for _, p in view.top],
+        show_figure(bar_chart([piece_label(p) for p, _ in view.top], [p for _, p in view.top],
                               horizontal=True, y_range=[0, 1], title=t("family_gpt.next"),
                               x_title=t("family_gpt.probability")), name="gpt-next-token", key="gpt-next-token")
     with right:
         layer = st.slider(t("family_gpt.layer"), 1, n_layers, **keep("fam_gpt_layer", n_layers, url="gpt_layer",
                                                                    valid=range(1, n_layers + 1))) if n_layers > 1 else 1
-        pieces = labels([piece_label(p) for p in view.pieces])
+        pieces = [piece_label(p) for p in view.pieces]  # raw tokens: the builder escapes its labels
         show_figure(attention_heatmap(view.attention[layer - 1].mean(0), pieces, pieces,
                                       title=t("family_gpt.map_title", layer=layer, heads=n_heads),
                                       query_title=t("common.query"), key_title=t("common.key")),
