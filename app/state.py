@@ -8,7 +8,9 @@ and `keep`:
 - starts the widget from `default` the first time (the widget itself gets no value/index/default);
 - keeps its value for the whole browser session, across page and language switches
   (Streamlit's `persist_state="session"`: a page that is not drawn does not forget its inputs);
-- puts a value that no longer fits (a head the new model does not have) back to the default;
+- keeps the value the learner gave whenever it fits the input's current options (`valid=`), and shows the
+  nearest one that fits when it does not (layer 6 of a model that now has 4 is layer 4; the learner's 6 comes
+  back when the range does); where there is no nearest (an option that is gone), the default;
 - with `url=`: reads the value once from a shared link (`?n=12`) and writes the current value back to
   the address bar, so the view can be sent to someone else. A bad value in a link (unknown option,
   out of range, malformed, over MAX_URL_TEXT characters) is ignored and named in a short notice;
@@ -27,6 +29,12 @@ import streamlit as st
 
 PAGE = "_page"               # url of the page being drawn
 DEFAULTS = "_defaults"       # {page: {key: default}}: what "reset this page" restores
+URLS = "_link_names"         # {page: {key: its name in the link, or None}}: what a page's link can carry
+ASKED = "_asked"             # {key: the value the learner gave}, where the input now shows the nearest that fits
+SHOWN = "_shown"             # {key: the value keep gave the widget last time}: a difference is the learner's move
+RANGES = "_ranges"           # {key: what `valid` said last time (signature)}: a change may make a slider new
+TAB_DEFAULTS = "_tab_defaults"  # {page: {open_tabs key: its first tab}}: what "reset this page" opens
+WRITTEN = "_link_written"    # {name: the text this session's inputs last wrote there}: not a shared link's value
 SEEN = "_link_seen"          # keys whose link value was already considered (a link applies once)
 DRAWN_IN = "_drawn_in"       # {key: the language its widget was last drawn in}
 LANG_PARAM = "lang"
@@ -123,12 +131,79 @@ def fits(value: Any, valid) -> bool:
         return False
 
 
-def between(lo: float, hi: float) -> Callable[[float], bool]:
+class between:  # noqa: N801 (used like a function: valid=between(0.0, 1.0))
     """`valid=` for a number input: lo ≤ value ≤ hi (a tuple value: each end)."""
-    def ok(v) -> bool:
+
+    def __init__(self, lo: float, hi: float):
+        self.lo, self.hi = lo, hi
+
+    def __call__(self, v) -> bool:
         vs = v if isinstance(v, tuple) else (v,)
-        return all(isinstance(x, (int, float)) and not isinstance(x, bool) and lo <= x <= hi for x in vs)
-    return ok
+        return all(_number(x) and self.lo <= x <= self.hi for x in vs)
+
+    def __repr__(self) -> str:
+        return f"between({self.lo!r}, {self.hi!r})"
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+_NONE = object()
+
+
+def nearest(value: Any, valid, default: Any = _NONE) -> Any:
+    """`value` if it fits `valid`, else the value that fits nearest to it: a number clamped into a range or
+    between() (onto the range's steps), the closest of numeric options, a list without its items that no
+    longer fit. Where nothing is nearer than another (a word that is no option any more), `default`
+    (itself brought into `valid` where it does not fit); without a default, None."""
+    if fits(value, valid):
+        return value
+    found = _closest(value, valid)
+    if found is not _NONE and fits(found, valid):
+        return found
+    if default is _NONE:
+        return None
+    return default if fits(default, valid) else (_closest(default, valid) if _closest(default, valid) is not _NONE
+                                                  else default)
+
+
+def _closest(value: Any, valid) -> Any:
+    options = isinstance(valid, (range, list, tuple, set, frozenset, dict))
+    if isinstance(value, list):  # a multiselect: the choices that still apply (all gone: no nearest)
+        kept = [v for v in value if fits(v, valid)] if options else []
+        return kept if kept else _NONE
+    if isinstance(value, tuple) and isinstance(valid, between) and all(_number(v) for v in value):
+        return tuple(min(max(v, valid.lo), valid.hi) for v in value)
+    if not _number(value):
+        return _NONE
+    if isinstance(valid, between):
+        return min(max(value, valid.lo), valid.hi)
+    if isinstance(valid, range):
+        if len(valid) == 0:
+            return _NONE
+        i = min(max(round((value - valid.start) / valid.step), 0), len(valid) - 1)
+        return valid[i]
+    if isinstance(valid, (list, tuple, set, frozenset, dict)):
+        numbers = [v for v in valid if _number(v)]
+        return min(numbers, key=lambda v: (abs(v - value), v)) if numbers else _NONE
+    return _NONE
+
+
+def _signature(valid) -> Any:
+    """What `valid` allows, as a small comparable value (None for a predicate: it says nothing of its range)."""
+    if isinstance(valid, range):
+        return ("range", valid.start, valid.stop, valid.step)
+    if isinstance(valid, between):
+        return ("between", valid.lo, valid.hi)
+    if isinstance(valid, (set, frozenset)):
+        valid = sorted(valid, key=repr)
+    if isinstance(valid, (list, tuple, dict)):
+        try:
+            return ("in", len(valid), hash(tuple(valid)))
+        except TypeError:
+            return None
+    return None
 
 
 # ----------------------------------------------------------------------------- Streamlit side
@@ -213,11 +288,13 @@ def keep(key: str, default: Any, *, url: str | None = None, valid=None, check=No
     ss = st.session_state
     page = ss.get(PAGE, "")
     ss.setdefault(DEFAULTS, {}).setdefault(page, {})[key] = default
+    ss.setdefault(URLS, {}).setdefault(page, {})[key] = url
+    asked, shown, ranges = ss.setdefault(ASKED, {}), ss.setdefault(SHOWN, {}), ss.setdefault(RANGES, {})
     if url is not None:
         seen = ss.setdefault(SEEN, set())
         if key not in seen:
             seen.add(key)
-            raw = link_value(url)
+            raw = _shared_value(url)
             if raw is not None:
                 try:
                     value = codec.decode(raw, default) if codec else decode(raw, default)
@@ -227,15 +304,39 @@ def keep(key: str, default: Any, *, url: str | None = None, valid=None, check=No
                     _ignored(url)
                 else:
                     ss[key] = value
-    if key in ss and not fits(ss[key], valid):
-        ss[key] = default
     if key not in ss:
         ss[key] = default
+    if key not in shown or not _same(ss[key], shown[key]):  # the learner (a link, a reset) set it: theirs
+        asked[key] = ss[key]
+    signature = _signature(valid)
+    wanted = asked.get(key, ss[key])
+    value = nearest(wanted, valid, default)
+    if not _same(value, ss[key]) or (key in ranges and ranges[key] != signature):
+        # A slider whose range changed is a new widget to Streamlit, drawn at its minimum unless its value is set
+        # again before it is drawn; any other input shows the value set here.
+        ss[key] = value
+    ranges[key], shown[key] = signature, value
     _resend_after_language_switch(key)
     if url is not None:
-        text = codec.encode(ss[key]) if codec else encode(ss[key])
-        set_link(url, text)
+        _write_link(url, codec.encode(ss[key]) if codec else encode(ss[key]))
     return {"key": key, "persist_state": "session"}
+
+
+def _shared_value(name: str) -> str | None:
+    """The link's value of `name`, unless this session's own inputs wrote it: one name can serve several keys
+    (the training page keeps a number of steps per model size, all under `steps`), and a key drawn for the
+    first time must start from its default, not from what its sibling wrote."""
+    raw = link_value(name)
+    return None if raw is not None and st.session_state.get(WRITTEN, {}).get(name) == raw else raw
+
+
+def _write_link(name: str, text: str) -> None:
+    st.session_state.setdefault(WRITTEN, {})[name] = text
+    set_link(name, text)
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
 
 
 def _resend_after_language_switch(key: str) -> None:
@@ -269,6 +370,9 @@ def reset_page(page: str) -> None:
     ss = st.session_state
     for key, default in ss.get(DEFAULTS, {}).get(page, {}).items():
         ss[key] = default
+        ss.get(ASKED, {}).pop(key, None)
+    for key, name in ss.get(TAB_DEFAULTS, {}).get(page, {}).items():
+        open_tab(ss, key, name)
     _clear_link()
 
 
@@ -297,20 +401,35 @@ def _remember_box(key: str, memo: str) -> None:
     st.session_state[memo] = bool(st.session_state.get(key))
 
 
-def open_tabs(labels: dict[str, str], *, key: str):
+def open_tabs(labels: dict[str, str], *, key: str, url: str | None = None):
     """Tabs of which the page draws only the open one (`tab.open`): a click on another tab reruns the page.
     `labels` maps a fixed name to its label in the current language. The open tab is remembered by name in
     `{key}__open`, so that it stays open across reruns, language switches and page visits (a language switch
-    changes the labels, and with them the tabs' identity). Returns (name, tab) pairs."""
+    changes the labels, and with them the tabs' identity). With `url=`, the open tab's name is in the link
+    (read once from a shared link, like keep's inputs); "reset this page" opens the first tab again.
+    Returns (name, tab) pairs."""
     ss = st.session_state
     memo = f"{key}__open"
     names = list(labels)
     TABS[key] = names
+    page = ss.get(PAGE, "")
+    ss.setdefault(URLS, {}).setdefault(page, {})[key] = url
+    ss.setdefault(TAB_DEFAULTS, {}).setdefault(page, {})[key] = names[0]
     by_label = {label: name for name, label in labels.items()}
     if ss.get(key) in by_label:  # the tab a learner opened in this language
         ss[memo] = by_label[ss[key]]
+    if url is not None and key not in ss.setdefault(SEEN, set()):
+        ss[SEEN].add(key)
+        raw = _shared_value(url)
+        if raw is not None:
+            if raw in labels:
+                ss[memo] = raw
+            else:
+                _ignored(url)
     name = ss.get(memo) if ss.get(memo) in labels else names[0]
     ss[key], ss[memo] = labels[name], name
+    if url is not None:
+        _write_link(url, name)
     return list(zip(names, st.tabs(list(labels.values()), default=labels[name], key=key, on_change="rerun")))
 
 

@@ -177,11 +177,12 @@ def printed_section():
     report = shared_view("att-report", (), wx.example_report)
     half_unit = f"{wx.half_unit():.{wx.PRINTED_DECIMALS + 1}f}"  # the rounding error of the print
     text("attention.check_yourself", decimals=wx.PRINTED_DECIMALS, half_unit=half_unit)
-    reveal = st.toggle(t("attention.printed.reveal"), **keep("att_reveal", False))
+    reveal = st.toggle(t("attention.printed.reveal"), **keep("att_reveal", False, url="reveal"))
     ex_labels = wx.EXAMPLE_TOKENS
     # Only the open tab is drawn (a tab's click reruns this section): four tabs drawn at once were a fifth of
     # the browser's work when the page opened. The tabs' names are formulas, the same in both languages.
-    for name, tab in open_tabs({key: lab.DISPLAY[key] for key in wx.PRINTED_STAGE}, key="att_printed_tab"):
+    for name, tab in open_tabs({key: lab.DISPLAY[key] for key in wx.PRINTED_STAGE}, key="att_printed_tab",
+                               url="printed"):
         if not tab.open:
             continue
         stage = wx.PRINTED_STAGE[name]
@@ -285,7 +286,8 @@ def timing_part(hidden: int) -> None:
     device = best_device()
     ss = st.session_state
     t1, t2 = st.columns([1, 2])
-    big_n = t1.select_slider(t("attention.additive.time_n"), TIME_NS, **keep("att_time_n", 256, valid=TIME_NS))
+    big_n = t1.select_slider(t("attention.additive.time_n"), TIME_NS,
+                             **keep("att_time_n", 256, url="time_n", valid=TIME_NS))
     running = ss.get(TIMING_RUN)
     if running is None:
         if t1.button(t("attention.additive.time_button"), key="att_time_btn"):

@@ -10,9 +10,10 @@ from app.inputs import piece_label
 from app.i18n import Message, UserError, options, say, t
 from app.resources import (available_models, demo_model, load_model, parameter_count, shared_figure,
                            shared_tokenizer, shared_view, weights_stamp)
-from app.state import OneBased, keep
+from app.state import OneBased, keep, open_tabs
 from app.ui import error, show_matrix, table, text
-from model.training.checkpoint import CheckpointError
+from model.hub import is_hf_folder, read_hf_config
+from model.training.checkpoint import CheckpointError, load_config
 from model.nn.config import PRESETS
 from model.lessons.mask_demo import SCORES_OF, mask_demo_batch
 from model.lessons.probe import MASK_KINDS, all_heads_matrix, attention_maps, examples, max_future_weight
@@ -41,6 +42,19 @@ def _pick_model(choice: str, trained: dict):
             error(UserError("masks.errors.cannot_load", detail=str(e)[:300], name=choice))
     tok = shared_tokenizer()
     return demo_model(tok.vocab_size), tok, t("masks.seeded_desc"), True, (SEEDED, tok.vocab_size)
+
+
+def _encoder_decoder(path) -> bool:
+    """Whether a model folder holds an encoder-decoder, read from its config alone (no weights loaded): this page
+    shows the encoder's, the decoder's and the cross attention, which a decoder-only or encoder-only model does
+    not have. A folder whose config cannot be read is kept: loading it says what is wrong."""
+    try:
+        if is_hf_folder(path):
+            hf = read_hf_config(path)
+            return bool(hf.get("is_encoder_decoder")) or hf.get("model_type") == "marian"
+        return load_config(path).architecture == "encoder-decoder"
+    except (CheckpointError, OSError):  # the hub's HubError is a CheckpointError
+        return True
 
 
 def fig_once(name: str, key: tuple, build):
@@ -109,11 +123,11 @@ def _padding_figure(mb, rows, cols):
 st.title(t("masks.title"))
 text("masks.intro")
 
-trained = available_models()
+trained = {name: path for name, path in available_models().items() if _encoder_decoder(path)}
 model_ids = [SEEDED] + list(trained)
 # the shipped, trained EN→KO model (when the app has one) shows real alignments: prefer it
 model_names = {m: t("masks.seeded_option") if m == SEEDED else m for m in model_ids}
-choice = st.selectbox(t("masks.model"), model_ids, format_func=model_names.get,
+choice = st.selectbox(t("masks.model"), model_ids, format_func=model_names.get, help=t("masks.model_help"),
                       **keep("mask_model", "en-ko" if "en-ko" in trained else SEEDED, url="model", valid=model_ids))
 model, tok, model_desc, seeded, model_key = _pick_model(choice, trained)
 cfg = model.config
@@ -155,7 +169,9 @@ def masks_section(model, tok, cfg):
         views = shared_view("masks-views", (model_key, batch_ids, tok.pad_id, which, head),
                             lambda: mb.views(which, head - 1))
         n = mb.lengths[which]
-        for tab, kind in zip(st.tabs([t(f"masks.tab.{k}") for k in MASK_KINDS]), MASK_KINDS):
+        # every tab is drawn (three small pairs of maps); open_tabs keeps the open one across language switches
+        # and in the link
+        for kind, tab in open_tabs({k: t(f"masks.tab.{k}") for k in MASK_KINDS}, key="mask_tab", url="tab"):
             with tab:
                 text(f"masks.tab_{kind}", n=n)
                 st.caption(t("masks.scores_caption", scores=t(f"masks.scores_of.{SCORES_OF[kind]}")))

@@ -8,7 +8,7 @@ from app.charts.export import heads_csv, series_csv
 from app.charts.heatmaps import head_grid, head_tiles, stage_figure
 from app.i18n import UserError, t
 from app.resources import computed, shared_figure, shared_view
-from app.state import keep
+from app.state import OneBased, keep
 from app.ui import error, show_figure, show_matrix, table, text
 from model.lessons import multihead as mlab
 from model.lessons import layer_walk as mwalk
@@ -28,7 +28,7 @@ def one_head(weights, labels: list, name: tuple, axis_titles: dict) -> None:
     head_word = t("common.head")
     head_names = {h: f"{head_word} {h + 1}" for h in range(H)}
     h_pick = st.selectbox(t("multihead.maps.pick"), list(head_names), format_func=head_names.get,
-                          **keep("mh_pick", 0, valid=head_names))
+                          **keep("mh_pick", 0, url="head", valid=head_names, codec=OneBased))
     title = f"{head_word} {h_pick + 1}"
     fig = shared_figure("mh-one-head", (*name, h_pick, title, *axis_titles.values()), lambda: stage_figure(
         "weights", weights[h_pick], labels, labels, title=title, **axis_titles))

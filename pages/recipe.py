@@ -55,7 +55,8 @@ def schedule_section():
     warmup = c2.slider("warmup_steps", 100, 20_000, step=100,
                        **keep("sch_w", 4000, url="warmup", valid=range(100, 20_001, 100)))
     lo, hi = c3.slider(t("recipe.schedule.range"), 1, 200_000,
-                       **keep("sch_range", (1, 100_000), url="range", valid=lambda v: 1 <= v[0] <= v[1] <= 200_000))
+                       **keep("sch_range", (1, 100_000), url="range", valid=between(1, 200_000),
+                              check=lambda v: v[0] <= v[1]))
     extra_text = st.text_input(t("recipe.schedule.pairs", most=MAX_CURVES - 1),
                                **keep("sch_pairs", "512, 8000; 256, 4000", url="pairs", check=_pairs_parse))
     log_x = st.checkbox(t("recipe.schedule.log"), **keep("sch_log", False, url="log"))

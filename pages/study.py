@@ -219,11 +219,11 @@ def rerun_form() -> None:
                   for k in STUDY_ROWS}
     chosen = st.multiselect(t("study.rerun.rows"), list(STUDY_ROWS), format_func=row_labels.__getitem__,
                             placeholder=t("common.choose_options"),
-                            **keep("study_rows", ["base", "A-h1"],
+                            **keep("study_rows", ["base", "A-h1"], url="rows",
                                    valid=lambda v: isinstance(v, list) and all(r in STUDY_ROWS for r in v)))
     seeds = int(st.number_input(t("study.rerun.seeds"), 1, study.MAX_SEEDS,
-                                **keep("study_seeds", 1, valid=range(1, study.MAX_SEEDS + 1))))
-    fresh = st.checkbox(t("study.rerun.fresh"), **keep("study_fresh", True, valid=(True, False)))
+                                **keep("study_seeds", 1, url="seeds", valid=range(1, study.MAX_SEEDS + 1))))
+    fresh = st.checkbox(t("study.rerun.fresh"), **keep("study_fresh", True, url="fresh", valid=(True, False)))
     estimate_caption(chosen, seeds)
     if st.button(t("study.rerun.start"), type="primary", key="study_start"):
         try:

@@ -119,29 +119,34 @@ which = task if is_family(task) else (f"{task}_{size}" if (task, size) in TASK_R
 c1, c2, c3, c4, c5, c6 = st.columns(6)
 # One set of keys per size (and per family task): each starts from its own recipe, and keeps what the learner set.
 steps = c1.number_input(t("train.steps_label"), 10, LIMITS["steps"][1], step=50, **keep(
-    f"train_steps_{which}", recipe["steps"], valid=range(10, LIMITS["steps"][1] + 1)))
+    f"train_steps_{which}", recipe["steps"], url="steps", valid=range(10, LIMITS["steps"][1] + 1)))
 batch, batch_tokens = recipe["batch_size"], 0
+set_link("batch" if recipe["batch_tokens"] else "batch_tokens", None)  # the link holds the form as shown
 if recipe["batch_tokens"]:  # sentences of similar length together, at most this many padded tokens a step
     batch_tokens = c2.select_slider(t("train.batch_tokens_label"), TOKEN_BATCHES, help=t("train.batch_tokens_help"),
                                     **keep(f"train_batch_tokens_{which}", recipe["batch_tokens"]
-                                           if recipe["batch_tokens"] in TOKEN_BATCHES else 2048, valid=TOKEN_BATCHES))
+                                           if recipe["batch_tokens"] in TOKEN_BATCHES else 2048, url="batch_tokens",
+                                           valid=TOKEN_BATCHES))
 else:
     batch = c2.select_slider(t("train.batch_label"), BATCHES, **keep(
-        f"train_batch_{which}", recipe["batch_size"] if recipe["batch_size"] in BATCHES else 64, valid=BATCHES))
+        f"train_batch_{which}", recipe["batch_size"] if recipe["batch_size"] in BATCHES else 64, url="batch",
+        valid=BATCHES))
 warmup = c3.number_input(t("train.warmup_label"), 1, LIMITS["warmup"][1], step=50, **keep(
-    f"train_warmup_{which}", recipe["warmup"], valid=range(1, LIMITS["warmup"][1] + 1)))
+    f"train_warmup_{which}", recipe["warmup"], url="warmup", valid=range(1, LIMITS["warmup"][1] + 1)))
 lr_factor = c4.number_input(t("train.lr_label"), LIMITS["lr_factor"][0], LIMITS["lr_factor"][1], step=0.25, **keep(
-    f"train_lr_{which}", float(recipe["lr_factor"]), valid=between(*LIMITS["lr_factor"])))
+    f"train_lr_{which}", float(recipe["lr_factor"]), url="lr", valid=between(*LIMITS["lr_factor"])))
 cooldown = 0.0
+set_link("cooldown", None)
 if not is_family(task):  # the family members train with the paper's schedule
     cooldown = c5.slider(t("train.cooldown_label"), 0.0, LIMITS["cooldown"][1], step=0.05, help=t("train.cooldown_help"),
-                         **keep(f"train_cooldown_{which}", float(recipe["cooldown"]),
+                         **keep(f"train_cooldown_{which}", float(recipe["cooldown"]), url="cooldown",
                                 valid=between(0.0, LIMITS["cooldown"][1]), check=on_step(0.05)))
 dropout = None
+set_link("recipe_dropout", None)
 if size != "custom" and not is_family(task):  # a custom size sets its dropout with its sizes, above
     dropout = c6.slider(t("train.dropout_label"), 0.0, LIMITS["dropout"][1], step=0.05, **keep(
-        f"train_recipe_dropout_{which}", recipe_dropout(recipe, size), valid=between(0.0, LIMITS["dropout"][1]),
-        check=on_step(0.05)))
+        f"train_recipe_dropout_{which}", recipe_dropout(recipe, size), url="recipe_dropout",
+        valid=between(0.0, LIMITS["dropout"][1]), check=on_step(0.05)))
 st.caption(prose("train.lr_schedule"))
 
 choices = TrainOptions(task=task, size=size, steps=int(steps), batch_size=int(batch), warmup=int(warmup),

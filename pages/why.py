@@ -127,7 +127,7 @@ def timing_section() -> None:
         tm_rnn = c5.radio(t("why.timing.recurrent"), RECURRENT_KINDS, format_func=str.upper,
                           **keep("tm_rnn", "gru", url="recurrent", valid=RECURRENT_KINDS))
         one = st.checkbox(t("why.timing.one_thread"), disabled=device.type != "cpu",
-                          help=t("why.timing.one_thread_help"), **keep("tm_one", True))
+                          help=t("why.timing.one_thread_help"), **keep("tm_one", True, url="one_thread"))
         run = st.form_submit_button(t("why.timing.measure"), type="primary")
     again = False  # "Measure" always measures anew; otherwise a measurement kept on this server is shown
     if run:

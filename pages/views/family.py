@@ -48,7 +48,7 @@ def pick_family_model(task: str, key: str, *, label: str | None = None, where=No
     else:
         choice = where.selectbox(label or t("family.model"), names,
                                  format_func=lambda n: t("family.shipped") if n == SHIPPED else n,
-                                 **keep(key, names[0], valid=names))
+                                 **keep(key, names[0], url=key.removeprefix("fam_"), valid=names))
     try:
         return load_family_model(models[choice], task)
     except CheckpointError as e:

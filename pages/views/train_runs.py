@@ -193,7 +193,7 @@ def compare(mgr, runs: list[dict]) -> None:
                             **keep("train_compare_select", ids[:2], valid=ids))
     metrics = list(COMPARE_METRICS)
     metric = st.radio(t("train.compare_metric_label"), metrics, format_func=labels("train.compare_metric", metrics),
-                      horizontal=True, **keep("train_compare_metric", "val_loss", valid=metrics))
+                      horizontal=True, **keep("train_compare_metric", "val_loss", url="compare_metric", valid=metrics))
     if not chosen:
         return
     by_id = {r["id"]: r for r in runs}

@@ -318,3 +318,180 @@ def test_back_leaves_a_page_in_two_steps_and_a_control_adds_one(browser):
         assert_no_exception(page, "attention, after Back")
     finally:
         ctx.close()
+
+
+# ----------------------------------------------------------------------------- ranges that follow other controls
+# The positional page's sliders whose range follows another slider: (key, link name, the range's end as a
+# function of (length, d_model)). Each starts at 0.
+DEPENDENT = {"pe_anchor": ("anchor", lambda L, D: L - 1), "rot_p": ("highlight", lambda L, D: L - 1),
+             "rot_i": ("pair", lambda L, D: D // 2 - 1)}
+POSITIONAL_JS = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const sliders = {};
+  for (const key of ['pe_len', 'pe_d', 'pe_anchor', 'rot_p', 'rot_i']) {
+    const input = main.querySelector('.st-key-' + key + ' input[type="range"]');
+    sliders[key] = input ? +input.value : null;
+  }
+  const plots = Array.from(main.querySelectorAll('.js-plotly-plot'));
+  const titles = plots.map(gd => (gd.layout && gd.layout.title && gd.layout.title.text) || '');
+  const dot = plots.find(gd => ((gd.layout.title || {}).text || '').includes('Dot product'));
+  const circle = plots.find(gd => ((gd.layout.title || {}).text || '').startsWith('<b>Pair'));
+  return JSON.stringify({sliders, titles, url: location.search,
+    dot_line: dot && dot.layout.shapes && dot.layout.shapes.length ? dot.layout.shapes[0].x0 : null,
+    circle_marks: circle ? circle.data.slice(2).map(tr => tr.text[1]) : null});
+}"""
+
+
+def _positional_view(page) -> dict:
+    """The sliders, figures and link once the page has settled (two reads 400 ms apart agree)."""
+    from urllib.parse import parse_qs
+    wait_idle(page)
+    last = page.evaluate(POSITIONAL_JS)
+    for _ in range(40):
+        page.wait_for_timeout(400)
+        now = page.evaluate(POSITIONAL_JS)
+        if now == last:
+            break
+        last = now
+    view = json.loads(last)
+    view["link"] = {k: v[0] for k, v in parse_qs(view["url"].lstrip("?")).items()}
+    return view
+
+
+def _assert_agree(view: dict, where: str) -> None:
+    s, link, titles = view["sliders"], view["link"], view["titles"]
+    L, D = s["pe_len"], s["pe_d"]
+    for key, name in (("pe_len", "length"), ("pe_d", "d_model"), ("pe_anchor", "anchor"), ("rot_p", "highlight"),
+                      ("rot_i", "pair")):
+        assert link.get(name) == str(s[key]), f"{where}: {key} shows {s[key]}, the link says {name}={link.get(name)}"
+    assert any(f"PE: {L} positions × {D} dimensions" in x for x in titles), f"{where}: heatmap {titles[:1]}"
+    assert any(f"Dot product with position p = {s['pe_anchor']}<" in x for x in titles), f"{where}: {titles}"
+    assert view["dot_line"] == s["pe_anchor"], f"{where}: the anchor line at {view['dot_line']}"
+    assert any(f"M_k for k = 5, pair i = {s['rot_i']}<" in x for x in titles), f"{where}: {titles}"
+    marks = view["circle_marks"]
+    assert marks == ([f"position {s['rot_p']}", f"position {s['rot_p'] + 5}"] if s["rot_p"] + 5 < L else []), \
+        f"{where}: the circle marks {marks}, the highlighted position is {s['rot_p']}"
+
+
+def test_positional_sliders_their_figures_and_the_link_agree_after_any_moves(browser):
+    """Set the anchor, the highlighted position and the dimension pair, then move length and d_model (first one
+    step, as the learner who found it did, then a seeded random sequence of moves of all five): after every move
+    each slider, its figure and the link say the same value, and each dependent slider shows the value the
+    learner gave it, or the nearest that fits its range. Before, a slider whose range changed showed 0 (and its
+    figure followed) while the link kept the old value."""
+    import random
+    base, b = browser
+    ctx = b.new_context(viewport={"width": 1400, "height": 1000})
+    page = new_page(ctx)
+    try:
+        page.goto(f"{base}/positional?lang=en")
+        wait_idle(page)
+        asked = {"pe_anchor": 50, "rot_p": 3, "rot_i": 0}  # the defaults, then what the learner moved them to
+        moves = [("pe_anchor", "PageUp"), ("rot_p", "PageUp"), ("rot_i", "PageUp"), ("pe_len", "ArrowRight"),
+                 ("pe_d", "ArrowRight")]
+        rng = random.Random(45)
+        for _ in range(9):
+            key = rng.choice(["pe_len", "pe_d", "pe_len", "pe_d", *DEPENDENT])
+            keys = ["ArrowLeft", "ArrowRight", "PageDown", "PageUp", "Home"] + (["End"] if key in DEPENDENT else [])
+            moves.append((key, rng.choice(keys)))
+        for i, (key, press) in enumerate(moves):
+            thumb = page.locator(f"[data-testid='stMain'] .st-key-{key} input[type='range']").first
+            thumb.scroll_into_view_if_needed()
+            value, lo, hi = (float(thumb.evaluate(f"e => e.{a}")) for a in ("value", "min", "max"))
+            thumb.focus()
+            if value == (lo if press in ("ArrowLeft", "PageDown", "Home") else hi):
+                thumb.press(press)  # at that end already: nothing changes and nothing runs
+            else:
+                with rerun(page):
+                    thumb.press(press)
+            view = _positional_view(page)
+            where = f"move {i + 1} ({key} {press})"
+            assert_no_exception(page, where)
+            _assert_agree(view, where)
+            s = view["sliders"]
+            if key in asked:
+                asked[key] = s[key]
+            for dep, (_, end) in DEPENDENT.items():
+                expected = min(asked[dep], end(s["pe_len"], s["pe_d"]))
+                assert s[dep] == expected, f"{where}: {dep} shows {s[dep]}, the learner gave {asked[dep]}"
+        page.screenshot(path=str(SHOTS / "state-positional-moves.png"), full_page=False)
+    finally:
+        ctx.close()
+
+
+# ----------------------------------------------------------------------------- what a shared link carries
+def _selected_tab(page, name: str) -> bool:
+    return page.locator("[data-testid='stMain']").get_by_role("tab", name=name, exact=True).first \
+        .get_attribute("aria-selected") == "true"
+
+
+def _click_tab(page, name: str) -> None:
+    with rerun(page, timeout=30_000):  # (a plain st.tabs ran nothing on a click)
+        page.locator("[data-testid='stMain']").get_by_role("tab", name=name, exact=True).first.click()
+
+
+def _train_steps(page):
+    return page.locator("[data-testid='stMain'] [class*='st-key-train_steps_'] input").first
+
+
+def _set_train_steps(page) -> None:
+    field = _train_steps(page)
+    field.scroll_into_view_if_needed()
+    with rerun(page):
+        field.fill("700")
+        field.press("Enter")
+
+
+def _toggle_reveal(page) -> None:
+    box = page.locator("[data-testid='stMain'] .st-key-att_reveal").first
+    box.scroll_into_view_if_needed()
+    with rerun(page):
+        box.locator("label").first.click()
+
+
+def _reveal_on(page) -> bool:
+    return page.locator("[data-testid='stMain'] .st-key-att_reveal input").first.is_checked()
+
+
+# (page, what the learner does, the link's parameter and value, what a fresh browser on the link must show,
+# and the same after a language switch to Korean)
+LINK_CASES = {
+    "inspector-tab": ("inspector", lambda p: _click_tab(p, "Head view"), ("tab", "head"),
+                      lambda p: _selected_tab(p, "Head view"), lambda p: _selected_tab(p, "헤드 뷰")),
+    "train-settings": ("train", _set_train_steps, ("steps", "700"), lambda p: _train_steps(p).input_value() == "700",
+                       lambda p: _train_steps(p).input_value() == "700"),
+    "attention-reveal": ("attention", _toggle_reveal, ("reveal", "1"), _reveal_on, _reveal_on),
+    "masks-tab": ("masks", lambda p: _click_tab(p, "padding mask"), ("tab", "padding"),
+                  lambda p: _selected_tab(p, "padding mask"), lambda p: _selected_tab(p, "패딩 마스크")),
+}
+
+
+@pytest.mark.parametrize("case", list(LINK_CASES))
+def test_a_shared_link_and_a_language_switch_keep_what_the_learner_chose(browser, case):
+    """The inspector's open tab, the training page's settings, the attention page's reveal toggle and the masks
+    page's tab: each is in the page's link (a fresh browser opened on it shows the same) and survives a switch
+    to Korean. Before, the link left the first three out, and the masks page's tab reset to the first when the
+    language changed its labels."""
+    from urllib.parse import parse_qs, urlparse
+    url, act_, (name, value), shown, shown_ko = LINK_CASES[case]
+    base, b = browser
+    ctx = b.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = new_page(ctx)
+        page.goto(f"{base}/{url}?lang=en")
+        wait_idle(page)
+        act_(page)
+        assert_no_exception(page, f"{case}: after the choice")
+        link = page.url
+        assert parse_qs(urlparse(link).query).get(name) == [value], f"{case}: the link {link} lacks {name}={value}"
+        fresh = new_page(ctx.browser.new_context(viewport={"width": 1400, "height": 1000}))
+        fresh.goto(link)
+        wait_idle(fresh)
+        assert shown(fresh), f"{case}: a fresh browser on {link} does not show the choice"
+        fresh.context.close()
+        set_language(page, "ko")
+        assert shown_ko(page), f"{case}: the choice is lost in Korean"
+        assert parse_qs(urlparse(page.url).query).get(name) == [value], f"{case}: the Korean link lost {name}"
+        page.screenshot(path=str(SHOTS / f"state-link-{case}-ko.png"), full_page=False)
+    finally:
+        ctx.close()

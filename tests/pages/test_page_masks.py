@@ -142,11 +142,36 @@ def test_a_damaged_model_falls_back_to_the_seeded_one(tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(not (SHIPPED["lm"] / "config.json").is_file(), reason="the shipped lm model is not built")
-def test_a_decoder_only_model_falls_back_to_the_seeded_one():
-    at = run_page("masks.py", "ko", setup=lambda a: a.session_state.__setitem__("mask_model", "lm"))
+def test_the_picker_offers_only_models_the_page_can_show(tmp_path, monkeypatch):
+    """The page shows an encoder-decoder's three attentions. The shipped "lm" is a decoder-only language model:
+    offered in the picker, it showed the seeded, untrained model's maps under a warning. Now the picker lists
+    only encoder-decoder models (and says so in its help); a decoder-only run is left out too, a link that
+    names one is refused with a notice, and the seeded model says plainly that it is untrained."""
+    from model.nn.config import TransformerConfig
+    from model.training.checkpoint import save_model_dir
+    from model.data.tokenizer import load_tokenizer
+    from model.nn.transformer import Transformer
+
+    def decoder_only(folder):
+        tok = load_tokenizer()
+        cfg = TransformerConfig(vocab_size=tok.vocab_size, d_model=16, n_heads=1, d_ff=32, n_encoder_layers=1,
+                                n_decoder_layers=1, dropout=0.0, max_len=64, architecture="decoder-only")
+        save_model_dir(folder, Transformer(cfg).eval(), tok, meta={"task": "lm"})
+
+    for lang in LANGS:
+        at = run_with_model(tmp_path, monkeypatch, "gpt-like", decoder_only, lang)
+        assert_clean(at)
+        picker = at.selectbox(key="mask_model")
+        assert "lm" not in picker.options and "run: gpt-like" not in picker.options, picker.options
+        assert "en-ko" in picker.options and picker.value == "en-ko"
+        assert not at.warning, [w.value for w in at.warning]
+        assert picker.help and ("encoder–decoder" in picker.help or "인코더–디코더" in picker.help)
+    at = apptest_util.open_link("masks.py", {"model": "lm"}, lang="en")
     assert_clean(at)
-    assert any("인코더–디코더 모델이 아니어서" in w.value for w in at.warning)
-    assert any("시드 고정 무작위 가중치" in c.value for c in at.caption)
+    assert at.selectbox(key="mask_model").value == "en-ko"
+    assert any("model" in m for m in apptest_util.toasts(at)), "a link naming a model the page cannot show"
+    at.selectbox(key="mask_model").set_value("seeded").run()
+    assert any("untrained" in c.value for c in at.caption)
 
 
 @pytest.mark.parametrize("lang", list(LANGS))

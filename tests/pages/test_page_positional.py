@@ -193,8 +193,8 @@ def test_reset_this_page_restores_the_first_view():
     at.slider(key="pe_anchor").set_value(250)
     at.radio(key="perm_order").set_value("rotate")
     at.run()
-    at.slider(key="pe_len").set_value(120).run()  # the anchor 250 is past the table: back to its default
-    assert at.slider(key="pe_anchor").value == 50
+    at.slider(key="pe_len").set_value(120).run()  # the anchor 250 is past the table: the last position
+    assert at.slider(key="pe_anchor").value == 119
     at.slider(key="pe_anchor").set_value(110).run()
     at.button(key="reset_page").click().run()
     assert_clean(at)
@@ -225,11 +225,11 @@ def test_widget_changes_are_written_to_the_address():
     expected = {"length": "200", "d_model": "64", "dims": "1, 2", "shift": "-3", "position": "7",
                 "sentence": "a b c", "order": "rotate", "highlight": "150", "pair": "31", "anchor": "180", "head": "4"}
     assert {k: at.query_params[k] for k in expected} == expected
-    # a shorter length: the highlighted position 150 no longer exists and goes back to its default
+    # a shorter length: the highlighted position 150 no longer exists; the nearest that does is shown
     at.slider(key="pe_len").set_value(100).run()
     assert_clean(at)
-    assert at.slider(key="rot_p").value == 3 and at.query_params["highlight"] == "3"
-    assert at.slider(key="pe_anchor").value == 50 and at.query_params["anchor"] == "50"
+    assert at.slider(key="rot_p").value == 99 and at.query_params["highlight"] == "99"
+    assert at.slider(key="pe_anchor").value == 99 and at.query_params["anchor"] == "99"
     # that address, opened elsewhere, shows the same inputs
     again = open_link(dict(at.query_params))
     assert_clean(again)
