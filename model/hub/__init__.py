@@ -5,15 +5,17 @@ tokenizer's files) becomes a `LoadedModel` whose `model` is our `Transformer`: t
 the checkpoint's config to a `TransformerConfig` (every difference from the paper is a named option)
 and renames its weights to ours. Nothing here touches the network; see `model.hub.fetch` for downloads.
 
-Family modules (model/hub/marian.py, gpt2.py, bert.py, distilbert.py) each provide:
+Family modules (model/hub/marian.py, gpt2.py, bert.py, distilbert.py, roberta.py, vit.py) each provide:
 
     MODEL_TYPES: tuple[str, ...]                      # config.json "model_type" values handled
     def convert(hf_config: dict, weights: dict[str, Tensor]) -> tuple[TransformerConfig, dict[str, Tensor]]
     def tokenizer(folder: Path, hf_config: dict)      # our tokenizer interface (see model/data/tokenizer.py)
-    def meta(hf_config: dict) -> dict                 # task ("translation"/"lm"/"mlm"), extra facts
+    def meta(hf_config: dict) -> dict                 # task ("translation"/"lm"/"mlm"/"features": no head), extra facts
 
 Weights load safely: safetensors, or a PyTorch .bin with torch.load(weights_only=True) (a pickle that
-would run code is refused). A model too large for this machine is refused with an estimate first."""
+would run code is refused). A model too large for this machine is refused with an estimate first.
+An image family (vit.py) also provides build(config, state, path), its own model in place of the Transformer;
+its "tokenizer" is the image processor."""
 from __future__ import annotations
 
 import importlib
@@ -30,7 +32,8 @@ if TYPE_CHECKING:  # torch loads when weights do: listing folders and sizes (the
     from model.training.checkpoint import LoadedModel
     from model.nn.transformer import Transformer
 
-FAMILIES = ("marian", "gpt2", "bert", "distilbert")
+FAMILIES = ("marian", "gpt2", "bert", "distilbert", "roberta", "vit")
+IMAGE_FAMILIES = ("vit",)  # models that read pictures: the family page opens them, the inspector reads text
 SAFETENSORS, PICKLE_BIN = "model.safetensors", "pytorch_model.bin"
 LICENCE_FILES = ("LICENSE", "LICENSE.txt", "LICENSE.md", "README.md")
 
@@ -43,7 +46,8 @@ def known_family(model_type: str) -> str:
     """The config.json model_type if a family module handles it, else HubError (without importing the module,
     which loads torch)."""
     if model_type not in FAMILIES:
-        raise HubError(f"unsupported architecture {model_type!r} (supported: Marian/opus-mt, GPT-2, BERT, DistilBERT)")
+        raise HubError(f"unsupported architecture {model_type!r} (supported: Marian/opus-mt, GPT-2, BERT, DistilBERT, "
+                       "RoBERTa, ViT)")
     return model_type
 
 
@@ -169,7 +173,7 @@ def load_pretrained(folder: str | os.PathLike, device: str | torch.device = "cpu
         config, state = family.convert(hf, weights)
     except (KeyError, ValueError, TypeError) as e:
         raise HubError(f"{folder.name}: config or weights not as expected for {hf['model_type']} ({e})") from None
-    model = build_with(config, state, path)
+    model = getattr(family, "build", build_with)(config, state, path)  # an image family builds its own model
     model.to(device=device, dtype=dtype).eval()
     tok = family.tokenizer(folder, hf)
     meta: dict[str, Any] = {"source": "pretrained", "family": family.__name__.rsplit(".", 1)[-1],
@@ -217,9 +221,9 @@ def hub_cache_dir() -> Path:
     return Path(home) / "hub"
 
 
-def cached_models(cache: Path | None = None) -> dict[str, Path]:
+def cached_models(cache: Path | None = None, images: bool = False) -> dict[str, Path]:
     """{"owner/name": snapshot folder} for every model in the local hub cache that we can run
-    (newest snapshot; a family we support; weights present)."""
+    (newest snapshot; a family we support; weights present): text models, or with images=True image models."""
     cache = hub_cache_dir() if cache is None else Path(cache)
     found: dict[str, Path] = {}
     if not cache.is_dir():
@@ -227,16 +231,16 @@ def cached_models(cache: Path | None = None) -> dict[str, Path]:
     for repo in sorted(cache.glob("models--*")):
         snaps = sorted((repo / "snapshots").glob("*"), key=lambda p: p.stat().st_mtime, reverse=True)
         for snap in snaps:
-            if is_hf_folder(snap) and supported(snap):
+            if is_hf_folder(snap) and supported(snap, images):
                 found[repo.name[len("models--"):].replace("--", "/")] = snap
                 break
     return found
 
 
-def supported(folder: Path) -> bool:
+def supported(folder: Path, images: bool = False) -> bool:
+    """A text model we can run (the inspector's), or with images=True an image model (the family page's ViT)."""
     try:
-        known_family(read_hf_config(folder)["model_type"])
-        return True
+        return (known_family(read_hf_config(folder)["model_type"]) in IMAGE_FAMILIES) == images
     except HubError:
         return False
 
@@ -245,7 +249,9 @@ def supported(folder: Path) -> bool:
 _SIZE_KEYS = {"marian": ("encoder_layers", "d_model", "encoder_ffn_dim", "encoder_attention_heads"),
               "gpt2": ("n_layer", "n_embd", "n_inner", "n_head"),
               "bert": ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads"),
-              "distilbert": ("n_layers", "dim", "hidden_dim", "n_heads")}
+              "distilbert": ("n_layers", "dim", "hidden_dim", "n_heads"),
+              "roberta": ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads"),
+              "vit": ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads")}
 
 
 def size_summary(folder: str | os.PathLike) -> dict:
@@ -286,6 +292,8 @@ def size_summary(folder: str | os.PathLike) -> dict:
             continue  # buffers and fixed sinusoids, not parameters
         if kind == "distilbert" and hf.get("sinusoidal_pos_embds") and name.endswith("position_embeddings.weight"):
             continue  # DistilBERT's sinusoids, stored as a table, computed by our model (distilbert.convert)
+        if kind == "roberta" and name.endswith("position_embeddings.weight") and len(shape) == 2:
+            shape = (shape[0] - min(shape[0], int(hf.get("pad_token_id", 1) or 0) + 1), shape[1])  # rows never read
         n = 1
         for s in shape:
             n *= int(s)

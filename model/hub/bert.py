@@ -203,7 +203,9 @@ def fill_mask(loaded, text: str, top: int = 5, text_b: str | None = None) -> Fil
     tok, model = loaded.tokenizer, loaded.model
     ids = [tok.bos_id, *tok.encode(text), tok.eos_id]
     segments = [0] * len(ids)
-    if text_b is not None and text_b.strip():
+    if hasattr(tok, "pair"):  # a tokenizer with its own layout (RoBERTa: <s> A </s></s> B </s>, all segment 0)
+        ids, segments = tok.pair(tok.encode(text), tok.encode(text_b) if text_b and text_b.strip() else None)
+    elif text_b is not None and text_b.strip():
         second = [*tok.encode(text_b), tok.eos_id]
         ids, segments = ids + second, segments + [1] * len(second)
     max_len = loaded.config.max_len
