@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from app.charts.text_width import text_px
-from app.charts.style import Figure, colour, figure, labels as escaped_labels, legend_below, margins, named_scale, to_np
+from app.charts.style import Figure, colour, esc, figure, labels as escaped_labels, legend_below, margins, named_scale, to_np
 
 
 def _axis(log: bool, values=None, most: int = 8) -> dict:
@@ -40,6 +40,7 @@ def bar_chart(labels, values, *, title="", x_title="", y_title="", y_range=None,
     """One bar per label with its value written on it. `colors`: one colour or one per bar; `y_range`:
     the value axis range, or "fit" for 0…max with room for the text above the bars."""
     vals = to_np(values).ravel()
+    title, x_title, y_title = esc(title), esc(x_title), esc(y_title)
     names = escaped_labels(labels)  # a category axis would merge a repeated token into one bar
     text = [f"{v:.{decimals}f}" for v in vals]
     marker = colors if colors is not None else colour(0)
@@ -64,20 +65,21 @@ def line_chart(x, series: dict, *, title="", x_title="", y_title="", log_x=False
     """Several named curves over a shared x. `vline` draws a dashed marker at that x; `markers`
     ({name: (xs, ys, texts)}) draws labelled points (e.g. each schedule's peak)."""
     xs = to_np(x)
-    traces = [dict(type="scatter", x=xs, y=to_np(ys), mode=mode, name=name, line=dict(color=colour(i), width=2))
+    title, x_title, y_title = esc(title), esc(x_title), esc(y_title)
+    traces = [dict(type="scatter", x=xs, y=to_np(ys), mode=mode, name=esc(name), line=dict(color=colour(i), width=2))
               for i, (name, ys) in enumerate(series.items())]
     values = np.concatenate([to_np(v).ravel() for v in series.values()]) if series else np.array([])
     if vline is not None:  # a trace, not a shape: shapes and annotations misplace x on log axes
         ys = values[np.isfinite(values) & ((values > 0) if log_y else True)]
         lo, hi = (ys.min(), ys.max()) if ys.size else (0.0, 1.0)
-        traces.append(dict(type="scatter", x=[vline, vline], y=[lo, hi], mode="lines", name=vline_label,
+        traces.append(dict(type="scatter", x=[vline, vline], y=[lo, hi], mode="lines", name=esc(vline_label),
                            line=dict(color="#555", dash="dash", width=1.5)))
     y_axis = dict(title=dict(text=y_title), **_axis(log_y, values if log_y else None, most=max(3, (height - 240) // 30)))
     points = []
     for name, (mx, my, texts) in (markers or {}).items():
-        traces.append(dict(type="scatter", x=list(mx), y=list(my), name=name, mode="markers",
+        traces.append(dict(type="scatter", x=list(mx), y=list(my), name=esc(name), mode="markers",
                            marker=dict(size=10, symbol="star", color="black")))
-        points += [(float(a), float(b), str(c)) for a, b, c in zip(mx, my, texts)]
+        points += [(float(a), float(b), esc(c)) for a, b, c in zip(mx, my, texts)]
     notes = []
     if points and not log_y:  # every group's labels kept apart from each other
         every = np.concatenate([values, [y for _, y, _ in points]])
@@ -133,7 +135,8 @@ def point_labels(points, xs, ys, *, log_x: bool, plot_h: int) -> tuple[list[dict
 
 def histogram_overlay(series: dict, *, title="", x_title="", y_title="", nbins=80, height=360) -> Figure:
     """Overlaid, semi-transparent histograms of several samples, normalised to probability density."""
-    traces = [dict(type="histogram", x=to_np(values), name=name, nbinsx=nbins, opacity=0.6,
+    title, x_title, y_title = esc(title), esc(x_title), esc(y_title)
+    traces = [dict(type="histogram", x=to_np(values), name=esc(name), nbinsx=nbins, opacity=0.6,
                    histnorm="probability density", marker=dict(color=colour(i)))
               for i, (name, values) in enumerate(series.items())]
     return figure(traces, dict(barmode="overlay", title=dict(text=title), height=height,
@@ -145,6 +148,7 @@ def circle_figure(sin_vals, cos_vals, p: int, k: int, *, title="", pos_label="po
     """The (sin, cos) pair of every position as a point on the unit circle; position p and p+k
     highlighted with an arrow: shifting by k turns the point by the same angle everywhere."""
     s, c = to_np(sin_vals), to_np(cos_vals)
+    title, pos_label = esc(title), esc(pos_label)
     n = len(s)
     th = np.linspace(0, 2 * np.pi, 200)
     traces = [dict(type="scatter", x=np.sin(th), y=np.cos(th), mode="lines", line=dict(color="#cccccc"),

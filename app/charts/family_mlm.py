@@ -38,7 +38,7 @@ def mask_predictions(panels, *, x_title: str = "", per_row: int = 3, height_per_
                          showlegend=False, hovertemplate="%{y}: %{x:.4f}<extra></extra>",
                          xaxis=f"x{suffix}", yaxis=f"y{suffix}"))
         layout[f"yaxis{suffix}"].update(autorange="reversed", type="category")
-        layout[f"xaxis{suffix}"].update(range=[0, 1], title=dict(text=x_title) if r == rows - 1 and x_title else None)
+        layout[f"xaxis{suffix}"].update(range=[0, 1], title=dict(text=esc(x_title)) if r == rows - 1 and x_title else None)
         titles.append(dict(text=esc(title), x=x_mid, y=top, xref="paper", yref="paper", xanchor="center",
                            yanchor="bottom", showarrow=False, font=dict(size=16)))
     if titles:

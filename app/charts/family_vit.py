@@ -158,7 +158,7 @@ def position_similarity_map(similarity, *, title: str = "", x_title: str = "", y
     """(P, P) cosine similarity of the patches' learned position vectors, patches numbered 1…P."""
     S = to_np(similarity)
     names = [str(i + 1) for i in range(S.shape[0])]
-    fig = matrix_heatmap(S, names, names, title=esc(title), x_title=x_title, y_title=y_title, zmin=-1.0, zmax=1.0,
+    fig = matrix_heatmap(S, names, names, title=title, x_title=x_title, y_title=y_title, zmin=-1.0, zmax=1.0,
                          zmid=0.0, decimals=2, show_text=S.shape[0] <= 16, height=max(380, 26 * S.shape[0] + 140))
     return lift_title(fig) if title else fig
 

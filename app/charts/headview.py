@@ -11,6 +11,7 @@ def head_view(weights, q_labels: list[str], k_labels: list[str], heads: list[int
     """Line opacity and width follow the attention weight, one colour per head. weights: (H, Lq, Lk).
     Lines are grouped by head and by weight level, so the figure has few traces."""
     w = to_np(weights)
+    query_title, key_title, head_title = esc(query_title), esc(key_title), esc(head_title)
     H, Lq, Lk = w.shape
     yq = np.linspace(0, 1, Lq) if Lq > 1 else np.array([0.5])
     yk = np.linspace(0, 1, Lk) if Lk > 1 else np.array([0.5])

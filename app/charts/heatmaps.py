@@ -32,6 +32,7 @@ def _matrix_parts(values, x_labels=None, y_labels=None, *, title="", x_title="",
     later update_layout / update_xaxes pays that again (3-5x the cost of the whole build)."""
     z = to_np(values)
     n_rows, n_cols = z.shape
+    title, x_title, y_title = esc(title), esc(x_title), esc(y_title)  # words are text to plotly too
     xs = labels(x_labels if x_labels is not None else [str(j) for j in range(n_cols)])
     ys = labels(y_labels if y_labels is not None else [str(i) for i in range(n_rows)])
     trace = dict(
@@ -97,6 +98,7 @@ def head_grid(weights, *, layer_title="layer", head_title="head", gap: int = 1, 
     weights: (layers, heads, Lq, Lk)."""
     w = to_np(weights)
     n_layers, n_heads, lq, lk = w.shape
+    layer_title, head_title = esc(layer_title), esc(head_title)
     canvas = np.full((n_layers * lq + (n_layers - 1) * gap, n_heads * lk + (n_heads - 1) * gap), np.nan)
     for l in range(n_layers):
         for h in range(n_heads):
@@ -120,6 +122,7 @@ def head_tiles(weights, query_labels, key_labels, *, head_title="head", query_ti
     w = to_np(weights)
     n_heads, lq, lk = w.shape
     q_labels, k_labels = [esc(q) for q in query_labels], [esc(k) for k in key_labels]
+    head_title, query_title, key_title = esc(head_title), esc(query_title), esc(key_title)
     per_row = max(1, min(per_row, n_heads))
     n_block_rows = -(-n_heads // per_row)
     rows = n_block_rows * lq + (n_block_rows - 1)
@@ -163,6 +166,7 @@ def numeric_heatmap(z, x=None, y=None, *, title="", x_title="", y_title="", colo
                     colorbar_title="") -> Figure:
     """A heatmap for large matrices (numeric axes, no cell text). z: (rows, cols)."""
     z = to_np(z).astype(np.float32)  # compact: plotly sends float32 arrays as binary
+    title, x_title, y_title, colorbar_title = esc(title), esc(x_title), esc(y_title), esc(colorbar_title)
     x = np.arange(z.shape[1]) if x is None else np.asarray(x)
     y = np.arange(z.shape[0]) if y is None else np.asarray(y)
     layout = dict(yaxis=dict(autorange="reversed", title=dict(text=y_title)), xaxis=dict(title=dict(text=x_title)),

@@ -4,7 +4,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.charts.style import colour, labels as escaped_labels, margins
+from app.charts.style import colour, esc, labels as escaped_labels, margins
 
 
 def factor_figure(names, paper, ours_mean, ours_low, ours_high, seeds, *, title: str, paper_title: str,
@@ -13,6 +13,8 @@ def factor_figure(names, paper, ours_mean, ours_low, ours_high, seeds, *, title:
     given `per_seed` (one list per row), every seed as a small grey dot. `names` are row labels (escaped
     here); a row we have no number for is left out of our panel."""
     x = escaped_labels(names)
+    title, paper_title, ours_title, y_title = esc(title), esc(paper_title), esc(ours_title), esc(y_title)
+    seeds_label, seed_title = esc(seeds_label), esc(seed_title)
     fig = make_subplots(rows=1, cols=2, subplot_titles=(paper_title, ours_title), horizontal_spacing=0.12)
     fig.add_trace(go.Scatter(x=x, y=list(paper), mode="markers", marker=dict(size=11, color=colour(0)),
                              name=paper_title,

@@ -20,6 +20,7 @@ def series(records: list[dict], kind: str, key: str) -> tuple[list[int], list[fl
 
 
 def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, height: int = 320) -> go.Figure:
+    title, x_title, y_title = esc(title), esc(x_title), esc(y_title)
     fig.update_layout(title=title, height=height, margin=margins(title, 50), legend=legend_below(),
                       hovermode="x unified")
     fig.update_layout(xaxis_title=x_title, yaxis_title=y_title)  # (update_yaxes would retitle yaxis2 too)
@@ -31,9 +32,9 @@ def loss_figure(records: list[dict], *, title: str, train_name: str, val_name: s
     """Training loss (label-smoothed, mean over the logging window) and validation loss."""
     fig = go.Figure()
     x, y = series(records, "train", "loss")
-    fig.add_scatter(x=x, y=y, mode="lines", name=train_name, line=dict(color=colour(0)))
+    fig.add_scatter(x=x, y=y, mode="lines", name=esc(train_name), line=dict(color=colour(0)))
     x, y = series(records, "eval", "val_loss")
-    fig.add_scatter(x=x, y=y, mode="lines+markers", name=val_name, line=dict(color=colour(1)))
+    fig.add_scatter(x=x, y=y, mode="lines+markers", name=esc(val_name), line=dict(color=colour(1)))
     return _layout(fig, title, x_title, y_title)
 
 
@@ -43,7 +44,7 @@ def accuracy_figure(records: list[dict], *, title: str, token_name: str, exact_n
     for i, (key, name) in enumerate((("val_token_acc", token_name), ("val_exact", exact_name))):
         x, y = series(records, "eval", key)
         if x:
-            fig.add_scatter(x=x, y=y, mode="lines+markers", name=name, line=dict(color=colour(2 + i)))
+            fig.add_scatter(x=x, y=y, mode="lines+markers", name=esc(name), line=dict(color=colour(2 + i)))
     fig.update_yaxes(range=[0, 1.02])
     return _layout(fig, title, x_title, y_title)
 
@@ -52,11 +53,11 @@ def lr_figure(records: list[dict], *, title: str, lr_name: str, tps_name: str, x
     """Learning rate (the warm-up schedule) and throughput on a second axis."""
     fig = go.Figure()
     x, y = series(records, "train", "lr")
-    fig.add_scatter(x=x, y=y, mode="lines", name=lr_name, line=dict(color=colour(4)))
+    fig.add_scatter(x=x, y=y, mode="lines", name=esc(lr_name), line=dict(color=colour(4)))
     x, y = series(records, "train", "tokens_per_second")
-    fig.add_scatter(x=x, y=y, mode="lines", name=tps_name, line=dict(color=colour(5), dash="dot"), yaxis="y2")
+    fig.add_scatter(x=x, y=y, mode="lines", name=esc(tps_name), line=dict(color=colour(5), dash="dot"), yaxis="y2")
     fig.update_layout(yaxis=dict(rangemode="tozero"),
-                      yaxis2=dict(title=tps_name, overlaying="y", side="right", showgrid=False, rangemode="tozero"))
+                      yaxis2=dict(title=esc(tps_name), overlaying="y", side="right", showgrid=False, rangemode="tozero"))
     return _layout(fig, title, x_title, lr_name)
 
 

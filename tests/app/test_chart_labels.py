@@ -84,12 +84,25 @@ def _with_markup(samples: dict) -> dict:
     out["titles"] = [RAW[i % 3] for i in range(len(tokens))]
     out["query_self_attention.labels"] = tokens
     out["cls_label"] = RAW[0]
+    for name in WORD_PARAMETERS:  # titles, axis titles and names: words from the catalogue are text too
+        out[name] = f"{name} {RAW[0]} {RAW[1]}"
+    out["series"] = {RAW[0]: [1.0, None, 3.0], RAW[1]: [3, 2, 1]}
+    out["histogram_overlay.series"] = {RAW[0]: samples["histogram_overlay.series"]["a"]}
     return out
+
+
+# Words a builder writes into its figure (titles, axis titles, legend names), from the catalogue: `<pad>` in
+# "0 = <pad>" is text, and Plotly would drop it.
+WORD_PARAMETERS = ("title", "x_title", "y_title", "query_title", "key_title", "head_title", "layer_title",
+                   "value_title", "pos_label", "train_name", "val_name", "token_name", "exact_name", "lr_name",
+                   "tps_name", "paper_title", "ours_title", "seeds_label", "seed_title", "gt_name", "pred_name",
+                   "dim_title", "colorbar_title", "vline_label")
 
 
 # The parameters of a builder that carry tokens or names into the figure: its samples above have markup.
 TOKEN_PARAMETERS = {"labels", "query_labels", "key_labels", "q_labels", "k_labels", "x_labels", "y_labels",
-                    "names", "runs", "panels", "gt_labels", "pred_labels", "titles", "cls_label"}
+                    "names", "runs", "panels", "gt_labels", "pred_labels", "titles", "cls_label", "series",
+                    *WORD_PARAMETERS}
 
 
 def _token_builders() -> list[str]:
@@ -101,7 +114,8 @@ def _token_builders() -> list[str]:
 
 
 def test_builders_that_draw_tokens_are_found():
-    assert {"heatmaps.attention_heatmap", "curves.bar_chart", "headview.head_view", "family_mlm.mask_predictions",
+    assert {"heatmaps.numeric_heatmap", "curves.line_chart", "family_vit.class_probabilities", "family_vit.position_similarity_map",
+            "heatmaps.attention_heatmap", "curves.bar_chart", "headview.head_view", "family_mlm.mask_predictions",
             "study.factor_figure", "training.compare_figure"} <= set(_token_builders())
 
 
@@ -150,14 +164,23 @@ PAGES_WITH_TOKENS = [("inspector.py", {}), ("attention.py", {}), ("multihead.py"
                      ("family.py", {"member": "detr"})]
 
 
+# Markup the builders write themselves (bold panel titles, line breaks in hover texts, plotly's <extra>): any other
+# tag in a figure is a word Plotly would swallow.
+OWN_MARKUP = re.compile(r"</?(?:b|br|i|sub|sup|extra)>")
+TAG = re.compile(r"<[^<>\s][^<>]*>")
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "ko"])
 @pytest.mark.parametrize("page,params", PAGES_WITH_TOKENS, ids=lambda x: x if isinstance(x, str) else
                          "-".join(x.values()) or "default")
-def test_no_chart_on_a_page_escapes_a_label_twice(page, params):
-    """Every chart each page draws at its defaults carries no label escaped twice (the page gave a builder a label
-    it had escaped itself)."""
-    at = open_link(page, params, lang="en", timeout=180)
+def test_every_chart_on_a_page_shows_its_words_as_text(page, params, lang):
+    """Every chart each page draws at its defaults carries no label escaped twice (a page gave a builder a label it
+    had escaped itself) and no raw tag but the builders' own markup (a catalogue title's `<pad>`)."""
+    at = open_link(page, params, lang=lang, timeout=180)
     assert_clean(at)
     assert charts(at), "the page draws charts"
     found = {c.id: twice_escaped(c.figure) for c in charts(at)}
     assert {k: v for k, v in found.items() if v} == {}
+    raw = {c.id: [s for s in _strings(c.figure) if TAG.search(OWN_MARKUP.sub("", s))] for c in charts(at)}
+    assert {k: v for k, v in raw.items() if v} == {}
