@@ -42,12 +42,16 @@ class ViTConfig:
     n_classes: int = N_CLASSES
     norm_first: bool = True     # pre-LN, as in ViT (the paper's Transformer: post-LN)
     activation: str = "gelu"    # as in ViT (the paper's Transformer: relu)
+    channels: int = 1           # colour channels of a pixel (1: grey digits; 3: an RGB photo, model.hub.vit)
+    norm_eps: float = 1e-5      # LayerNorm epsilon (a Hugging Face ViT: 1e-12)
 
     def __post_init__(self) -> None:
-        for name in ("image_size", "patch_size", "upsample", "d_model", "n_heads", "d_ff", "n_layers", "n_classes"):
+        for name in ("image_size", "patch_size", "upsample", "d_model", "n_heads", "d_ff", "n_layers", "n_classes",
+                     "channels"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            least = 0 if name == "n_classes" else 1  # 0 classes: a ViT without a classification head
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
         if self.side % self.patch_size:
             raise ValueError(f"patch_size ({self.patch_size}) must divide the image side "
                              f"image_size × upsample = {self.side}")
@@ -59,6 +63,8 @@ class ViTConfig:
             raise ValueError("norm_first must be true or false")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        if not isinstance(self.norm_eps, (int, float)) or not 0.0 < self.norm_eps < 1.0:
+            raise ValueError("norm_eps must be in (0, 1)")
 
     @property
     def side(self) -> int:
@@ -81,16 +87,16 @@ class ViTConfig:
 
     @property
     def patch_dim(self) -> int:
-        """Numbers in one flattened patch (one channel: grey levels)."""
-        return self.patch_size ** 2
+        """Numbers in one flattened patch: channels × patch_size² (grey digits: one channel)."""
+        return self.channels * self.patch_size ** 2
 
     def encoder_config(self) -> TransformerConfig:
         """The stack's sizes as a TransformerConfig, so model.nn.layers.EncoderLayer builds the layers."""
         return TransformerConfig(
-            vocab_size=self.n_classes, d_model=self.d_model, n_heads=self.n_heads, d_ff=self.d_ff,
+            vocab_size=max(self.n_classes, 1), d_model=self.d_model, n_heads=self.n_heads, d_ff=self.d_ff,
             n_encoder_layers=self.n_layers, n_decoder_layers=0, dropout=float(self.dropout), max_len=self.n_tokens,
             architecture="encoder-only", norm_first=self.norm_first, positional="learned", tie_embeddings=False,
-            label_smoothing=0.0, activation=self.activation, embed_scale=False)
+            label_smoothing=0.0, activation=self.activation, embed_scale=False, norm_eps=float(self.norm_eps))
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -105,7 +111,7 @@ class ViTConfig:
 
 @dataclass
 class ViTOutput:
-    logits: torch.Tensor                       # (B, n_classes)
+    logits: torch.Tensor | None                # (B, n_classes); None for a model without a head (n_classes 0)
     attention: list[torch.Tensor] | None = None  # per layer (B, H, T, T); token 0 is [CLS], then the patches
 
 
@@ -135,7 +141,7 @@ class ViT(nn.Module):
         self.drop = Dropout(cfg.dropout)
         self.layers = nn.ModuleList(EncoderLayer(enc) for _ in range(cfg.n_layers))
         self.norm = nn.LayerNorm(cfg.d_model, eps=enc.norm_eps)
-        self.head = nn.Linear(cfg.d_model, cfg.n_classes)
+        self.head = nn.Linear(cfg.d_model, cfg.n_classes) if cfg.n_classes else None
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
@@ -158,7 +164,7 @@ class ViT(nn.Module):
             if return_attention:
                 attention.append(w)  # (B, H, T, T)
         cls = self.norm(x[:, 0])  # (B, D): the [CLS] token's final state
-        return ViTOutput(self.head(cls), attention)
+        return ViTOutput(self.head(cls) if self.head is not None else None, attention)
 
 
 # ----------------------------------------------------------------------------- the task

@@ -384,9 +384,9 @@ def test_figures_are_built_and_escape_labels():
 
 SCRIPT = section_script("""
 from pages.family import vit as section
-if st.session_state.pop('_click', None):  # what the canvas's on_select callback gets from one click
-    st.session_state['_fake_canvas'] = {{"selection": {{"points": [{{"x": 3, "y": 2, "point_index": 19}}]}}}}
-    section._clicked('_fake_canvas')
+if st.session_state.pop('_click', None):  # what the canvas's callback gets from a stroke over one pixel
+    from app.fast.canvas import drawn_pixels
+    section._drawn(drawn_pixels([16 if i == 19 else 0 for i in range(64)], 8, 16))
 section.render()
 """)
 
@@ -422,7 +422,7 @@ def test_section(lang, model_for_section):
     labels = [m.label for m in at.metric]
     assert words["family_vit.predicted"] in labels and words["family_vit.neighbours"] in labels
     n_charts = len(charts(at))
-    assert n_charts == 7  # canvas, tokens, probabilities, tiles, rollout, similarity, one patch
+    assert n_charts == 6  # tokens, probabilities, tiles, rollout, similarity, one patch (the canvas: a component)
     caption = words["family_vit.is_test_digit"].format(index=0, label=int(test_labels[0]))
     assert caption in [c.value for c in at.caption]
 
@@ -444,7 +444,7 @@ def test_section(lang, model_for_section):
     at.slider(key="fam_vit_patch").set_value(1).run()
     _clean(at)
 
-    # an empty canvas -> a message, not a traceback; then a click on the canvas draws a pixel
+    # an empty canvas -> a message, not a traceback; then a stroke on the canvas draws a pixel
     at.button(key="fam_vit_clear").click().run()
     _clean(at)
     assert at.text_area(key="fam_vit_grid").value == D.blank_text()
@@ -520,3 +520,14 @@ def test_section_with_unusual_models(monkeypatch, tmp_path):
         assert f"{odd[name].n_tokens} tokens" in at.caption[0].value
         at.selectbox(key="fam_vit_layer").set_value(1).run()
         _clean(at)
+
+
+def test_canvas_takes_only_a_grid_of_pixel_values():
+    """What the drawing canvas sends comes over the socket: only a flat list of size² numbers is a drawing, each
+    rounded and held to 0..top; anything else is ignored (None), never an exception."""
+    from app.fast.canvas import drawn_pixels
+    rows = drawn_pixels([0] * 63 + [16], 8, 16)
+    assert len(rows) == 8 and all(len(r) == 8 for r in rows) and rows[7][7] == 16 and sum(map(sum, rows)) == 16
+    assert drawn_pixels([99.6, -3] + [0] * 62, 8, 16)[0][:2] == [16, 0]
+    for bad in (None, "x" * 64, [0] * 63, [0] * 65, [True] * 64, ["1"] * 64, [float("nan")] * 64, {"a": 1}):
+        assert drawn_pixels(bad, 8, 16) is None, bad
