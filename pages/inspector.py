@@ -77,6 +77,8 @@ if card_file.is_file():
 
 vocab = vocabulary(path)
 groups = inspector_examples(facts.task, arch, vocab.examples)
+if getattr(tok, "mask_token", "[MASK]") != "[MASK]":  # the examples' [MASK] as this model writes it (RoBERTa: <mask>)
+    groups = [(kind, [s.replace("[MASK]", tok.mask_token) for s in sentences]) for kind, sentences in groups]
 choices = [s for _, sentences in groups for s in sentences]
 if st.session_state.get("insp_for") != choice:  # a new model: start from its first example
     st.session_state["insp_for"] = choice
@@ -150,7 +152,7 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
         att = result.attention
         src_labels, tgt_labels = ins.labels(result.src_pieces), ins.labels(result.tgt_pieces)
         steps = result.steps
-    elif arch == "decoder-only":
+    elif arch == "decoder-only" and facts.task != "features":  # "features": no head (a GPT2Model), attention only
         ctx = [tok.bos_id] + ids
         c1, c2 = st.columns(2)
         temperature = c1.slider(t("inspector.temperature"), 0.0, 2.0, step=0.05,
@@ -203,16 +205,18 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
         src_labels = ins.labels(filled.pieces)
         st.subheader(t("inspector.mlm.title"))
         if not filled.predictions:
-            st.info(t("inspector.mlm.no_mask"))
+            st.info(t("inspector.mlm.no_mask", mask=tok.id_to_piece(tok.mask_id)))
         for pos, top in filled.predictions:
             fig = bar_chart(ins.labels([pc for pc, _ in top]), [p for _, p in top], horizontal=True, y_range=[0, 1],
-                            title=t("inspector.mlm.at", position=pos), x_title=t("inspector.probability"),
+                            title=t("inspector.mlm.at", position=pos, mask=filled.pieces[pos]), x_title=t("inspector.probability"),
                             y_title=t("inspector.token"))
             show_figure(fig, name=f"mask-{pos}", csv=csv_text(["piece", "probability"], top), key=f"mask-{pos}")
     else:
         source = ("forward", tuple(ids))
         att = forward_pass(path, ids)
-        src_labels = ins.labels(pieces)
+        src_labels = tgt_labels = ins.labels(pieces)
+        if facts.task == "features":  # a checkpoint without a head (GPT2Model, RobertaModel): attention only
+            st.info(t("inspector.no_head_lm" if arch == "decoder-only" else "inspector.no_head_mlm"))
         if unknown:
             st.warning(t("inspector.unknown_other", words=never))
 
@@ -357,7 +361,8 @@ def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx,
     n_layers, n_heads, n_q, n_k = weights.shape
     st.caption(t("common.rows_cols_cross") if kind == "cross" else t("common.rows_cols"))
     steps_name = "positions" if arch == "decoder-only" else "steps"
-    labels = {name: t(f"inspector.tab.{name}") for name in ("grid", "head", steps_name, "stats")}
+    tabs = ("grid", "head", steps_name, "stats") if ctx is not None or arch != "decoder-only" else ("grid", "head", "stats")
+    labels = {name: t(f"inspector.tab.{name}") for name in tabs}
     for name, tab in open_tabs(labels, key="insp_tab"):
         if not tab.open:
             continue

@@ -167,7 +167,10 @@ def meta(hf_config: dict) -> dict:
 class RobertaTokenizer(ByteBPETokenizer):
     """Byte-level BPE with RoBERTa's special tokens: bos_id <s> (the [CLS] of BERT), eos_id </s> ([SEP]),
     pad_id <pad>, unk_id <unk>, mask_id <mask>."""
-    mask_token = SPECIALS["mask"]
+    @property
+    def mask_token(self) -> str:
+        """How the text writes the mask (the inspector's examples say [MASK], as for BERT)."""
+        return self.roles["mask"]
 
     def pair(self, ids_a: list[int], ids_b: list[int] | None = None) -> tuple[list[int], list[int]]:
         """The model's input and its segments for one sentence or a pair: <s> A </s> or <s> A </s></s> B </s>,
