@@ -42,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{loaded.meta['family']} {cfg.architecture}: {loaded.model.num_parameters():,} parameters, "
           f"d_model={cfg.d_model} heads={cfg.n_heads} layers={cfg.n_encoder_layers}+{cfg.n_decoder_layers}")
     print("differs from the paper in:", cfg.differences_from_paper())
+    if loaded.meta.get("task") == "features":  # GPT2Model, RobertaModel: loaded, and nothing to predict with
+        print("no head: attention and hidden states only (no next-token list, no filled mask)")
     return 0
 
 

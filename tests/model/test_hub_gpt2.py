@@ -343,7 +343,8 @@ def test_the_head_decides_the_task(headless, pair):
 def test_gpt2model_check_on_the_command_line(headless, capsys):
     from model.hub.__main__ import main
     assert main(["check", str(headless[0])]) == 0
-    assert "decoder-only" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "decoder-only" in out and "no head: attention and hidden states only" in out
 
 
 def test_a_sequence_classifier_is_refused_by_the_name_of_its_head(headless, tmp_path):

@@ -194,9 +194,12 @@ def headless(tmp_path_factory):
     return folder, hf, load_pretrained(folder)
 
 
-def test_robertamodel_without_a_head_gives_attention_and_hidden_states(headless):
+def test_robertamodel_without_a_head_gives_attention_and_hidden_states(headless, capsys):
     folder, hf, loaded = headless
     assert loaded.meta["task"] == "features"
+    from model.hub.__main__ import main
+    assert main(["check", str(folder)]) == 0
+    assert "roberta encoder-only" in capsys.readouterr().out
     tok = loaded.tokenizer
     ids, _ = tok.pair(tok.encode("The cat sat on the mat, 나는 😀"))
     _compare(hf, loaded, ids, logits=False)
