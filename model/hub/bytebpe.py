@@ -214,8 +214,9 @@ def _from_tokenizer_json(path: Path) -> tuple[dict[str, int], list[tuple[str, st
     if not isinstance(model, dict) or model.get("type") != "BPE":
         raise HubError(f"{path}: not a BPE tokenizer (model type {model.get('type') if isinstance(model, dict) else None!r})")
     if d.get("normalizer") is not None:
-        raise HubError(f"{path}: a normalizer ({d['normalizer'].get('type')!r}) that byte-level BPE does not have")
-    pre = d.get("pre_tokenizer") or {}
+        kind = d["normalizer"].get("type") if isinstance(d["normalizer"], dict) else d["normalizer"]
+        raise HubError(f"{path}: a normalizer ({str(kind)[:80]!r}) that byte-level BPE does not have")
+    pre = d.get("pre_tokenizer") if isinstance(d.get("pre_tokenizer"), dict) else {}
     if pre.get("type") != "ByteLevel" or not pre.get("use_regex", True):
         raise HubError(f"{path}: pre-tokenizer {pre.get('type')!r}; only GPT-2's ByteLevel is supported")
     vocab, merges = model.get("vocab"), []
@@ -251,7 +252,8 @@ def added_tokens(folder: Path) -> tuple[dict[str, int], dict[str, tuple[bool, bo
     if (folder / TOKENIZER_JSON).is_file():
         d = read_json(folder / TOKENIZER_JSON)
         if isinstance(d, dict):
-            note((t.get("id"), t) for t in d.get("added_tokens") or [] if isinstance(t, dict))
+            listed = d.get("added_tokens") if isinstance(d.get("added_tokens"), list) else []
+            note((t.get("id"), t) for t in listed if isinstance(t, dict))
             pre = d.get("pre_tokenizer")
             prefix = bool(pre.get("add_prefix_space")) if isinstance(pre, dict) else prefix
     if (folder / TOKENIZER_CONFIG).is_file():

@@ -286,3 +286,27 @@ def test_fill_mask_reads_a_pair_as_roberta_does(mlm):
     assert top[0][1] == pytest.approx(probs.max().item(), abs=1e-5)
     with pytest.raises(ValueError, match="padding"):
         fill_mask(loaded, "a <pad> <mask>")
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda d: d.update(normalizer={"type": "Lowercase"}), "normalizer"),
+    (lambda d: d.update(normalizer="odd"), "normalizer"),
+    (lambda d: d.update(pre_tokenizer={"type": "Whitespace"}), "pre-tokenizer"),
+    (lambda d: d.update(pre_tokenizer=["ByteLevel"]), "pre-tokenizer"),
+    (lambda d: d["model"].update(type="WordPiece"), "not a BPE"),
+    (lambda d: d.update(model=[]), "not a BPE"),
+    (lambda d: d["model"].update(merges=[["a"]]), "merge 0"),
+    (lambda d: d["model"].update(vocab=["a"]), "vocab"),
+    (lambda d: d.update(added_tokens={"x": 1}), "<mask>"),  # then <mask> is in no list: named
+])
+def test_a_damaged_tokenizer_json_is_refused_in_one_sentence(mlm, tmp_path, damage, words):
+    ref = transformers.RobertaTokenizer.from_pretrained(mlm[0])
+    ref.save_pretrained(tmp_path)
+    d = json.loads((tmp_path / "tokenizer.json").read_text())
+    if words == "<mask>":
+        d["model"]["vocab"].pop("<mask>")
+        (tmp_path / "tokenizer_config.json").unlink()
+    damage(d)
+    (tmp_path / "tokenizer.json").write_text(json.dumps(d))
+    with pytest.raises(HubError, match=words):
+        roberta_tokenizer(tmp_path, {})
