@@ -8,6 +8,29 @@ import re
 import numpy as np
 
 
+_NUMBER_TYPES = (int, float, np.integer, np.floating)
+
+
+def number(value, spec: str = "") -> str:
+    """`format(value, spec)` for every number the app writes, except that a value that rounds to zero is written
+    without a minus sign: -0.0 and -0.00004 with ".3f" read "0.000", not "-0.000" (a sign on a zero says nothing
+    true). Anything that is not a number is formatted as it is."""
+    text = format(value, spec)
+    if isinstance(value, _NUMBER_TYPES) and not isinstance(value, bool) and text[:1] in "-−" \
+            and not any(c in "123456789" for c in text.split("e")[0].split("E")[0]) and "inf" not in text:
+        return text[1:]
+    return text
+
+
+def plural(n, one: str, other: str) -> str:
+    """The word that agrees with the count n in English: `one` for exactly 1, else `other`. n may be the number as
+    a text already shows it ("1", "1,000", "1.0")."""
+    try:
+        return one if float(str(n).replace(",", "")) == 1 else other
+    except (TypeError, ValueError):
+        return other
+
+
 def _finite(v) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and math.isfinite(v)
 
@@ -22,8 +45,8 @@ def compact(x: float, sig: int = 4) -> str:
     if x == 0:
         return "0"
     if abs(x) >= 1e5 or abs(x) < 1e-4:
-        return f"{x:.3g}"
-    return f"{x:.{sig}g}"
+        return number(x, ".3g")
+    return number(x, f".{sig}g")
 
 
 def vector(v, max_items: int = 6) -> str:
@@ -38,19 +61,19 @@ def large(x: float) -> str:
     if x == math.inf:
         return "∞"
     if abs(x) >= 1e6:
-        return f"{x:.3g}"
+        return number(x, ".3g")
     if float(x).is_integer():
         return f"{int(x):,}"
-    return f"{x:.3g}"
+    return number(x, ".3g")
 
 
 def fixed(v, digits: int = 3) -> str:
     """A metric with fixed decimals, or – when there is none yet."""
-    return f"{v:.{digits}f}" if _finite(v) else "–"
+    return number(v, f".{digits}f") if _finite(v) else "–"
 
 
 def percent(v) -> str:
-    return f"{100 * v:.1f}%" if _finite(v) else "–"
+    return number(100 * v, ".1f") + "%" if _finite(v) else "–"
 
 
 def count(n) -> str:
@@ -62,7 +85,7 @@ def count(n) -> str:
         return f"{n / 1e6:.2f}M"
     if n >= 1e3:
         return f"{n / 1e3:.1f}k"
-    return f"{n:.0f}"
+    return number(n, ".0f")
 
 
 def size_bytes(n) -> str:

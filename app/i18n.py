@@ -7,7 +7,10 @@
 - Messages that travel from code that knows no language (model/, the trainer, the job manager) are
   a `Message`: a catalogue key plus its arguments, translated only when shown (`say(msg)`).
 - Placeholders are `{name}` or `{name:format-spec}` and are filled only from the arguments given, so
-  LaTeX braces in prose stay as they are.
+  LaTeX braces in prose stay as they are. Numbers go through app.format.number (never `-0.000`).
+- A count's noun agrees with it through `{name:one|other}`: the word for exactly one, else the other
+  ("{n} {n:thread|threads}" reads "1 thread", "4 threads"; a verb too: "{n:differs|differ}"). Korean counts
+  need no plural and write the counter word after the number ("스레드 {n}개").
 
 Both languages must have exactly the same keys and sections, and every key the code names must
 exist (tests/app/test_i18n.py). `lang()` works outside a Streamlit run too (it then returns "en")."""
@@ -98,15 +101,23 @@ def language_from_locale(locale: str | None) -> str:
 # ----------------------------------------------------------------------------- lookup
 
 def fill(text: str, args: dict) -> str:
-    """Replace `{name}` / `{name:spec}` for the names given; leave every other brace alone."""
+    """Replace `{name}` / `{name:spec}` for the names given; leave every other brace alone. A spec with a `|`
+    is a count's two words, `{name:one|other}`, chosen by the number as the text shows it (0.6 shown as "1" with
+    ".0f" takes the word for one)."""
     if not args:
         return text
+    from app.format import number, plural
+    shown: dict[str, str] = {}
 
     def sub(m: re.Match) -> str:
         name, spec = m.group(1), m.group(2)
         if name not in args:
             return m.group(0)
-        return format(args[name], spec or "")
+        if spec and "|" in spec:
+            one, other = spec.split("|", 1)
+            return plural(shown.get(name, args[name]), one, other)
+        shown.setdefault(name, number(args[name], spec or ""))
+        return number(args[name], spec or "")
 
     return _PLACEHOLDER.sub(sub, text)
 

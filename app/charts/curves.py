@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from app.charts.text_width import text_px
+from app.format import number
 from app.charts.style import Figure, colour, esc, figure, labels as escaped_labels, legend_below, margins, named_scale, to_np
 
 
@@ -42,7 +43,7 @@ def bar_chart(labels, values, *, title="", x_title="", y_title="", y_range=None,
     vals = to_np(values).ravel()
     title, x_title, y_title = esc(title), esc(x_title), esc(y_title)
     names = escaped_labels(labels)  # a category axis would merge a repeated token into one bar
-    text = [f"{v:.{decimals}f}" for v in vals]
+    text = [number(v, f".{decimals}f") for v in vals]
     marker = colors if colors is not None else colour(0)
     value_range = [0, max(1e-9, float(vals.max(initial=0))) * 1.18] if y_range == "fit" else y_range
     position = "outside" if text_outside else "auto"

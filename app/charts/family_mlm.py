@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 
+from app.format import number
 from app.charts.style import Figure, colour, esc, figure, labels as escaped_labels, margins
 
 HIDDEN_COLOUR = "#2ca02c"
@@ -34,7 +35,7 @@ def mask_predictions(panels, *, x_title: str = "", per_row: int = 3, height_per_
     for (title, pieces, probs, hidden), (r, suffix, x_mid, top) in zip(panels, cells):
         colours = [HIDDEN_COLOUR if hidden is not None and p == hidden else colour(0) for p in pieces]
         data.append(dict(type="bar", x=list(probs), y=escaped_labels(pieces), orientation="h",
-                         marker=dict(color=colours), text=[f"{v:.3f}" for v in probs], textposition="auto",
+                         marker=dict(color=colours), text=[number(v, ".3f") for v in probs], textposition="auto",
                          showlegend=False, hovertemplate="%{y}: %{x:.4f}<extra></extra>",
                          xaxis=f"x{suffix}", yaxis=f"y{suffix}"))
         layout[f"yaxis{suffix}"].update(autorange="reversed", type="category")

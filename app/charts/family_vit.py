@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 
 from app.charts.curves import bar_chart
 from app.charts.heatmaps import matrix_heatmap
+from app.format import number
 from app.charts.style import Figure, OUTLINE, amend, colour, esc, lift_title, margins, to_np
 
 INK = "Greys"             # the digit: 0 white … 16 black
@@ -128,7 +129,7 @@ def cls_attention_tiles(image, maps, cls_self, *, layer_title: str = "layer", he
             weight[r0:r0 + R, c0:c0 + R] = _upsampled(m[l, h], R)
             notes.append(dict(x=c0 + (R - 1) / 2, y=r0 - 0.6, yanchor="bottom", showarrow=False, font=dict(size=10),
                               text=f"{esc(layer_title)} {l + first_layer} · {esc(head_title)} {h + 1} · "
-                                   f"{esc(cls_label)}→{esc(cls_label)} {s[l, h]:.2f}"))
+                                   f"{esc(cls_label)}→{esc(cls_label)} {number(s[l, h], '.2f')}"))
     common = dict(showgrid=False, zeroline=False, showticklabels=False, ticks="", constrain="domain")
     width = min(880, 190 * H + 20)
     return go.Figure([
@@ -170,7 +171,7 @@ def patch_similarity_grid(row, grid: int, patch: int, *, title: str = "") -> go.
     r, c = divmod(patch, grid)
     outline = dict(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5, line=dict(color=colour(2), width=3))
     return go.Figure(go.Heatmap(z=z, colorscale="RdBu", reversescale=True, zmin=-1, zmax=1, zmid=0,
-                                text=[[f"{labels[i, j]}<br>{z[i, j]:.2f}" for j in range(grid)] for i in range(grid)],
+                                text=[[f"{labels[i, j]}<br>{number(z[i, j], '.2f')}" for j in range(grid)] for i in range(grid)],
                                 texttemplate="%{text}", hovertemplate="%{text}<extra></extra>", xgap=1, ygap=1),
                      layout=dict(shapes=[outline], **_square_axes(grid), title=esc(title), height=360,
                                  margin=margins(title)))

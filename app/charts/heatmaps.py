@@ -7,7 +7,7 @@ import numpy as np
 
 from app.charts.style import (Figure, ATTN_SCALE, DIVERGING, OUTLINE, esc, figure, labels, lift_title, margins, to_np,
                               value_scale)
-from app.format import compact
+from app.format import compact, number
 
 TEXT_LIMIT = 16  # heatmaps bigger than this hide the numbers in their cells
 
@@ -19,7 +19,7 @@ def cell_text(z: np.ndarray, decimals: int = 2) -> list[list[str]]:
         if v == 0:
             return "0"
         if np.isfinite(v) and abs(v) < 1e4:
-            return f"{v:.{decimals}f}"
+            return number(v, f".{decimals}f")
         return compact(v)
     return [[one(v) for v in row] for row in z]
 
@@ -140,9 +140,9 @@ def head_tiles(weights, query_labels, key_labels, *, head_title="head", query_ti
         for i in range(lq):
             for j in range(lk):
                 v = w[h, i, j]
-                text[y0 + i][x0 + j] = f"{v:.2f}" if show_text else ""
+                text[y0 + i][x0 + j] = number(v, ".2f") if show_text else ""
                 hover[y0 + i][x0 + j] = (f"{head_title} {h + 1}<br>{query_title}: {q_labels[i]}<br>"
-                                         f"{key_title}: {k_labels[j]}<br>{v:.4f}")
+                                         f"{key_title}: {k_labels[j]}<br>{number(v, '.4f')}")
         annotations.append(dict(x=x0 + (lk - 1) / 2, y=y0 - 0.5, yshift=10, text=f"<b>{head_title} {h + 1}</b>",
                                 showarrow=False, xref="x", yref="y", yanchor="bottom"))
     layout = dict(

@@ -4,6 +4,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from app.format import number
 from app.charts.style import colour, esc, labels as escaped_labels, margins
 
 
@@ -18,7 +19,7 @@ def factor_figure(names, paper, ours_mean, ours_low, ours_high, seeds, *, title:
     fig = make_subplots(rows=1, cols=2, subplot_titles=(paper_title, ours_title), horizontal_spacing=0.12)
     fig.add_trace(go.Scatter(x=x, y=list(paper), mode="markers", marker=dict(size=11, color=colour(0)),
                              name=paper_title,
-                             text=[f"{v:.2f}" if v is not None else "" for v in paper],
+                             text=[number(v, ".2f") if v is not None else "" for v in paper],
                              hovertemplate="%{x}: %{y:.2f}<extra></extra>"), row=1, col=1)
     keep = [i for i, m in enumerate(ours_mean) if m is not None]
     fig.add_trace(go.Scatter(

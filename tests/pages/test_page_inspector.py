@@ -517,7 +517,7 @@ def test_card_rows_and_summary_from_facts():
                      dropout=0.0, label_smoothing=0.0)
     rows = {r["fact"]: r["value"] for r in ins.card_rows(bare)}
     assert rows["recipe"] == rows["training"] == rows["trained on"] == "not recorded"
-    assert ins.score_text(bare) is None and ins.layers_text(bare) == "1 decoder layers"
+    assert ins.score_text(bare) is None and ins.layers_text(bare) == "1 decoder layer"
 
 
 def test_position_rows():
