@@ -363,7 +363,7 @@ def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx,
     steps_name = "positions" if arch == "decoder-only" else "steps"
     tabs = ("grid", "head", steps_name, "stats") if ctx is not None or arch != "decoder-only" else ("grid", "head", "stats")
     labels = {name: t(f"inspector.tab.{name}") for name in tabs}
-    for name, tab in open_tabs(labels, key="insp_tab"):
+    for name, tab in open_tabs(labels, key="insp_tab", url="tab"):
         if not tab.open:
             continue
         with tab:
