@@ -203,7 +203,7 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
             return
         att = filled.attention
         src_labels = ins.labels(filled.pieces)
-        st.subheader(t("inspector.mlm.title"))
+        st.subheader(t("inspector.mlm.title", mask=ins.code(tok.id_to_piece(tok.mask_id))))
         if not filled.predictions:
             st.info(t("inspector.mlm.no_mask", mask=tok.id_to_piece(tok.mask_id)))
         for pos, top in filled.predictions:

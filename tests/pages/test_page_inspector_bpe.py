@@ -45,6 +45,7 @@ def test_gpt2model_shows_attention_and_says_there_is_no_next_token_list(use, lan
     at = use("gpt2-model-tiny", "The cat sat on the mat", lang)
     assert_clean(at)
     words = catalogue(lang)
+    assert words["train.task.features"] in " ".join(c.value for c in at.caption)  # the summary names the task
     infos = [i.value for i in at.info]
     assert any(words["inspector.no_head_lm"] in v for v in infos), infos
     assert not any(f["data"][0].get("orientation") == "h" for f in figures(at))  # no next-token bars
@@ -58,6 +59,7 @@ def test_roberta_fills_the_mask_like_bert(use):
     assert "<mask>" in at.session_state["insp_text"] and "[MASK]" not in at.session_state["insp_text"]
     masks = [f for f in figures(at) if "<mask>" in title(f) or "&lt;mask&gt;" in title(f)]
     assert len(masks) == 1 and len(masks[0]["data"][0]["y"]) == 5
+    assert any("<mask>" in h.value for h in at.subheader)  # "What the model puts in each <mask>"
     assert len(at.radio(key="insp_kind").options) == 1
     alone = masks[0]["data"][0]["x"]
     at.text_input(key="insp_mlm_pair").set_value("It was tired.").run()  # a pair: <s> A </s></s> B </s>
