@@ -109,6 +109,9 @@ def _pretrained_models(base_dir: str, cache_dir: str) -> dict[str, Path]:
                 found[f"pretrained: {folder.name}"] = folder
     for name, folder in cached_models(Path(cache_dir)).items():
         found.setdefault(f"pretrained: {name}", folder)
+    from model.hub.packages import package_models
+    for name, folder in package_models().items():  # a model an installed Python package carries
+        found.setdefault(f"package: {name}", folder)
     return found
 
 

@@ -70,8 +70,10 @@ def read_hf_config(folder: Path) -> dict:
 
 
 def is_hf_folder(folder: Path) -> bool:
-    """A folder that looks like a Hugging Face model (config.json with a model_type and weights)."""
-    folder = Path(folder)
+    """A folder that looks like a Hugging Face model (config.json with a model_type and weights), in it or in
+    the subfolder a sentence-transformers modules.json names (model/hub/layout.py)."""
+    from model.hub.layout import model_folder
+    folder = model_folder(folder)
     if not ((folder / SAFETENSORS).is_file() or (folder / PICKLE_BIN).is_file()):
         return False
     try:
@@ -160,10 +162,12 @@ def load_pretrained(folder: str | os.PathLike, device: str | torch.device = "cpu
     """A Hugging Face model folder as our Transformer + tokenizer. Raises HubError on any problem.
     dtype=torch.bfloat16 halves the memory and speeds a GPU up; the numbers then differ from float32 in
     about the third significant digit (decoding and figures read them back as float32)."""
+    from model.hub.layout import model_folder, pooling
     from model.training.checkpoint import LoadedModel
     folder = Path(folder)
     if not folder.is_dir():
         raise HubError(f"{folder}: folder not found")
+    outer, folder = folder, model_folder(folder)  # a sentence-transformers folder: its Transformer module
     hf = read_hf_config(folder)
     family = family_module(hf["model_type"])
     path = weights_file(folder)
@@ -179,6 +183,8 @@ def load_pretrained(folder: str | os.PathLike, device: str | torch.device = "cpu
     meta: dict[str, Any] = {"source": "pretrained", "family": family.__name__.rsplit(".", 1)[-1],
                             "model_type": hf["model_type"], "hf_name": hf.get("_name_or_path") or folder.name,
                             "licence": licence(folder, hf), "folder": str(folder), **family.meta(hf)}
+    if pooling(outer):  # a sentence-embedding model: how its token vectors become one sentence vector
+        meta["pooling"] = pooling(outer)
     if dtype is not None:
         meta["dtype"] = str(dtype).removeprefix("torch.")
     for name in ("source_lang", "target_lang"):  # what the tokenizer's files say, when the config did not
@@ -239,8 +245,9 @@ def cached_models(cache: Path | None = None, images: bool = False) -> dict[str, 
 
 def supported(folder: Path, images: bool = False) -> bool:
     """A text model we can run (the inspector's), or with images=True an image model (the family page's ViT)."""
+    from model.hub.layout import model_folder
     try:
-        return (known_family(read_hf_config(folder)["model_type"]) in IMAGE_FAMILIES) == images
+        return (known_family(read_hf_config(model_folder(folder))["model_type"]) in IMAGE_FAMILIES) == images
     except HubError:
         return False
 
@@ -260,7 +267,8 @@ def size_summary(folder: str | os.PathLike) -> dict:
     shapes in the weights file's header (safetensors) or a memory-mapped, weights-only read (.bin); a
     tied tensor is counted once (safetensors stores it once; a .bin shares its storage). HubError when
     unreadable."""
-    folder = Path(folder)
+    from model.hub.layout import model_folder
+    folder = model_folder(folder)
     hf = read_hf_config(folder)
     kind = hf["model_type"]
     known_family(kind)  # unsupported families are refused here

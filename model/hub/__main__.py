@@ -1,4 +1,4 @@
-"""python -m model.hub list                      models we can run: the local hub cache and ./pretrained
+"""python -m model.hub list                      models we can run: the local hub cache and installed packages
 python -m model.hub fetch Helsinki-NLP/opus-mt-en-de   download only the files a model needs (online only); a bare
                                               id as the Hub takes it works too: fetch gpt2
 python -m model.hub check FOLDER              load a folder and print its card facts"""
@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "list":
         for name, path in cached_models().items():
             print(f"{name}\t{path}")
+        from model.hub.packages import package_models
+        for name, path in package_models().items():  # models installed Python packages carry
+            print(f"package: {name}\t{path}")
         return 0
     if args.command == "fetch":
         try:
@@ -44,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     print("differs from the paper in:", cfg.differences_from_paper())
     if loaded.meta.get("task") == "features":  # GPT2Model, RobertaModel: loaded, and nothing to predict with
         print("no head: attention and hidden states only (no next-token list, no filled mask)")
+    elif loaded.meta.get("task") in ("classify", "tag"):  # a BERT-family classifier: what it names
+        kind = "one label per text" if loaded.meta["task"] == "classify" else "one label per token"
+        print(f"classifier ({kind}): {', '.join(loaded.meta.get('labels') or [])}")
     return 0
 
 

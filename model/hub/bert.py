@@ -1,7 +1,8 @@
-"""BERT (Devlin et al., 2018) as our Transformer: the encoder stack alone, with the masked-LM head.
+"""BERT (Devlin et al., 2018) as our Transformer: the encoder stack alone, with the head the checkpoint has.
 
 A `BertForMaskedLM` (or `BertForPreTraining`) checkpoint such as bert-base-uncased is the paper's
-encoder with these differences, each a `TransformerConfig` option:
+encoder with these differences, each a `TransformerConfig` option (a `BertModel`, with or without its
+pooler, and a sequence or token classifier load too: model/hub/heads.py):
 - architecture "encoder-only": no decoder; every token attends to every other (bidirectional);
 - positional "learned": a learned table of `max_position_embeddings` rows instead of sinusoids;
 - segment_vocab: segment ("token type") embeddings added to every token (all segment 0 here);
@@ -22,7 +23,7 @@ import torch
 
 from model.nn.config import TransformerConfig
 from model.nn.transformer import Intermediates, Transformer
-from model.hub import HubError
+from model.hub import HubError, heads
 from model.hub.wordpiece import WordPieceTokenizer
 
 MODEL_TYPES = ("bert",)
@@ -100,7 +101,7 @@ class _Weights:
             if name in self.w:
                 self.used.add(name)
                 return self.w[name]
-        raise HubError(f"weights: {names[0]} not found (is this a BERT masked-LM checkpoint?)")
+        raise HubError(f"weights: {names[0]} not found (is this a BERT checkpoint?)")
 
     def norm(self, prefix: str) -> tuple[torch.Tensor, torch.Tensor]:
         """A LayerNorm's weight and bias (older TensorFlow-era checkpoints call them gamma and beta)."""
@@ -114,13 +115,34 @@ class _Weights:
 
 
 def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[TransformerConfig, dict[str, torch.Tensor]]:
+    """Our config and state for a BERT checkpoint: the encoder, and the head it carries (model/hub/heads.py):
+    the masked-LM head as our model's output layer, a classifier as `task_head.*` tensors (`build` makes them
+    a module), or none. What it found is written to hf_config["_task"] and ["_labels"], which `meta` reads."""
     cfg = config_from_hf(hf_config)
-    if "cls.predictions.transform.dense.weight" not in weights:
-        heads = sorted({k.split(".")[0] for k in weights if not k.startswith("bert.")})
-        raise HubError("weights: no masked-LM head (cls.predictions.*); this checkpoint is not a "
-                       f"BertForMaskedLM / BertForPreTraining (other parts: {heads or 'none'})")
     p = "bert." if any(k.startswith("bert.") for k in weights) else ""
+    task = heads.task_of(hf_config, weights, "cls.predictions.transform.dense.weight")
     w = _Weights(weights)
+    out = _encoder(cfg, w, p)
+    if task == "mlm":
+        out.update(_mlm_head(cfg, w))
+    else:  # no output layer of its own: the tied embedding, never shown (meta's task says so)
+        cfg = cfg.replace(mlm_transform=False, output_bias=False, tie_embeddings=True)
+        if task != "features":
+            pooler = hf_config.get("_pooler", f"{p}pooler.dense")
+            out.update(heads.take(task, w, pooler, hf_config.get("_pre_act", "tanh")))
+            hf_config["_labels"] = heads.labels(hf_config, int(out[next(k for k in out if k.endswith("classifier.weight"))].shape[0]))
+        for name in (f"{p}pooler.dense.weight", f"{p}pooler.dense.bias", "cls.seq_relationship.weight",
+                     "cls.seq_relationship.bias"):
+            w.drop(name)  # a pooler and next-sentence head no task here reads
+    hf_config["_task"] = task
+    left = w.left()
+    if left:
+        raise heads.unsupported(hf_config, left, hf_config.get("_family", "BERT"))
+    _check_shapes(cfg, out)
+    return cfg, out
+
+
+def _encoder(cfg: TransformerConfig, w: _Weights, p: str) -> dict[str, torch.Tensor]:
     out: dict[str, torch.Tensor] = {}
     e = f"{p}embeddings"
     out["src_embed.token.weight"] = w.take(f"{e}.word_embeddings.weight")
@@ -140,6 +162,11 @@ def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[Transfor
             out[f"{dst}.ffn.w2.{kind}"] = w.take(f"{src}.output.dense.{kind}")
         out[f"{dst}.res1.norm.weight"], out[f"{dst}.res1.norm.bias"] = w.norm(f"{att}.output.LayerNorm")
         out[f"{dst}.res2.norm.weight"], out[f"{dst}.res2.norm.bias"] = w.norm(f"{src}.output.LayerNorm")
+    return out
+
+
+def _mlm_head(cfg: TransformerConfig, w: _Weights) -> dict[str, torch.Tensor]:
+    out: dict[str, torch.Tensor] = {}
     t = "cls.predictions.transform"
     out["mlm.0.weight"], out["mlm.0.bias"] = w.take(f"{t}.dense.weight"), w.take(f"{t}.dense.bias")
     out["mlm.2.weight"], out["mlm.2.bias"] = w.norm(f"{t}.LayerNorm")
@@ -155,12 +182,17 @@ def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[Transfor
         out["logits_bias"] = w.take(bias, copy)
         out["generator.weight"] = w.take("cls.predictions.decoder.weight")
     w.drop(copy)
-    left = w.left()
-    if left:
-        raise HubError(f"weights: tensors this BERT importer does not know how to use: {left[:5]}"
-                       f"{' …' if len(left) > 5 else ''} (a variant we cannot run exactly)")
-    _check_shapes(cfg, out)
-    return cfg, out
+    return out
+
+
+def build(config: TransformerConfig, state: dict[str, torch.Tensor], path: Path) -> Transformer:
+    """Our Transformer (model.hub.build_with) and, for a classifier, its head as the module `task_head`."""
+    from model.hub import build_with
+    body, head = heads.split(state)
+    model = build_with(config, body, path)
+    if head:
+        model.add_module("task_head", heads.TaskHead.from_state(head))
+    return model
 
 
 def _check_shapes(cfg: TransformerConfig, state: dict[str, torch.Tensor]) -> None:
@@ -173,7 +205,13 @@ def _check_shapes(cfg: TransformerConfig, state: dict[str, torch.Tensor]) -> Non
 
 
 def meta(hf_config: dict) -> dict:
-    return {"task": "mlm"}
+    """The task `convert` found ("mlm", "classify", "tag" or "features": model/hub/heads.py), a classifier's
+    label names, and what a sentence-transformers folder says of its pooling (model/hub/layout.py)."""
+    out = {"task": hf_config.get("_task", "mlm")}
+    for key in ("_labels", "problem_type", "_pooling"):
+        if hf_config.get(key):
+            out[key.lstrip("_")] = hf_config[key]
+    return out
 
 
 def tokenizer(folder: Path, hf_config: dict) -> WordPieceTokenizer:
@@ -185,40 +223,62 @@ def tokenizer(folder: Path, hf_config: dict) -> WordPieceTokenizer:
 
 @dataclass
 class FillMask:
-    """predictions: one (position, [(piece, probability), ...] best first) per [MASK], where position
-    indexes `ids` / `pieces` / the attention maps (position 0 is [CLS]); attention: every layer's
-    bidirectional self-attention (Intermediates.encoder_self, each (1, H, L, L)); segments: 0 for
-    [CLS] + sentence A + [SEP], 1 for sentence B + [SEP] (a pair)."""
+    """What an encoder read and predicted. predictions: one (position, [(piece, probability), ...] best first)
+    per [MASK] (a masked-LM head only), where position indexes `ids` / `pieces` / the attention maps (position 0
+    is [CLS]); attention: every layer's bidirectional self-attention (Intermediates.encoder_self, each
+    (1, H, L, L)); segments: 0 for [CLS] + sentence A + [SEP], 1 for sentence B + [SEP] (a pair); classes: a
+    sequence classifier's [(label, probability), ...] best first; tags: a token classifier's (position, label,
+    probability) for every token; one_segment: a pair was given to a model with a single segment embedding,
+    so sentence B was read as segment 0 too."""
     predictions: list[tuple[int, list[tuple[str, float]]]]
     attention: Intermediates
     ids: list[int]
     pieces: list[str]
     segments: list[int] | None = None
+    classes: list[tuple[str, float]] | None = None
+    tags: list[tuple[int, str, float]] | None = None
+    one_segment: bool = False
 
 
 @torch.no_grad()
 def fill_mask(loaded, text: str, top: int = 5, text_b: str | None = None) -> FillMask:
-    """Run [CLS] + text + [SEP] (+ text_b + [SEP], as segment 1) through our model; the `top` most probable
-    pieces at each [MASK]."""
+    """Run [CLS] + text + [SEP] (+ text_b + [SEP], as segment 1) through our model; with a masked-LM head the
+    `top` most probable pieces at each [MASK], with a classifier its labels (model/hub/heads.py)."""
     tok, model = loaded.tokenizer, loaded.model
+    task = (loaded.meta or {}).get("task", "mlm")
     ids = [tok.bos_id, *tok.encode(text), tok.eos_id]
     segments = [0] * len(ids)
+    one_segment = False
     if hasattr(tok, "pair"):  # a tokenizer with its own layout (RoBERTa: <s> A </s></s> B </s>, all segment 0)
         ids, segments = tok.pair(tok.encode(text), tok.encode(text_b) if text_b and text_b.strip() else None)
     elif text_b is not None and text_b.strip():
         second = [*tok.encode(text_b), tok.eos_id]
-        ids, segments = ids + second, segments + [1] * len(second)
+        # a model with one segment row (type_vocab_size 1) has no embedding for segment 1: B is read as segment 0
+        one_segment = model.config.segment_vocab == 1
+        ids, segments = ids + second, segments + [0 if one_segment else 1] * len(second)
     max_len = loaded.config.max_len
     if len(ids) > max_len:
         raise ValueError(f"the text is {len(ids)} tokens with [CLS] and [SEP]; this model reads at most {max_len}")
     seg = torch.tensor([segments], device=model.device) if model.config.segment_vocab else None
     out = model(torch.tensor([ids], device=model.device), return_attention=True, segments=seg)
-    probs = torch.softmax(out.logits[0].float(), dim=-1)  # (L, vocab)
-    k = max(1, min(int(top), probs.size(-1)))
-    predictions = []
-    for pos, i in enumerate(ids):
-        if i == tok.mask_id:
-            p, j = probs[pos].topk(k)
-            predictions.append((pos, [(tok.id_to_piece(int(b)) if int(b) < tok.vocab_size else f"[{int(b)}]", float(a))
-                                      for a, b in zip(p.tolist(), j.tolist())]))
-    return FillMask(predictions, out.attention, ids, [tok.id_to_piece(i) for i in ids], segments)
+    predictions, classes, tags = [], None, None
+    if task == "mlm":
+        probs = torch.softmax(out.logits[0].float(), dim=-1)  # (L, vocab)
+        k = max(1, min(int(top), probs.size(-1)))
+        for pos, i in enumerate(ids):
+            if i == tok.mask_id:
+                p, j = probs[pos].topk(k)
+                predictions.append((pos, [(tok.id_to_piece(int(b)) if int(b) < tok.vocab_size else f"[{int(b)}]",
+                                           float(a)) for a, b in zip(p.tolist(), j.tolist())]))
+    elif task in ("classify", "tag") and getattr(model, "task_head", None) is not None:
+        names = list(loaded.meta.get("labels") or [])
+        probs = heads.probabilities(model.task_head(out.memory)[0], loaded.meta.get("problem_type"))
+        name = lambda i: names[i] if i < len(names) else f"LABEL_{i}"
+        if task == "classify":  # (labels,)
+            order = probs.argsort(descending=True).tolist()
+            classes = [(name(i), float(probs[i])) for i in order]
+        else:  # (L, labels)
+            best = probs.argmax(dim=-1).tolist()
+            tags = [(pos, name(b), float(probs[pos, b])) for pos, b in enumerate(best)]
+    return FillMask(predictions, out.attention, ids, [tok.id_to_piece(i) for i in ids], segments, classes, tags,
+                    one_segment)

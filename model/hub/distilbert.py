@@ -1,6 +1,7 @@
 """DistilBERT (Sanh et al., 2019) as our Transformer: BERT made smaller, loaded through model/hub/bert.py.
 
-A `DistilBertForMaskedLM` checkpoint such as distilbert-base-uncased is BERT (see bert.py for how BERT differs
+A `DistilBertForMaskedLM` checkpoint such as distilbert-base-uncased (or a `DistilBertModel`, or a sequence or
+token classifier: model/hub/heads.py) is BERT (see bert.py for how BERT differs
 from the paper) with these differences:
 - no segment ("token type") embeddings: segment_vocab 0 (a pair [CLS] A [SEP] B [SEP] is read without them);
 - no pooler; LayerNorm epsilon fixed at 1e-12;
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from model.hub import HubError, bert
+from model.hub import HubError, bert, heads
 from model.hub.wordpiece import WordPieceTokenizer
 from model.nn.config import TransformerConfig
 from model.nn.layers import positional_encoding
@@ -56,8 +57,10 @@ def _get(hf: dict, key: str):
 def bert_config(hf: dict) -> dict:
     """The config as BertConfig would spell it (type_vocab_size 0: no segment embeddings)."""
     out = {bert_key: _get(hf, key) for key, bert_key in CONFIG_KEYS.items()}
-    out.update(model_type="bert", type_vocab_size=0, layer_norm_eps=1e-12)
-    for key in ("tokenizer_class", "position_embedding_type", "is_decoder", "add_cross_attention"):
+    out.update(model_type="bert", type_vocab_size=0, layer_norm_eps=1e-12,
+               _pooler="pre_classifier", _pre_act="relu", _family="DistilBERT")  # its [CLS] transform: heads.py
+    for key in ("tokenizer_class", "position_embedding_type", "is_decoder", "add_cross_attention", "architectures",
+                "id2label", "problem_type"):
         if key in hf:
             out[key] = hf[key]
     return out
@@ -79,35 +82,34 @@ def _rename(name: str) -> str | None:
     return None
 
 
-def bert_weights(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """The tensors under BERT's names; a tensor DistilBERT does not have is refused by its own name."""
-    if "vocab_transform.weight" not in weights:
-        heads = sorted({k.split(".")[0] for k in weights if not k.startswith("distilbert.")})
-        raise HubError("weights: no masked-LM head (vocab_transform, vocab_layer_norm, vocab_projector); this "
-                       f"checkpoint is not a DistilBertForMaskedLM (other parts: {heads or 'none'})")
+def bert_weights(hf: dict, weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The tensors under BERT's names (a classifier's keep theirs: model/hub/heads.py); a tensor DistilBERT does
+    not have is refused by its own name."""
     out, unknown = {}, []
     for name, tensor in weights.items():
-        new = _rename(name)
+        new = name if name.startswith(("pre_classifier.", "classifier.")) else _rename(name)
         if new is None:
             unknown.append(name)
         else:
             out[new] = tensor
     if unknown:
-        unknown.sort()
-        raise HubError(f"weights: tensors this DistilBERT importer does not know how to use: {unknown[:5]}"
-                       f"{' …' if len(unknown) > 5 else ''} (a variant we cannot run exactly)")
+        raise heads.unsupported(hf, sorted(unknown), "DistilBERT")
     return out
 
 
 def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[TransformerConfig, dict[str, torch.Tensor]]:
     sinusoidal = bool(_get(hf_config, "sinusoidal_pos_embds"))
+    as_bert = bert_config(hf_config)
     try:
-        cfg, state = bert.convert(bert_config(hf_config), bert_weights(weights))
+        cfg, state = bert.convert(as_bert, bert_weights(hf_config, weights))
     except HubError as e:  # bert.py's words name BERT's keys: say DistilBERT's
         message = str(e)
         for key, bert_key in CONFIG_KEYS.items():
             message = message.replace(f" {bert_key} ", f" {key} ")
         raise HubError(message) from None
+    for key in ("_task", "_labels"):  # what bert.convert found, for meta
+        if key in as_bert:
+            hf_config[key] = as_bert[key]
     if sinusoidal:  # the paper's fixed encoding, which our model computes, when the stored table is still it
         table = state["src_embed.position.weight"]
         want = positional_encoding(cfg.max_len, cfg.d_model, device="cpu", layout="interleaved")
@@ -119,8 +121,8 @@ def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[Transfor
     return cfg, state
 
 
-def meta(hf_config: dict) -> dict:
-    return {"task": "mlm"}
+meta = bert.meta  # the task convert found, a classifier's labels
+build = bert.build  # a classifier's head as the module task_head
 
 
 def tokenizer(folder: Path, hf_config: dict) -> WordPieceTokenizer:

@@ -324,10 +324,126 @@ def test_other_tokenizer_class_refused(tmp_path, tiny):
         load_pretrained(folder)
 
 
-def test_checkpoint_without_mlm_head_refused(tmp_path):
-    folder = _make(tmp_path / "cls", cls_name="BertForSequenceClassification")
-    with pytest.raises(HubError, match="masked-LM head"):
+# ------------------------------------------------------------------ other heads, no head
+
+LABELS = {0: "negative", 1: "neutral", 2: "positive"}
+
+
+def _labelled(folder, cls_name, **overrides):
+    return _make(folder, cls_name=cls_name, num_labels=3, id2label=LABELS,
+                 label2id={v: k for k, v in LABELS.items()}, **overrides)
+
+
+def _same_as_transformers(folder, cls_name, pair=("The cat sat on the mat.", "Hello world!")):
+    """Our load of `folder` against transformers' `cls_name` on a sentence and a pair: every attention map within
+    1e-5, and the head's logits (or, without a head, the last hidden states) within 1e-4. Returns ours."""
+    loaded, ref = load_pretrained(folder), _reference(folder, cls_name)
+    res = bert.fill_mask(loaded, pair[0], text_b=pair[1])
+    ids, seg = torch.tensor([res.ids]), torch.tensor([res.segments])
+    with torch.no_grad():
+        theirs = ref(ids, token_type_ids=seg, output_attentions=True)
+        ours = loaded.model(ids, segments=seg, return_attention=True)
+    assert len(ours.attention.encoder_self) == len(theirs.attentions) == 2
+    for a, b in zip(ours.attention.encoder_self, theirs.attentions):
+        assert (a - b).abs().max().item() < 1e-5
+    assert max(a.max().item() for a in theirs.attentions) > 0.5  # far from uniform: the comparison means something
+    if hasattr(theirs, "logits"):
+        assert (loaded.model.task_head(ours.memory) - theirs.logits).abs().max().item() < 1e-4
+    else:
+        assert (ours.memory - theirs.last_hidden_state).abs().max().item() < 1e-4
+    return loaded, res, theirs
+
+
+def test_sequence_classifier_matches_transformers_and_names_its_labels(tmp_path):
+    loaded, res, theirs = _same_as_transformers(_labelled(tmp_path / "cls", "BertForSequenceClassification"),
+                                                "BertForSequenceClassification")
+    assert loaded.meta["task"] == "classify" and loaded.meta["labels"] == ["negative", "neutral", "positive"]
+    probs = torch.softmax(theirs.logits[0], -1)
+    assert res.predictions == [] and [c for c, _ in res.classes][0] == LABELS[int(probs.argmax())]
+    assert abs(sum(p for _, p in res.classes) - 1) < 1e-5 and abs(res.classes[0][1] - probs.max().item()) < 1e-5
+
+
+def test_token_classifier_tags_every_token_like_transformers(tmp_path):
+    loaded, res, theirs = _same_as_transformers(_labelled(tmp_path / "tag", "BertForTokenClassification"),
+                                                "BertForTokenClassification")
+    assert loaded.meta["task"] == "tag"
+    want = [LABELS[int(i)] for i in theirs.logits[0].argmax(-1)]
+    assert [tag for _, tag, _ in res.tags] == want and [pos for pos, _, _ in res.tags] == list(range(len(res.ids)))
+
+
+def test_labels_without_id2label_are_transformers_defaults(tmp_path):
+    loaded = load_pretrained(_make(tmp_path / "cls", cls_name="BertForSequenceClassification", num_labels=2))
+    assert loaded.meta["labels"] == ["LABEL_0", "LABEL_1"]
+
+
+@pytest.mark.parametrize("pooler", [True, False])
+def test_bert_model_without_a_head_loads_attention_and_hidden_states(tmp_path, pooler):
+    folder = _make(tmp_path / "model", cls_name="BertModel")
+    if not pooler:  # BertModel(add_pooling_layer=False) saves no pooler.*
+        from safetensors.torch import load_file, save_file
+        state = load_file(str(folder / "model.safetensors"))
+        save_file({k: v for k, v in state.items() if not k.startswith("pooler.")}, str(folder / "model.safetensors"),
+                  metadata={"format": "pt"})
+    loaded, res, _ = _same_as_transformers(folder, "BertModel")
+    assert loaded.meta["task"] == "features" and res.predictions == [] and res.classes is None and res.tags is None
+    # what a BertModel does not have is not invented: no output bias, no MLM transform, no parameter of its own
+    assert not loaded.config.mlm_transform and not loaded.config.output_bias and loaded.config.tie_embeddings
+
+
+def _sentence_transformers(folder, sub: str = ""):
+    """The sentence-transformers layout around a BertModel saved in folder/sub."""
+    (folder / "1_Pooling").mkdir(parents=True)
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"word_embedding_dimension": 32, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True}))
+    (folder / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": sub, "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    if sub:  # the older layout: the root's config.json is sentence-transformers' own
+        (folder / "config.json").write_text(json.dumps({"__version__": "2.0.0"}))
+    return folder
+
+
+@pytest.mark.parametrize("sub", ["", "0_BERT"])
+def test_sentence_transformers_layout_is_recognised(tmp_path, sub):
+    from model.hub import is_hf_folder, size_summary, supported
+    root = tmp_path / "st"
+    _make(root / sub if sub else root, cls_name="BertModel")
+    _sentence_transformers(root, sub)
+    assert is_hf_folder(root) and supported(root) and size_summary(root)["d_model"] == 32
+    loaded, _, _ = _same_as_transformers(root / sub if sub else root, "BertModel")
+    loaded = load_pretrained(root)
+    assert loaded.meta["task"] == "features" and loaded.meta["pooling"] == "mean"
+
+
+def test_modules_json_cannot_point_outside_the_folder(tmp_path):
+    from model.hub.layout import model_folder
+    outside = _make(tmp_path / "elsewhere", cls_name="BertModel")
+    root = tmp_path / "st"
+    root.mkdir()
+    (root / "modules.json").write_text(json.dumps([{"path": "../elsewhere", "type": "sentence_transformers.models.Transformer"}]))
+    assert model_folder(root) == root and outside.is_dir()
+    with pytest.raises(HubError, match="config.json"):
+        load_pretrained(root)
+
+
+def test_unsupported_head_is_refused_by_its_architecture(tmp_path):
+    folder = _make(tmp_path / "qa", cls_name="BertForQuestionAnswering")
+    with pytest.raises(HubError, match="^unsupported architecture BertForQuestionAnswering.*qa_outputs"):
         load_pretrained(folder)
+
+
+def test_a_pair_given_to_a_model_with_one_segment_is_read_as_segment_0(tmp_path):
+    """type_vocab_size 1: there is no embedding for segment 1, so sentence B is read as segment 0 (said by
+    one_segment), as transformers reads it with token_type_ids all 0 — never an IndexError."""
+    folder = _make(tmp_path / "one", type_vocab_size=1)
+    loaded, ref = load_pretrained(folder), _reference(folder)
+    res = bert.fill_mask(loaded, "the [MASK] sat", text_b="on the mat")
+    assert res.one_segment and set(res.segments) == {0}
+    with torch.no_grad():
+        theirs = ref(torch.tensor([res.ids]), token_type_ids=torch.zeros(1, len(res.ids), dtype=torch.long)).logits[0]
+    pos, preds = res.predictions[0]
+    assert preds[0][0] == VOCAB[int(theirs[pos].argmax())]
+    assert not bert.fill_mask(loaded, "the [MASK] sat").one_segment
 
 
 def test_unknown_tensors_refused(tmp_path, tiny):

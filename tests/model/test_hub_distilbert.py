@@ -184,10 +184,53 @@ def test_unsupported_config_refused(tmp_path, tiny, changes, message):
         load_pretrained(folder)
 
 
-def test_headless_model_refused(tmp_path):
-    """Like BERT: only the masked-LM checkpoint runs (the inspector has nothing to show for a bare encoder)."""
-    folder = _make(tmp_path / "bare", cls_name="DistilBertModel")
-    with pytest.raises(HubError, match="masked-LM head"):
+LABELS = {0: "negative", 1: "positive"}
+
+
+def _ours_and_theirs(folder, cls_name, text="The cat sat on the mat."):
+    """Our load and transformers' `cls_name` on one sentence: every attention map within 1e-5 (and far from
+    uniform, so the comparison means something)."""
+    loaded, ref = load_pretrained(folder), _reference(folder, cls_name)
+    res = bert.fill_mask(loaded, text)
+    ids = torch.tensor([res.ids])
+    out = _ours(loaded, ids)
+    with torch.no_grad():
+        theirs = ref(ids, output_attentions=True)
+    assert len(out.attention.encoder_self) == len(theirs.attentions) == 2
+    for a, b in zip(out.attention.encoder_self, theirs.attentions):
+        assert (a - b).abs().max().item() < 1e-5
+    assert max(a.max().item() for a in theirs.attentions) > 0.5
+    return loaded, res, out, theirs
+
+
+def test_headless_model_loads_attention_and_hidden_states(tmp_path):
+    """A DistilBertModel: the encoder alone, attention and hidden states like transformers', no prediction."""
+    loaded, res, out, theirs = _ours_and_theirs(_make(tmp_path / "bare", cls_name="DistilBertModel"), "DistilBertModel")
+    assert loaded.meta["task"] == "features" and res.predictions == [] and res.classes is None
+    assert (out.memory - theirs.last_hidden_state).abs().max().item() < 1e-4
+
+
+def test_sequence_classifier_matches_transformers(tmp_path):
+    folder = _make(tmp_path / "cls", cls_name="DistilBertForSequenceClassification", num_labels=2, id2label=LABELS,
+                   label2id={v: k for k, v in LABELS.items()})
+    loaded, res, out, theirs = _ours_and_theirs(folder, "DistilBertForSequenceClassification")
+    assert (loaded.model.task_head(out.memory) - theirs.logits).abs().max().item() < 1e-4
+    assert loaded.meta["task"] == "classify" and loaded.meta["labels"] == ["negative", "positive"]
+    assert res.classes[0][0] == LABELS[int(theirs.logits[0].argmax())]
+    assert abs(res.classes[0][1] - torch.softmax(theirs.logits[0], -1).max().item()) < 1e-5
+
+
+def test_token_classifier_matches_transformers(tmp_path):
+    folder = _make(tmp_path / "tag", cls_name="DistilBertForTokenClassification", num_labels=2, id2label=LABELS,
+                   label2id={v: k for k, v in LABELS.items()})
+    loaded, res, out, theirs = _ours_and_theirs(folder, "DistilBertForTokenClassification")
+    assert (loaded.model.task_head(out.memory) - theirs.logits).abs().max().item() < 1e-4
+    assert [tag for _, tag, _ in res.tags] == [LABELS[int(i)] for i in theirs.logits[0].argmax(-1)]
+
+
+def test_unsupported_head_is_refused_by_its_architecture(tmp_path):
+    folder = _make(tmp_path / "qa", cls_name="DistilBertForQuestionAnswering")
+    with pytest.raises(HubError, match="^unsupported architecture DistilBertForQuestionAnswering"):
         load_pretrained(folder)
 
 
