@@ -26,7 +26,7 @@ import torch
 import torch.nn as nn
 
 from model.family.vit import ViT, ViTConfig, ViTOutput, cls_rollout
-from model.hub import HubError
+from model.hub import HubError, cached_models, is_hf_folder, supported
 
 MODEL_TYPES = ("vit",)
 IMAGES = Path(__file__).resolve().parents[2] / "assets" / "images"  # pictures drawn for this app, to try a ViT on
@@ -320,6 +320,20 @@ def shipped_images() -> dict[str, Path]:
     return {p.stem: p for p in sorted(IMAGES.glob("*.png"))}
 
 
+def image_models(base_dir: str | Path, cache_dir: str | Path | None = None) -> dict[str, Path]:
+    """{name: folder} of every image model we can run: folders in `base_dir` (the app's pretrained/), then the
+    Hugging Face cache's models (owner/name), the first of a name kept."""
+    found: dict[str, Path] = {}
+    base = Path(base_dir)
+    if base.is_dir():
+        for folder in sorted(p for p in base.iterdir() if p.is_dir()):
+            if is_hf_folder(folder) and supported(folder, images=True):
+                found[folder.name] = folder
+    for name, folder in cached_models(Path(cache_dir) if cache_dir else None, images=True).items():
+        found.setdefault(name, folder)
+    return found
+
+
 def read_image(data: bytes) -> np.ndarray:
     """An image file's bytes (PNG, JPEG, …) as RGB (H, W, 3) uint8; ValueError with one sentence when it is not
     an image we can read (damaged, or too many pixels to decode safely)."""
@@ -377,3 +391,8 @@ def see_image(loaded, image: np.ndarray, k: int = TOP_K) -> ImageAttention:
     return ImageAttention(image=shown, top=top, cls_to_patches=att[:, :, 0, 1:].reshape(L, H, g, g).copy(),
                           cls_to_cls=att[:, :, 0, 0].copy(), rollout=cls_rollout(att).reshape(g, g), grid=g,
                           patch=cfg.patch_size)
+
+
+def see_picture(loaded, data: bytes) -> ImageAttention:
+    """see_image of an image file's bytes (ValueError with one sentence when they are not a readable image)."""
+    return see_image(loaded, read_image(data))

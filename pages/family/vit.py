@@ -17,6 +17,7 @@ from app.state import keep
 from app.ui import error, show_figure, show_matrix, text
 from model.family.digits import MAX_VALUE, blank_text, image_from_text, image_to_text, lenient_image, split
 from model.family.vit import ViTConfig, classify, neighbour_similarity, position_similarity
+from pages.family.vit_pretrained import render_pretrained
 from pages.views.family import concept_link, pick_family_model
 
 TASK = "vit-digits"
@@ -68,8 +69,14 @@ def render() -> None:
     with intro:
         text("family_vit.intro", size=cfg.image_size, patch=cfg.patch_size, grid=cfg.grid, patches=cfg.n_patches,
              tokens=cfg.n_tokens)
-    if loaded is None:
-        return
+    if loaded is not None:
+        _digits(loaded, cfg)
+    st.subheader(t("family_vit.real.header"))
+    render_pretrained()  # a real ViT from the Hugging Face layout, on a picture
+
+
+def _digits(loaded, cfg) -> None:
+    """The digit ViT trained here: the canvas, the patches, the prediction, [CLS] attention, rollout, positions."""
     images, labels = split("test")
     n_test = len(images)
     model, path = loaded.model, loaded.path

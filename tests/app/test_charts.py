@@ -227,6 +227,7 @@ def _samples() -> dict:
         "true_label": 5, "maps": rng.random((2, 3, g, g)), "cls_self": rng.random((2, 3)),
         "rollout_grid": rng.random((g, g)), "similarity": rng.normal(size=(g * g, g * g)),
         "row": rng.normal(size=g * g), "patch": 1,
+        "family_vit_image.image": scene,
         "family_detr.image": scene, "gt_boxes": boxes, "gt_labels": ["square", "<circle>"], "pred_boxes": boxes,
         "pred_labels": ["q1 square 0.9", "q2 circle 0.8"], "pred_classes": [0, 1],
         "attention_overlay.weights": rng.random((4, 4)), "query_grid.maps": rng.random((n, 4, 4)),

@@ -16,10 +16,27 @@ playwright = pytest.importorskip("playwright.sync_api")
 SHOTS = ROOT / "test-artifacts"
 
 
+def tiny_vit(folder) -> None:
+    """A ViT-Base-shaped picture pipeline (224×224, 16×16 patches, 196 patches + [CLS]) with a tiny random
+    network, saved with transformers' save_pretrained: what the ViT section lists from pretrained/."""
+    transformers = pytest.importorskip("transformers")
+    import torch
+    torch.manual_seed(0)
+    names = ["red ball", "house", "<b>tag</b>", "teapot", "daisy", "volcano", "tabby cat"]
+    cfg = transformers.ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                                 image_size=224, patch_size=16, initializer_range=0.2, id2label=dict(enumerate(names)),
+                                 label2id={n: i for i, n in enumerate(names)})
+    transformers.ViTForImageClassification(cfg).save_pretrained(folder)
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     SHOTS.mkdir(exist_ok=True)
-    with streamlit_server({"ATLAS_RUNS_DIR": str(tmp_path_factory.mktemp("runs"))}) as url, \
+    pretrained = tmp_path_factory.mktemp("pretrained")
+    tiny_vit(pretrained / "tiny-vit-224")
+    with streamlit_server({"ATLAS_RUNS_DIR": str(tmp_path_factory.mktemp("runs")),
+                           "ATLAS_PRETRAINED_DIR": str(pretrained),
+                           "HF_HUB_CACHE": str(tmp_path_factory.mktemp("hub-cache"))}) as url, \
             playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield url, browser
@@ -182,6 +199,31 @@ def test_draw_a_digit_with_one_stroke_of_a_finger(site):
         print(f"touch stroke: classified {took:.2f} s after the finger lifted")
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("lang", list(LANGS))
+def test_a_real_vit_reads_a_picture(site, lang):
+    """The ViT section's box opens a pretrained ViT (Hugging Face layout) on a picture drawn for the app: the
+    top-5 classes, one [CLS] attention tile per head over the picture, the rollout; another picture updates them."""
+    with member_page(site, "vit", lang) as page:
+        box = page.locator(".st-key-fam_vit_real_box summary")
+        box.scroll_into_view_if_needed()
+        with rerun(page):
+            box.click()
+        settle(page)
+        no_exception(page, "real vit")
+        keys = ["fam-vit-real-top", "fam-vit-real-tiles", "fam-vit-real-rollout"]
+        drawn = page.evaluate("""(keys) => keys.map((k) => {
+            const gd = document.querySelector(`.st-key-atlas-chart-${k} .js-plotly-plot`);
+            return gd && Array.isArray(gd.data) ? gd.data.length : 0; })""", keys)
+        assert all(n > 0 for n in drawn), dict(zip(keys, drawn))
+        assert drawn[1] == 1 + 4  # the picture and one overlay per head
+        page.locator(".st-key-fam_vit_real_tiles, .st-key-atlas-chart-fam-vit-real-tiles").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / f"family-vit-real-{lang}.png"), full_page=True)
+        with rerun(page):
+            page.locator(".st-key-fam_vit_real_picture button").nth(1).click()
+        settle(page)
+        no_exception(page, "real vit, another picture")
 
 
 @pytest.mark.parametrize("lang", list(LANGS))

@@ -213,3 +213,72 @@ def test_processor_options_that_are_not_run_are_refused(tmp_path):
         with pytest.raises(HubError) as refused:
             hv.ImageProcessor.load(tmp_path, {"model_type": "vit"})
         assert words in str(refused.value)
+
+
+# ----------------------------------------------------------------------------- the family page's real ViT
+
+def _section_script():
+    from tests.apptest_util import section_script
+    return section_script("""
+from pages.family import vit as section
+section.render()
+""")
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_family_page_opens_a_real_vit_on_a_picture(tmp_path, monkeypatch, lang):
+    """The ViT section finds a ViT in pretrained/ (none in the cache), shows a shipped picture's five most
+    probable classes with their names from id2label (escaped once, in the figure), one attention tile per head of
+    the chosen layer and the rollout; a folder that is not a model and a missing picture are one sentence each."""
+    from streamlit.testing.v1 import AppTest
+
+    from app.i18n import catalogue
+    from tests.apptest_read import charts
+    words = catalogue(lang)
+    _save(tmp_path / "pretrained" / "tiny-vit", {}, processor={"size": {"height": 32, "width": 32}})
+    monkeypatch.setenv("ATLAS_PRETRAINED_DIR", str(tmp_path / "pretrained"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "no-cache"))
+    at = AppTest.from_string(_section_script().format(lang=lang), default_timeout=120)
+    at.session_state["fam_vit_real_box__open"] = True
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="fam_vit_real_model").value == "tiny-vit"
+    figs = {c.id.split("atlas-chart-")[-1]: c.figure for c in charts(at) if "fam-vit-real" in c.id}
+    assert set(figs) == {"fam-vit-real-top", "fam-vit-real-tiles", "fam-vit-real-rollout"}, list(figs)
+    bars = figs["fam-vit-real-top"]["data"][0]
+    names = bars["y"] if "y" in bars and isinstance(bars["y"], list) else bars["x"]
+    assert len(names) == 5 and set(n.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+                                   for n in names) <= set(NAMES)
+    assert all("<b>" not in n for n in names)  # a label with markup is shown as text
+    tiles = figs["fam-vit-real-tiles"]
+    assert len(tiles["data"]) == 1 + 4  # the picture, then one overlay per head
+    assert at.selectbox(key="fam_vit_real_layer").value == 3  # the last layer first
+    assert len(at.selectbox(key="fam_vit_real_layer").options) == 3
+    at.selectbox(key="fam_vit_real_layer").set_value(1).run()
+    assert not at.exception
+    assert words["family_vit.real.tiles_title"].format(layer=1) in json.dumps(
+        [c.figure["layout"].get("title") for c in charts(at)], ensure_ascii=False)
+    # another shipped picture, then the learner's own with nothing uploaded yet
+    at.segmented_control(key="fam_vit_real_picture").set_value("house").run()
+    assert not at.exception and not at.error
+    at.segmented_control(key="fam_vit_real_picture").set_value("__upload__").run()
+    assert words["family_vit.real.upload_first"] in [i.value for i in at.info]
+    # a typed folder that holds no model: one sentence, no traceback
+    at.selectbox(key="fam_vit_real_model").set_value("__folder__").run()
+    at.text_input(key="fam_vit_real_folder").set_value(str(tmp_path / "nothing-here")).run()
+    assert not at.exception
+    assert any(words["family_vit.real.cannot_load"] in e.value for e in at.error)
+
+
+def test_family_page_says_where_to_put_a_vit_when_there_is_none(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from app.i18n import catalogue
+    monkeypatch.setenv("ATLAS_PRETRAINED_DIR", str(tmp_path / "pretrained"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "no-cache"))
+    at = AppTest.from_string(_section_script().format(lang="en"), default_timeout=120)
+    at.session_state["fam_vit_real_box__open"] = True
+    at.run()
+    assert not at.exception
+    want = catalogue("en")["family_vit.real.none"].format(folder=str(tmp_path / "pretrained"))
+    assert want in [i.value for i in at.info]
