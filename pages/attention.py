@@ -23,6 +23,7 @@ axis_titles = {"query_title": t("common.query"), "key_title": t("common.key")}
 stage_titles = {**axis_titles, "dim_title": t("attention.value_dimension")}
 REPEATS = 5  # timing runs of each scoring
 TIME_NS = [64, 128, 256, 512, 1024]  # sizes the timing can use
+SATURATED_SHARE = 0.01  # the gradient at c = √dₖ below this share of its size at c = 1: the softmax has saturated
 
 # ---------------------------------------------------------------- 1. inputs
 DEFAULTS = {
@@ -381,7 +382,12 @@ def scaling_section():
         "att-grad-csv", (dk_demo,), lambda: columns_csv(
             {"scale": grad.curve["scale"], "max_abs_jacobian": grad.curve["max_abs"],
              "frobenius_jacobian": grad.curve["frobenius"], "max_weight": grad.curve["max_weight"]})))
-    text("attention.gradient_note", sqrt_dk=grad.sqrt_dk, at_sqrt_dk=grad.at_sqrt_dk, at_one=grad.at_one)
+    # what the note says follows the numbers: at dₖ = 1 scaling changes nothing; while the gradient at c = √dₖ keeps
+    # a sizeable share of its size at c = 1 the softmax is not saturated
+    share = grad.at_sqrt_dk / grad.at_one if grad.at_one else 0.0
+    note = ("attention.gradient_note_same" if dk_demo == 1 else
+            "attention.gradient_note_partial" if share >= SATURATED_SHARE else "attention.gradient_note")
+    text(note, d_k=dk_demo, sqrt_dk=grad.sqrt_dk, at_sqrt_dk=grad.at_sqrt_dk, at_one=grad.at_one, share=share)
 
 
 scaling_section()

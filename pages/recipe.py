@@ -154,7 +154,7 @@ def smoothing_section():
     c2.metric(t("recipe.smoothing.formula"), f"{ls['formula']:.6f}")
     c3.metric(t("recipe.smoothing.best_loss"), f"{l_num:.4f}")
     c4.metric(t("recipe.smoothing.entropy"), f"{ls['entropy']:.4f}")
-    text("recipe.smoothing_result")
+    text("recipe.smoothing_none" if eps == 0 else "recipe.smoothing_result")  # ε = 0: no minimum inside (0, 1)
 
 
 smoothing_section()
