@@ -15,8 +15,10 @@ with these differences:
 - LayerNorm epsilon 1e-5 in the released models (read from config.json, as BERT's);
 - the tokenizer is GPT-2's byte-level BPE (model/hub/bytebpe.py) with <s> </s> <pad> <unk> <mask>, where <mask>
   takes the space before it when its tokenizer files say so (lstrip), as in roberta-base.
-So the config and weights are renamed to BERT's and converted by bert.convert. `RobertaModel` (no head) loads
-with task "features": attention and hidden states only."""
+So the config and weights are renamed to BERT's and converted by bert.convert, heads included (model/hub/heads.py):
+`RobertaModel` (no head: task "features", attention and hidden states only), `RobertaForSequenceClassification`
+(classifier.dense + tanh on <s>, then classifier.out_proj: BERT's pooler and classifier by other names) and
+`RobertaForTokenClassification`."""
 from __future__ import annotations
 
 import re
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from model.hub import HubError, bert, bytebpe
+from model.hub import HubError, bert, bytebpe, heads
 from model.hub.bytebpe import ByteBPETokenizer
 from model.nn.config import TransformerConfig
 
@@ -39,7 +41,15 @@ DEFAULTS = {"vocab_size": 50265, "hidden_size": 768, "num_hidden_layers": 12, "n
 HEAD = {"lm_head.dense.": "cls.predictions.transform.dense.",
         "lm_head.layer_norm.": "cls.predictions.transform.LayerNorm.",
         "lm_head.decoder.weight": "cls.predictions.decoder.weight",
-        "lm_head.decoder.bias": "cls.predictions.decoder.bias", "lm_head.bias": "cls.predictions.bias"}
+        "lm_head.decoder.bias": "cls.predictions.decoder.bias", "lm_head.bias": "cls.predictions.bias",
+        # RobertaForSequenceClassification: Linear + tanh on <s>, then a Linear to the labels — BERT's pooler and
+        # classifier (model/hub/heads.py); RobertaForTokenClassification's classifier is BERT's already
+        "classifier.dense.": "bert.pooler.dense.", "classifier.out_proj.": "classifier.", "classifier.weight": "classifier.weight",
+        "classifier.bias": "classifier.bias"}
+# RoBERTa's classes -> BERT's, for heads.task_of (an architecture not listed keeps its own name in refusals)
+ARCHITECTURES = {"RobertaForMaskedLM": "BertForMaskedLM", "RobertaModel": "BertModel",
+                 "RobertaForSequenceClassification": "BertForSequenceClassification",
+                 "RobertaForTokenClassification": "BertForTokenClassification"}
 BODY = re.compile(r"^(roberta\.)?(embeddings|encoder|pooler)\.")
 POSITIONS = "bert.embeddings.position_embeddings.weight"
 SPECIALS = {"bos": "<s>", "eos": "</s>", "pad": "<pad>", "unk": "<unk>", "mask": "<mask>"}
@@ -69,10 +79,13 @@ def bert_config(hf: dict) -> dict:
     if not isinstance(rows, int) or isinstance(rows, bool) or rows <= offset(hf):
         raise HubError(f"config.json: max_position_embeddings {rows!r} leaves no position after the padding "
                        f"index {offset(hf) - 1} (RoBERTa's first token is at padding index + 1)")
-    out.update(model_type="bert", max_position_embeddings=rows - offset(hf))
-    for key in ("position_embedding_type", "is_decoder", "add_cross_attention", "attention_head_size"):
+    out.update(model_type="bert", max_position_embeddings=rows - offset(hf), _family="RoBERTa")
+    for key in ("position_embedding_type", "is_decoder", "add_cross_attention", "attention_head_size", "id2label",
+                "problem_type"):
         if key in hf:
             out[key] = hf[key]
+    if isinstance(hf.get("architectures"), list):
+        out["architectures"] = [ARCHITECTURES.get(a, a) if isinstance(a, str) else a for a in hf["architectures"]]
     return out
 
 
@@ -89,9 +102,7 @@ def bert_weights(hf: dict, weights: dict[str, torch.Tensor]) -> dict[str, torch.
         else:
             out[new] = tensor
     if unknown:
-        unknown.sort()
-        raise HubError(f"weights: tensors this RoBERTa importer does not know how to use: {unknown[:5]}"
-                       f"{' …' if len(unknown) > 5 else ''} (only RobertaForMaskedLM and RobertaModel are supported)")
+        raise heads.unsupported(hf, sorted(unknown), "RoBERTa")
     if POSITIONS not in out:
         raise HubError("weights: no roberta.embeddings.position_embeddings.weight (is this a RoBERTa checkpoint?)")
     table = out[POSITIONS]
@@ -114,51 +125,21 @@ def _check(hf: dict, weights: dict[str, torch.Tensor]) -> None:
 
 def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[TransformerConfig, dict[str, torch.Tensor]]:
     _check(hf_config, weights)
+    as_bert = bert_config(hf_config)
     try:
-        if not has_head(weights):
-            return headless(bert_config(hf_config), bert_weights(hf_config, weights))
-        return bert.convert(bert_config(hf_config), bert_weights(hf_config, weights))
+        cfg, state = bert.convert(as_bert, bert_weights(hf_config, weights))
     except HubError as e:  # bert.py's words name BERT's keys and classes: say RoBERTa's
-        message = str(e).replace("cls.predictions.*", "lm_head.*").replace("BertForMaskedLM / BertForPreTraining",
-                                                                            "RobertaForMaskedLM")
+        message = str(e).replace("cls.predictions.*", "lm_head.*").replace("bert.pooler.dense", "classifier.dense")
         message = message.replace("bert.embeddings.", "roberta.embeddings.").replace("bert.encoder.", "roberta.encoder.")
         raise HubError(message) from None
+    for key in ("_task", "_labels"):  # what bert.convert found, for meta
+        if key in as_bert:
+            hf_config[key] = as_bert[key]
+    return cfg, state
 
 
-def headless(hf: dict, weights: dict[str, torch.Tensor]) -> tuple[TransformerConfig, dict[str, torch.Tensor]]:
-    """A RobertaModel (BERT's names already): the encoder alone. Our output layer is then the tied embedding
-    without a bias or transform (no parameter of its own), never shown: meta's task "features" says so."""
-    cfg = bert.config_from_hf(hf).replace(mlm_transform=False, output_bias=False, tie_embeddings=True)
-    w = bert._Weights(weights)
-    e, out = "bert.embeddings", {}
-    out["src_embed.token.weight"] = w.take(f"{e}.word_embeddings.weight")
-    out["src_embed.position.weight"] = w.take(f"{e}.position_embeddings.weight")
-    out["src_embed.segment.weight"] = w.take(f"{e}.token_type_embeddings.weight")
-    out["src_embed.norm.weight"], out["src_embed.norm.bias"] = w.norm(f"{e}.LayerNorm")
-    for n in range(cfg.n_encoder_layers):  # as bert.convert: q, k, v fused in this order (attention.py)
-        src, dst = f"bert.encoder.layer.{n}", f"encoder.{n}"
-        att = f"{src}.attention"
-        for kind in ("weight", "bias"):
-            out[f"{dst}.self_attn.qkv.{kind}"] = torch.cat(
-                [w.take(f"{att}.self.{name}.{kind}") for name in ("query", "key", "value")], dim=0)
-            out[f"{dst}.self_attn.out.{kind}"] = w.take(f"{att}.output.dense.{kind}")
-            out[f"{dst}.ffn.w1.{kind}"] = w.take(f"{src}.intermediate.dense.{kind}")
-            out[f"{dst}.ffn.w2.{kind}"] = w.take(f"{src}.output.dense.{kind}")
-        out[f"{dst}.res1.norm.weight"], out[f"{dst}.res1.norm.bias"] = w.norm(f"{att}.output.LayerNorm")
-        out[f"{dst}.res2.norm.weight"], out[f"{dst}.res2.norm.bias"] = w.norm(f"{src}.output.LayerNorm")
-    left = w.left()
-    if left:
-        raise HubError(f"weights: tensors this RoBERTa importer does not know how to use: {left[:5]}")
-    bert._check_shapes(cfg, out)
-    return cfg, out
-
-
-def meta(hf_config: dict) -> dict:
-    """task "mlm" (fill-mask), or "features" for a RobertaModel (no head): attention and hidden states only."""
-    archs = hf_config.get("architectures")
-    headless = isinstance(archs, list) and bool(archs) and not any(
-        isinstance(a, str) and a.endswith("MaskedLM") for a in archs)
-    return {"task": "features" if headless else "mlm"}
+meta = bert.meta  # the task convert found ("mlm", "classify", "tag", "features"), a classifier's labels
+build = bert.build  # a classifier's head as the module task_head
 
 
 # -----------------------------------------------------------------------------

@@ -248,9 +248,11 @@ def test_other_heads_are_refused_by_their_names(mlm, tmp_path):
     folder, hf, _ = mlm
     cfg = json.loads((folder / "config.json").read_text())
     weights = dict(hf.state_dict())
-    weights["classifier.out_proj.weight"] = torch.zeros(2, 32)
-    with pytest.raises(HubError, match="classifier.out_proj.weight"):
-        convert(cfg, weights)
+    weights["qa_outputs.weight"] = torch.zeros(2, 32)  # RobertaForQuestionAnswering's
+    with pytest.raises(HubError, match="qa_outputs.weight"):
+        convert(dict(cfg), weights)
+    with pytest.raises(HubError, match="unsupported architecture RobertaForQuestionAnswering.*qa_outputs"):
+        convert(dict(cfg, architectures=["RobertaForQuestionAnswering"]), weights)
     body = {k: v for k, v in hf.state_dict().items() if not k.startswith("lm_head.")}
     with pytest.raises(HubError, match="RobertaForMaskedLM.*lm_head"):
         convert(dict(cfg, architectures=["RobertaForMaskedLM"]), body)
@@ -310,3 +312,33 @@ def test_a_damaged_tokenizer_json_is_refused_in_one_sentence(mlm, tmp_path, dama
     (tmp_path / "tokenizer.json").write_text(json.dumps(d))
     with pytest.raises(HubError, match=words):
         roberta_tokenizer(tmp_path, {})
+
+
+@pytest.mark.parametrize("cls_name, task", [("RobertaForSequenceClassification", "classify"),
+                                            ("RobertaForTokenClassification", "tag")])
+def test_classifiers_predict_what_transformers_predicts(tmp_path, cls_name, task):
+    """A sequence classifier (classifier.dense + tanh on <s>, then out_proj) and a token classifier: the labels'
+    logits within 1e-4 of transformers', every attention map within 1e-5, the labels named from id2label."""
+    from model.hub.bert import fill_mask
+    labels = {0: "negative", 1: "neutral", 2: "positive"}
+    hf = make_roberta(tmp_path, getattr(transformers, cls_name), seed=4, num_labels=3, id2label=labels,
+                      label2id={v: k for k, v in labels.items()})
+    loaded = load_pretrained(tmp_path)
+    assert loaded.meta["task"] == task and loaded.meta["labels"] == ["negative", "neutral", "positive"]
+    tok = loaded.tokenizer
+    ids, _ = tok.pair(tok.encode("The cat sat on the mat, and it was happy."))
+    x = torch.tensor([ids])
+    with torch.no_grad():
+        ref = hf(x, output_attentions=True)
+        out = loaded.model(x, return_attention=True)
+        ours = loaded.model.task_head(out.memory)
+    assert ours.shape == ref.logits.shape and (ours - ref.logits).abs().max().item() < 1e-4
+    assert ref.logits.std().item() > 1e-2  # the labels differ: the comparison means something
+    for a, b in zip(out.attention.encoder_self, ref.attentions, strict=True):
+        assert (a - b).abs().max().item() < 1e-5
+    filled = fill_mask(loaded, "The cat sat on the mat, and it was happy.")
+    if task == "classify":
+        probs = torch.softmax(ref.logits[0], -1)
+        assert filled.classes[0] == (labels[int(probs.argmax())], pytest.approx(probs.max().item(), abs=1e-5))
+    else:
+        assert [tag for _, tag, _ in filled.tags] == [labels[int(i)] for i in ref.logits[0].argmax(-1)]
