@@ -32,7 +32,7 @@ def test_each_hand_made_map_is_named_by_its_pattern(pattern):
 def test_exact_scores_of_a_mixed_map():
     w = 0.5 * MAPS["previous"] + 0.5 * MAPS["cls"]  # half on [CLS], half on the previous token
     s = scores(w, FIRST, SEPS)
-    assert s["cls"] == pytest.approx((0.5 * L + 0.5) / L)  # row 0's "previous" is [CLS] itself
+    assert s["cls"] == pytest.approx((2 + 0.5 * (L - 2)) / L)  # rows 0 and 1: their "previous" is [CLS] too
     assert s["previous"] == pytest.approx((0.5 * (L - 2) + 1.0) / (L - 1))  # row 1's previous token is [CLS]
     assert name(s)[0] == "cls"
     w = 0.4 * MAPS["same"] + 0.3 * MAPS["next"] + 0.3 * MAPS["sep"]  # nothing reaches the threshold, nor broad
