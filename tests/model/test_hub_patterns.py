@@ -35,7 +35,7 @@ def test_exact_scores_of_a_mixed_map():
     assert s["cls"] == pytest.approx((2 + 0.5 * (L - 2)) / L)  # rows 0 and 1: their "previous" is [CLS] too
     assert s["previous"] == pytest.approx((0.5 * (L - 2) + 1.0) / (L - 1))  # row 1's previous token is [CLS]
     assert name(s)[0] == "cls"
-    w = 0.4 * MAPS["same"] + 0.3 * MAPS["next"] + 0.3 * MAPS["sep"]  # nothing reaches the threshold, nor broad
+    w = 0.34 * MAPS["same"] + 0.33 * MAPS["next"] + 0.33 * MAPS["cls"]  # nothing reaches the threshold, nor broad
     assert head_patterns(w[None, None], FIRST, SEPS)[0].pattern == "mixed"
 
 
