@@ -251,6 +251,7 @@ def fill_mask(loaded, text: str, top: int = 5, text_b: str | None = None) -> Fil
     one_segment = False
     if hasattr(tok, "pair"):  # a tokenizer with its own layout (RoBERTa: <s> A </s></s> B </s>, all segment 0)
         ids, segments = tok.pair(tok.encode(text), tok.encode(text_b) if text_b and text_b.strip() else None)
+        one_segment = bool(text_b and text_b.strip()) and not any(segments)  # B read as segment 0, as A
     elif text_b is not None and text_b.strip():
         second = [*tok.encode(text_b), tok.eos_id]
         # a model with one segment row (type_vocab_size 1) has no embedding for segment 1: B is read as segment 0

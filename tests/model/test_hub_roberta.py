@@ -282,6 +282,7 @@ def test_fill_mask_reads_a_pair_as_roberta_does(mlm):
     filled = fill_mask(loaded, "The cat sat on the <mask>.", text_b="It was tired.")
     ref = transformers.AutoTokenizer.from_pretrained(folder)("The cat sat on the <mask>.", "It was tired.")
     assert filled.ids == ref["input_ids"] and set(filled.segments) == {0}
+    assert filled.one_segment and not fill_mask(loaded, "The cat sat on the <mask>.").one_segment  # said so
     pos, top = filled.predictions[0]
     with torch.no_grad():
         probs = torch.softmax(hf(torch.tensor([filled.ids])).logits[0, pos], -1)
