@@ -1,4 +1,4 @@
-"""Figures of the ViT section (pages/family/vit.py): a clickable 8×8 canvas, the patch grid as numbered tokens,
+"""Figures of the ViT section (pages/family/vit.py): the patch grid as numbered tokens,
 class probabilities, [CLS] attention and its rollout laid over the digit, and position-embedding similarity.
 
 Coordinates: x is the pixel column 0..7, y the pixel row 0..7 (row 0 at the top). A patch grid of g×g
@@ -16,7 +16,6 @@ from app.charts.style import Figure, OUTLINE, amend, colour, esc, lift_title, ma
 INK = "Greys"             # the digit: 0 white … 16 black
 MAX_VALUE = 16
 OVERLAY = [[0.0, "rgba(214,39,40,0)"], [1.0, "rgba(214,39,40,0.8)"]]  # transparent -> red, over the digit
-CANVAS_PX = 336           # the canvas is drawn at a fixed size so every pixel's square fills its cell
 
 
 def _square_axes(size: int, ticks: bool = False) -> dict:
@@ -51,26 +50,6 @@ def _patch_lines(grid: int, cell: float, size: int) -> list[dict]:
         out.append(dict(type="line", x0=v, x1=v, y0=-0.5, y1=size - 0.5, line=dict(color=colour(0), width=1)))
         out.append(dict(type="line", y0=v, y1=v, x0=-0.5, x1=size - 0.5, line=dict(color=colour(0), width=1)))
     return out
-
-
-def digit_canvas(image, *, title: str = "", hover: str = "row %{customdata[0]}, column %{customdata[1]}: %{text}") -> go.Figure:
-    """The digit as 64 clickable squares (one scatter point per pixel, customdata = (row, column)), so a
-    chart drawn with on_select can tell which pixel was clicked."""
-    img = to_np(image)
-    size = img.shape[0]
-    rows, cols = np.divmod(np.arange(size * size), size)
-    values = img.ravel()
-    cell_px = (CANVAS_PX - 20) / size
-    return go.Figure(go.Scatter(
-        x=cols, y=rows, mode="markers", customdata=np.stack([rows, cols], axis=1),
-        text=[f"{int(v)}" for v in values],
-        marker=dict(symbol="square", size=cell_px * 0.93, color=values, colorscale=INK, cmin=0, cmax=MAX_VALUE,
-                    line=dict(color="#bbbbbb", width=1)),
-        selected=dict(marker=dict(opacity=1.0)), unselected=dict(marker=dict(opacity=1.0)),
-        hovertemplate=hover + "<extra></extra>"),
-        layout=dict(**_square_axes(size), title=esc(title), width=CANVAS_PX, height=CANVAS_PX + (40 if title else 0),
-                    margin=dict(l=10, r=10, t=50 if title else 10, b=10), showlegend=False,
-                    plot_bgcolor="white", clickmode="event+select", dragmode=False))
 
 
 def patch_tokens(image, grid: int, cell: float, *, title: str = "", cls_label: str = "[CLS]") -> go.Figure:

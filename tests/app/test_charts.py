@@ -321,7 +321,7 @@ def test_builders_are_found_by_their_return_annotation():
                and inspect.signature(fn).return_annotation is inspect.Signature.empty]
     assert missing == []
     found = set(_builders())
-    assert {"heatmaps.head_grid", "curves.line_chart", "family_vit.digit_canvas", "family_detr.query_grid",
+    assert {"heatmaps.head_grid", "curves.line_chart", "family_vit.patch_tokens", "family_detr.query_grid",
             "study.factor_figure", "training.lr_figure", "headview.head_view"} <= found
     assert not any(name.startswith("export.") for name in found)  # CSV writers return text
 

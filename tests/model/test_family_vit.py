@@ -359,8 +359,6 @@ def test_figures_are_built_and_escape_labels():
     model = tiny_model()
     image = D.split("test")[0][0]
     c = classify(model, image)
-    fig = F.digit_canvas(image, title="<b>x</b>")
-    assert len(fig.data[0].x) == 64 and fig.data[0].customdata.shape == (64, 2) and "&lt;b&gt;" in fig.layout.title.text
     fig = F.patch_tokens(image, 4, 2.0, cls_label="<CLS>")
     assert len(fig.layout.annotations) == 17 and "&lt;CLS&gt;" in fig.layout.annotations[-1].text
     assert len(fig.layout.shapes) == 6
