@@ -11,6 +11,7 @@ import streamlit as st
 
 from app.charts.curves import bar_chart
 from app.charts.family_vit_image import head_attention_tiles, image_rollout
+from app.format import escape_md
 from app.i18n import UserError, t
 from app.resources import load_model, of_weights, pretrained_dir
 from app.state import keep, open_box
@@ -60,7 +61,8 @@ def _section() -> None:
     cfg = loaded.config
     st.caption(t("family_vit.real.caption", params=loaded.model.num_parameters(), layers=cfg.n_layers,
                  heads=cfg.n_heads, d_model=cfg.d_model, side=cfg.image_size, patch=cfg.patch_size,
-                 patches=cfg.n_patches, tokens=cfg.n_tokens, licence=loaded.meta.get("licence") or "?"))
+                 patches=cfg.n_patches, tokens=cfg.n_tokens,
+                 licence=escape_md(loaded.meta.get("licence") or "?")))  # the model's own words: text, not Markdown
 
     pictures = shipped_images()
     picks = [*pictures, UPLOAD]
