@@ -295,13 +295,17 @@ def size_summary(folder: str | os.PathLike) -> dict:
     except Exception as e:
         raise HubError(f"{path.name}: cannot be read safely ({str(e).strip()[:200] or type(e).__name__})") from None
     counted = 0
+    classifier = any(k.startswith("classifier.") for k in shapes)  # a sequence classifier reads the pooler
     for name, shape in shapes.items():
         if name.endswith(("position_ids", ".attn.bias", ".attn.masked_bias", "embed_positions.weight")):
             continue  # buffers and fixed sinusoids, not parameters
         if kind == "distilbert" and hf.get("sinusoidal_pos_embds") and name.endswith("position_embeddings.weight"):
             continue  # DistilBERT's sinusoids, stored as a table, computed by our model (distilbert.convert)
         if kind == "roberta" and name.endswith("position_embeddings.weight") and len(shape) == 2:
-            shape = (shape[0] - min(shape[0], int(hf.get("pad_token_id", 1) or 0) + 1), shape[1])  # rows never read
+            pad = hf.get("pad_token_id") if isinstance(hf.get("pad_token_id"), int) else 1
+            shape = (shape[0] - min(shape[0], max(pad, 0) + 1), shape[1])  # rows no sentence reads (roberta.py)
+        if (".pooler.dense." in f".{name}" and not classifier) or name.startswith("cls.seq_relationship."):
+            continue  # a pooler or next-sentence head no task here reads (bert.convert leaves them out)
         n = 1
         for s in shape:
             n *= int(s)

@@ -197,6 +197,8 @@ def headless(tmp_path_factory):
 def test_robertamodel_without_a_head_gives_attention_and_hidden_states(headless, capsys):
     folder, hf, loaded = headless
     assert loaded.meta["task"] == "features"
+    assert any(k.startswith("pooler.") for k in hf.state_dict())  # RobertaModel keeps a pooler no task here reads:
+    assert size_summary(folder)["parameters"] == loaded.model.num_parameters()  # the overview counts what we load
     from model.hub.__main__ import main
     assert main(["check", str(folder)]) == 0
     assert "roberta encoder-only" in capsys.readouterr().out
