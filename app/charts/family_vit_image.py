@@ -59,7 +59,7 @@ def head_attention_tiles(image, maps, cls_self, *, layer: int = 0, head_title: s
                           text=f"{esc(head_title)} {h + 1} · {esc(cls_label)}→{esc(cls_label)} {s[h]:.2f}"))
     width = min(900, cols * 210)
     height = int(width * mosaic.shape[0] / mosaic.shape[1]) + (60 if title else 20)
-    return go.Figure([go.Image(z=mosaic, hoverinfo="skip"), *traces],
+    return go.Figure([go.Image(z=mosaic.round().astype(np.uint8), hoverinfo="skip"), *traces],  # bytes: small to send
                      layout=dict(annotations=notes, **_axes(mosaic.shape[1], mosaic.shape[0]), title=esc(title),
                                  height=height, margin=margins(title), plot_bgcolor="white"))
 
@@ -74,5 +74,5 @@ def image_rollout(image, rollout_grid, *, title: str = "") -> go.Figure:
     cell = side / g
     overlay = go.Heatmap(z=r, x0=cell / 2 - 0.5, dx=cell, y0=cell / 2 - 0.5, dy=cell, colorscale=OVERLAY, zmin=low,
                          zmax=max(float(r.max()), low + 1e-9), hovertemplate="%{z:.4f}<extra></extra>")
-    return go.Figure([go.Image(z=pic, hoverinfo="skip"), overlay],
+    return go.Figure([go.Image(z=pic.round().astype(np.uint8), hoverinfo="skip"), overlay],
                      layout=dict(**_axes(pic.shape[1], side), title=esc(title), height=420, margin=margins(title)))
