@@ -253,7 +253,7 @@ def architectures_section():
                           **keep("arch_preset", next(iter(PRESETS)), url="preset", valid=list(PRESETS)))
     base = PRESETS[preset]
     col = {c: t(f"masks.column.{c}") for c in ("architecture", "parameters", "examples", "attentions", "masks", "use")}
-    arch_rows = [{col["architecture"]: arch,
+    arch_rows = [{col["architecture"]: t(f"masks.arch.{arch}.name"),
                   col["parameters"]: f"{parameter_count(base.replace(architecture=arch).to_dict()):,}",
                   col["examples"]: known,
                   **{col[c]: t(f"masks.arch.{arch}.{c}") for c in ("attentions", "masks", "use")}}

@@ -49,7 +49,7 @@ for name, size in zip(found, imported):
         continue
     head = size["d_model"] // size["heads"] if size["d_model"] and size["heads"] else None
     rows.append({
-        t("overview.table.model"): t("overview.table.imported", name=name, family=size["family"]),
+        t("overview.table.model"): t("overview.table.imported", name=name.split(": ", 1)[-1], family=size["family"]),
         t("overview.table.computed"): f"{size['parameters']:,}",  # exact: a small model would read 0.0M
         t("overview.table.paper"): "", t("overview.table.difference"): "",
         "N": size["layers"], "d_model": size["d_model"], "d_ff": size["d_ff"], "h": size["heads"],

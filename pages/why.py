@@ -122,7 +122,7 @@ def timing_section() -> None:
         ns_text = c1.text_input(t("why.timing.lengths", max=MAX_N, most=MAX_SIZES),
                                 **keep("tm_ns", "16, 64, 256, 1024", url="time_n", check=sizes_parse))
         tm_d = c2.select_slider("d", TM_D_CHOICES, **keep("tm_d", 64, url="time_d", valid=TM_D_CHOICES))
-        tm_b = c3.slider("batch", 1, 8, **keep("tm_b", 2, url="batch", valid=range(1, 9)))
+        tm_b = c3.slider(t("why.timing.batch"), 1, 8, **keep("tm_b", 2, url="batch", valid=range(1, 9)))
         tm_rep = c4.slider(t("why.timing.repeats"), 1, 7, **keep("tm_rep", 3, url="repeats", valid=range(1, 8)))
         tm_rnn = c5.radio(t("why.timing.recurrent"), RECURRENT_KINDS, format_func=str.upper,
                           **keep("tm_rnn", "gru", url="recurrent", valid=RECURRENT_KINDS))
