@@ -7,6 +7,7 @@ from app.charts.curves import bar_chart, line_chart
 from app.charts.export import rows_csv, series_csv
 from app.charts.heatmaps import matrix_heatmap
 from app.charts.style import amend, colour, lift_title
+from app.format import number
 from app.i18n import UserError, t
 from app.inputs import parse_pairs, piece_label
 from app.resources import demo_model, shared_figure, shared_tokenizer, shared_view
@@ -100,9 +101,9 @@ def adam_section():
     lr = c3.select_slider(t("recipe.adam.lr"), ADAM_LRS, **keep("adam_lr", 0.1, url="lr", valid=ADAM_LRS))
     n_steps = c4.slider(t("recipe.adam.steps"), 1, 30, **keep("adam_steps", 5, url="steps", valid=range(1, 31)))
     trace = shared_view("adam_trace", (theta0, scale, lr, n_steps), lambda: adam_trace(theta0, scale, lr, n_steps))
-    adam_rows = [{t("recipe.adam.step"): r["step"], "θ": f"{r['theta']:.6g}", t("recipe.adam.grad"): f"{r['grad']:.4g}",
-                  "m": f"{r['m']:.4g}", "v": f"{r['v']:.4g}", "m̂": f"{r['m_hat']:.4g}", "v̂": f"{r['v_hat']:.4g}",
-                  t("recipe.adam.update"): f"{r['update']:.4g}", t("recipe.adam.new_theta"): f"{r['new_theta']:.6g}"}
+    adam_rows = [{t("recipe.adam.step"): r["step"], "θ": number(r["theta"], ".6g"), t("recipe.adam.grad"): number(r["grad"], ".4g"),
+                  "m": number(r["m"], ".4g"), "v": f"{r['v']:.4g}", "m̂": number(r["m_hat"], ".4g"), "v̂": f"{r['v_hat']:.4g}",
+                  t("recipe.adam.update"): number(r["update"], ".4g"), t("recipe.adam.new_theta"): number(r["new_theta"], ".6g")}
                  for r in trace["rows"]]
     table(adam_rows, key="adam-steps")
     st.download_button(t("common.download_csv"), rows_csv(adam_rows), file_name="adam-steps.csv", mime="text/csv",
@@ -219,8 +220,8 @@ def dropout_section():
         m1, m2, m3, m4 = st.columns(4)
         m1.metric(t("recipe.dropout.zero_share", p=p_drop), f"{drop.zero_share:.3f}")
         m2.metric(t("recipe.dropout.scale"), f"{drop.scale:.4g}")
-        m3.metric(t("recipe.dropout.mean_before"), f"{drop.mean_before:.4f}")
-        m4.metric(t("recipe.dropout.mean_after"), f"{drop.mean_after:.4f}",
+        m3.metric(t("recipe.dropout.mean_before"), number(drop.mean_before, ".4f"))
+        m4.metric(t("recipe.dropout.mean_after"), number(drop.mean_after, ".4f"),
                   help=t("recipe.dropout.mean_after_help", n=MASKS_AVERAGED, mean=drop.mean_over_masks))
         st.caption(t("recipe.dropout.checks", kept_gap=drop.kept_gap, n=drop.masks_averaged, mean=drop.mean_over_masks,
                      average_gap=drop.average_gap, eval_gap=drop.eval_gap, cells=drop.kept.size))

@@ -139,3 +139,23 @@ def test_plural_forms_are_english_only_and_korean_counts_take_a_counter():
     """Korean strings need no `{n:one|other}`; none writes "(s)" or an English plural after a number."""
     ko = catalogue("ko")
     assert {k: v for k, v in ko.items() if re.search(r"\{\w+:[^{}]*\|[^{}]*\}", v) or "(s)" in v} == {}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", [p.file for p in __import__("app.pages_list", fromlist=["PAGES"]).PAGES])
+def test_no_page_shows_minus_zero(page):
+    """Every page at its defaults, every box and tab: prose, metrics, tables and the numbers written in charts."""
+    from tests.apptest_read import charts, rendered_text
+    from tests.apptest_util import assert_clean, each_view, run_page
+    at = run_page(page, "en", timeout=240)
+    assert_clean(at)
+    found = []
+    for view in each_view(at):
+        texts = rendered_text(view) + [m.value for m in view.metric] + [m.label for m in view.metric]
+        for chart in charts(view):
+            for trace in chart.figure.get("data", []):
+                cells = trace.get("text")
+                if isinstance(cells, list):
+                    texts += [c for row in cells for c in (row if isinstance(row, list) else [row]) if isinstance(c, str)]
+        found += [z for text in texts for z in signed_zeros(text)]
+    assert found == []
