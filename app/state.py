@@ -162,10 +162,10 @@ def nearest(value: Any, valid, default: Any = _NONE) -> Any:
     found = _closest(value, valid)
     if found is not _NONE and fits(found, valid):
         return found
-    if default is _NONE:
-        return None
-    return default if fits(default, valid) else (_closest(default, valid) if _closest(default, valid) is not _NONE
-                                                  else default)
+    if default is _NONE or fits(default, valid):
+        return None if default is _NONE else default
+    found = _closest(default, valid)
+    return default if found is _NONE else found
 
 
 def _closest(value: Any, valid) -> Any:
@@ -281,9 +281,11 @@ def _fragment_run() -> bool:
 def keep(key: str, default: Any, *, url: str | None = None, valid=None, check=None, codec=None) -> dict:
     """Prepare the input `key` (see the module's docstring); returns the widget's keyword arguments.
 
-    valid: what the widget can hold (a range, the options, a predicate): a kept or linked value outside
-           it goes back to the default. check: a further test for values from a link only (a matrix
-           that parses): what a learner types is theirs, and the page explains what is wrong with it.
+    valid: what the widget can hold (a range, the options, between(lo, hi), a predicate); for a slider, exactly
+           its range. A kept value outside it shows as the nearest value inside (the learner's own value
+           returns when it fits again); a linked value outside it is refused.
+    check: a further test for values from a link only (a matrix that parses): what a learner types is theirs,
+           and the page explains what is wrong with it.
     codec: how the value is written in a link (default: by the type of `default`; OneBased for indices)."""
     ss = st.session_state
     page = ss.get(PAGE, "")
