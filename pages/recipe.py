@@ -151,10 +151,10 @@ def smoothing_section():
             title=t("recipe.smoothing.loss_title")), dict(yaxis=dict(range=[0, ls["loss_top"]]))))
         show_figure(fig, name="label-smoothing-loss", csv=series_csv("confidence", ls["confidence"], curves), key="ls_loss")
     c1, c2, c3, c4 = st.columns(4)
-    c1.metric(t("recipe.smoothing.best"), f"{p_num:.6f}")
-    c2.metric(t("recipe.smoothing.formula"), f"{ls['formula']:.6f}")
-    c3.metric(t("recipe.smoothing.best_loss"), f"{l_num:.4f}")
-    c4.metric(t("recipe.smoothing.entropy"), f"{ls['entropy']:.4f}")
+    c1.metric(t("recipe.smoothing.best"), number(p_num, ".6f"))
+    c2.metric(t("recipe.smoothing.formula"), number(ls["formula"], ".6f"))
+    c3.metric(t("recipe.smoothing.best_loss"), number(l_num, ".4f"))
+    c4.metric(t("recipe.smoothing.entropy"), number(ls["entropy"], ".4f"))
     text("recipe.smoothing_none" if eps == 0 else "recipe.smoothing_result")  # ε = 0: no minimum inside (0, 1)
 
 

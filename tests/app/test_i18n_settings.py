@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from app.i18n import content
+from tests.app.test_i18n_numbers import signed_zeros
 from tests.apptest_util import assert_clean, run_page
 
 
@@ -48,3 +49,5 @@ def test_smoothing_note_follows_epsilon(lang):
         assert_clean(at)
         shown = [k for k in ("recipe.smoothing_result", "recipe.smoothing_none") if _section_shown(at, lang, k)]
         assert shown == [key], (eps, shown)
+        # at ε = 0 the target's entropy is 0 (computed as a tiny negative): written 0.0000, not -0.0000
+        assert [m.value for m in at.metric if signed_zeros(m.value)] == [], eps
