@@ -159,3 +159,27 @@ def test_no_page_shows_minus_zero(page):
                     texts += [c for row in cells for c in (row if isinstance(row, list) else [row]) if isinstance(c, str)]
         found += [z for text in texts for z in signed_zeros(text)]
     assert found == []
+
+
+def _page_numbers(at) -> list[str]:
+    from tests.apptest_read import rendered_text
+    return rendered_text(at) + [m.value for m in at.metric]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", ["attention.py", "multihead.py", "positional.py", "masks.py", "recipe.py", "why.py"])
+def test_no_slider_extreme_shows_minus_zero(page):
+    """Each slider of the page at its smallest and then its largest value (the settings where a computed zero comes
+    out as a tiny negative): no signed zero in the prose, messages or metrics."""
+    from tests.apptest_util import assert_clean, run_page
+    at = run_page(page, "en", timeout=240)
+    found = []
+    for key in [s.key for s in at.slider if s.key and not isinstance(s.value, tuple)]:
+        for end in ("min", "max"):
+            slider = next((s for s in at.slider if s.key == key), None)
+            if slider is None:
+                break
+            slider.set_value(getattr(slider, end)).run()
+            assert_clean(at)
+            found += [(key, end, z) for text in _page_numbers(at) for z in signed_zeros(text)]
+    assert found == []
