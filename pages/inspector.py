@@ -18,8 +18,8 @@ from app.ui import error, show_figure, show_matrix, table, text
 from model.training.checkpoint import CheckpointError
 from model.inference.decode import lm_sample, top_candidates
 from model.inference.metrics import layer_averages, summarize_heads
+from model.hub.patterns import by_pattern, head_patterns
 from model.lessons.probe import draw_seed, inspector_examples, kind_weights, pick_map, step_cross_attention
-from model.data.vocabulary import unknown_words
 
 st.title(t("inspector.title"))
 text("inspector.intro")
@@ -101,14 +101,14 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
                  key="insp_example", on_change=lambda: st.session_state.update(insp_text=st.session_state["insp_example"] or st.session_state["insp_text"]))
     raw = st.text_area(t("inspector.your_sentence"), height=80, **keep("insp_text", choices[0], url="text"))
     sentence, cut = ins.clean_input(raw)
-    unknown = unknown_words(sentence, vocab.words) if vocab.found else []
+    unknown = ins.unknown_in(sentence, vocab.words, tok) if vocab.found else []
 
     # Words the model never saw open the box once (the palette offers the ones it knows); opened here, not by an
     # argument of the fragment, which its own reruns would pass again after the learner closed the box.
     if unknown and st.session_state.get("insp_unknown_seen") != unknown:
         open_box_now("insp_vocab")
     st.session_state["insp_unknown_seen"] = unknown
-    palette_box(groups, vocab.palette)
+    palette_box(groups, vocab.palette, vocab.words if vocab.found else None)
 
     if cut:
         st.warning(t("inspector.cut", n=ins.MAX_CHARS))
@@ -134,6 +134,9 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
     # ----------------------------------------------------------------------------- run the model
     src_labels = tgt_labels = ctx = None
     steps = result = None
+    reads_pair = arch == "encoder-only" and facts.task in ins.ENCODER_TASKS
+    if not reads_pair and (st.session_state.get("insp_mlm_pair") or st.query_params.get("pair") or "").strip():
+        st.info(t("inspector.pair_unused"))  # kept from a link or another model: say it is not read
     if arch == "encoder-decoder":
         c1, c2 = st.columns([1, 2])
         methods = options("inspector.method", ("beam", "greedy"))
@@ -147,6 +150,8 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
         if unknown:
             st.warning(t("inspector.unknown_translation", words=never))
         st.code(result.text or "∅", language=None)
+        if not result.text:  # say why there is nothing
+            st.info(t("inspector.empty_translation" if not result.out_ids else "inspector.empty_decoded"))
         if not result.finished:
             st.caption(t("inspector.no_eos"))
         att = result.attention
@@ -192,7 +197,7 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
         if st.session_state.pop("insp_note", None) == "eos":
             st.info(t("inspector.eos_sampled"))
         tgt_labels = ins.labels([tok.id_to_piece(i) for i in ctx])
-    elif facts.task == "mlm":  # a pretrained BERT: what it puts in each [MASK], and its attention on [CLS] … [SEP]
+    elif reads_pair:  # a BERT-family encoder: its head's prediction (if any), and its attention on [CLS] … [SEP]
         second = st.text_input(t("inspector.mlm.second"), max_chars=ins.MAX_CHARS, help=t("inspector.mlm.second_help"),
                                **keep("insp_mlm_pair", "", url="pair"))
         try:
@@ -203,8 +208,13 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
             return
         att = filled.attention
         src_labels = ins.labels(filled.pieces)
-        st.subheader(t("inspector.mlm.title", mask=ins.code(tok.id_to_piece(tok.mask_id))))
-        if not filled.predictions:
+        if filled.one_segment:
+            st.info(t("inspector.mlm.one_segment"))
+        if facts.task != "mlm":
+            encoder_head(filled, loaded.meta)
+        else:
+            st.subheader(t("inspector.mlm.title", mask=ins.code(tok.id_to_piece(tok.mask_id))))
+        if facts.task == "mlm" and not filled.predictions:
             st.info(t("inspector.mlm.no_mask", mask=tok.id_to_piece(tok.mask_id)))
         for pos, top in filled.predictions:
             fig = bar_chart(ins.labels([pc for pc, _ in top]), [p for _, p in top], horizontal=True, y_range=[0, 1],
@@ -215,7 +225,7 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
         source = ("forward", tuple(ids))
         att = forward_pass(path, ids)
         src_labels = tgt_labels = ins.labels(pieces)
-        if facts.task == "features":  # a checkpoint without a head (GPT2Model, RobertaModel): attention only
+        if facts.task == "features":  # a checkpoint without a head (GPT2Model): attention only
             st.info(t("inspector.no_head_lm" if arch == "decoder-only" else "inspector.no_head_mlm"))
         if unknown:
             st.warning(t("inspector.unknown_other", words=never))
@@ -229,11 +239,32 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
     attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx, tok)
 
 
-def _add_word(key: str) -> None:
+def encoder_head(filled, meta: dict) -> None:
+    """What a BERT-family encoder without a masked-LM head shows: a class, a tag per token, or (no head) one
+    sentence on what it cannot show."""
+    if filled.classes is not None:
+        st.subheader(t("inspector.classify.title"))
+        label, prob = filled.classes[0]
+        st.markdown(t("inspector.classify.result", label=ins.code(label), prob=prob))
+        top = filled.classes[:ins.MAX_CLASSES]
+        show_figure(bar_chart([c for c, _ in top], [p for _, p in top], horizontal=True, y_range=[0, 1],
+                              x_title=t("inspector.probability"), y_title=t("inspector.classify.label")),
+                    name="classes", key="classes", csv=csv_text(["label", "probability"], top))
+    elif filled.tags is not None:
+        st.subheader(t("inspector.tag.title"))
+        table(ins.tag_rows(filled.tags, filled.pieces), key="insp-tags")
+    else:
+        st.info(t("inspector.no_head_mlm"))
+        if meta.get("pooling"):
+            st.caption(t("inspector.sentence_vectors", pooling=ins.code(str(meta["pooling"]))))
+
+
+def _add_word(key: str, known: frozenset[str] | None = None) -> None:
     """A palette click: append the word to the sentence box, and clear the palette for the next click. The new
     sentence changes the section around the palette, so that section reruns (not the palette's own fragment,
     nor the page above the sentence)."""
-    st.session_state["insp_text"] = ins.append_word(st.session_state.get("insp_text", ""), st.session_state.get(key) or "")
+    st.session_state["insp_text"] = ins.append_word(st.session_state.get("insp_text", ""), st.session_state.get(key) or "",
+                                                    known)
     st.session_state[key] = None
     st.rerun(SENTENCE)
 
@@ -243,7 +274,7 @@ def _add_word(key: str) -> None:
 # 13, docs/benchmarks.md). The box is a fragment: opening it or another word group reruns the box only; a word
 # click changes the sentence, so the sentence's section then reruns (_add_word).
 @st.fragment
-def palette_box(groups, palette: dict) -> None:
+def palette_box(groups, palette: dict, known: frozenset[str] | None = None) -> None:
     box = open_box(t("inspector.vocabulary_title"), key="insp_vocab")
     with box:
         text("inspector.vocabulary")
@@ -253,7 +284,7 @@ def palette_box(groups, palette: dict) -> None:
             for group, tab in open_tabs(group_labels, key="insp_pal_tab"):
                 if tab.open:
                     tab.pills(group_labels[group], palette[group], key=f"insp_pal_{group}", on_change=_add_word,
-                              args=(f"insp_pal_{group}",), label_visibility="collapsed")
+                              args=(f"insp_pal_{group}", known), label_visibility="collapsed")
         elif not palette:
             st.caption(t("inspector.palette_none"))
 
@@ -342,6 +373,12 @@ def steps_tab(view, steps, att, src_labels, tok, n_layers):
             colors="#d62728")), name=f"step{tstep + 1}-top", key="steptop")
 
 
+def patterns_of(view, kind, weights, labels, tok):
+    """Each head named by its classic pattern (model.hub.patterns), grouped, for this sentence and kind."""
+    first, separators = ins.special_positions(labels, tok)
+    return shared_view("patterns", (*view, kind), lambda: by_pattern(head_patterns(weights, first, separators)))
+
+
 # The kind of attention and the tabs are a fragment: another kind or another tab reruns this section, not the
 # model. Only the open tab is drawn (a tab's click reruns the section): the stats tab's data grid, the head view
 # and the decoding steps, drawn hidden, were a fifth of the browser's work of each new sentence.
@@ -369,6 +406,8 @@ def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx,
         with tab:
             if name == "grid":
                 st.markdown(t("inspector.grid_intro", layers=n_layers, heads=n_heads, rows=n_q, cols=n_k))
+                if kind != "cross":  # the classic heads, named, so that nobody has to scroll through every map
+                    st.markdown(ins.pattern_line(patterns_of(view, kind, weights, k_labels, tok)))
                 show_figure(shared_figure("grid", (*view, kind), lambda: head_grid(
                     weights, layer_title=t("common.layer"), head_title=t("common.head"))), name=f"grid-{kind}", key="grid")
                 grid_detail(view, weights, kind, kind_names[kind], q_labels, k_labels, q_title, k_title)
@@ -382,6 +421,13 @@ def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx,
                 else:
                     steps_tab(view, steps, att, src_labels, tok, n_layers)
             else:
+                if kind == "cross":
+                    st.caption(t("inspector.patterns.self_only"))
+                else:
+                    st.markdown(t("inspector.patterns.title"))
+                    text("inspector.patterns")
+                    groups = patterns_of(view, kind, weights, k_labels, tok)
+                    table(shared_view("pattern_rows", (*view, kind), lambda: ins.pattern_rows(groups)), key="insp-patterns")
                 text("inspector.stats")
                 stats = shared_view("stats", (*view, kind), lambda: summarize_heads(att, kind))
                 st.dataframe(shared_table("stats_rows", (*view, kind), lambda: ins.stats_rows(stats)), hide_index=True)

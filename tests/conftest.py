@@ -8,6 +8,10 @@ import torch
 # session, so that the module-wide browser servers (started before any per-test fixture) inherit it too.
 # tests/app/test_jobs_standby.py passes standby=True to its managers.
 os.environ["ATLAS_TRAINER_STANDBY"] = "0"
+# Models that installed Python packages carry (model/hub/packages.py: all-MiniLM-L6-v2, installed by tools/test.sh)
+# are not listed in the app during tests, so a page's model list is the test's own; tests of those models pass
+# the search path themselves.
+os.environ["ATLAS_PACKAGE_MODELS"] = "0"
 
 
 @pytest.fixture(autouse=True, scope="session")

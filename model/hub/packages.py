@@ -76,8 +76,11 @@ def unpack(zip_path: Path, target: Path) -> Path | None:
 
 def package_models(paths: list[str] | None = None, cache: Path | None = None) -> dict[str, Path]:
     """{"<package name>": model folder} for every installed distribution (on sys.path, or on `paths`) whose
-    files hold a model we can run; a zipped one is unpacked into `cache` (default cache_dir())."""
+    files hold a model we can run; a zipped one is unpacked into `cache` (default cache_dir()). ATLAS_PACKAGE_MODELS=0
+    turns the search of sys.path off (the tests do: a page's model list is then the test's own)."""
     from model.hub import is_hf_folder, supported
+    if paths is None and os.environ.get("ATLAS_PACKAGE_MODELS", "").strip() in ("0", "off", "false", "no"):
+        return {}  # switched off: only models the user put in pretrained/ or the hub cache are listed
     cache = cache_dir() if cache is None else Path(cache)
     found: dict[str, Path] = {}
     dists = md.distributions(path=paths) if paths is not None else md.distributions()

