@@ -493,3 +493,20 @@ def test_segments_refused_by_a_model_without_segment_embeddings():
     m = Transformer(PRESETS["tiny"].replace(architecture="encoder-only"))
     with pytest.raises(ValueError, match="no segment embeddings"):
         m(torch.zeros(1, 3, dtype=torch.long), segments=torch.zeros(1, 3, dtype=torch.long))
+
+
+@pytest.mark.parametrize("cls_name", ["BertForMaskedLM", "BertForSequenceClassification", "BertForTokenClassification",
+                                      "BertModel"])
+@pytest.mark.parametrize("segments", [1, 2, 3])
+def test_every_head_and_segment_count_reads_any_text_and_pair(tmp_path, cls_name, segments):
+    """The class of the type_vocab_size 1 IndexError: whatever the head and the number of segment embeddings, a
+    sentence alone, with an empty second sentence or with a real one, is read without an error, every segment id
+    has an embedding, and the result holds what the head predicts."""
+    loaded = load_pretrained(_make(tmp_path / "m", cls_name=cls_name, type_vocab_size=segments, num_labels=2))
+    for text_b in (None, "", "   ", "on the mat [MASK]"):
+        res = bert.fill_mask(loaded, "the [MASK] sat", text_b=text_b)
+        assert max(res.segments) < segments and len(res.segments) == len(res.ids)
+        assert res.one_segment == (segments == 1 and bool(text_b and text_b.strip()))
+        assert (len(res.predictions) > 0) == (cls_name == "BertForMaskedLM")
+        assert (res.classes is not None) == (cls_name == "BertForSequenceClassification")
+        assert (res.tags is not None and len(res.tags) == len(res.ids)) == (cls_name == "BertForTokenClassification")

@@ -204,3 +204,21 @@ def test_all_minilm_from_its_package_opens_with_its_heads_named(monkeypatch, tmp
     assert_clean(at)
     rows = next(d for d in tables(at) if cat["inspector.patterns.col_pattern"] in d.columns)
     assert rows[cat["inspector.patterns.col_count"]].sum() == 72  # every one of the 6 x 12 heads is named
+
+
+@pytest.mark.parametrize("model", ["en-ko", "lm"])
+def test_no_palette_entry_is_ever_reported_unknown(model):
+    """The class of the "Bake" defect: every entry of a shipped model's palette, inserted at the start of the sentence
+    or after one, is a word the model knows, looked up as its tokenizer reads it."""
+    from app.resources import SHIPPED
+    from model.data.vocabulary import model_vocabulary
+    from model.training.checkpoint import load_model_dir
+    from pages.views.inspector import append_word, unknown_in
+    loaded = load_model_dir(SHIPPED[model])
+    vocab = model_vocabulary(loaded)
+    assert vocab.found and vocab.palette
+    for entries in vocab.palette.values():
+        for word in entries:
+            for before in ("", "I see.", "I see"):
+                text = append_word(before, word, vocab.words)
+                assert unknown_in(text, vocab.words, loaded.tokenizer) == [], (before, word, text)
