@@ -38,7 +38,7 @@ def _section() -> None:
     options = [*models, FOLDER]
     names = {FOLDER: t("family_vit.real.folder_option"), **{n: n for n in models}}
     choice = st.selectbox(t("family_vit.real.model"), options, format_func=names.get,
-                          **keep("fam_vit_real_model", options[0], valid=lambda v: v in options))
+                          **keep("fam_vit_real_model", options[0], url="vit_real_model", valid=lambda v: v in options))
     if not models:
         st.info(t("family_vit.real.none", folder=str(pretrained_dir())), icon=":material/info:")
     if choice == FOLDER:
@@ -68,7 +68,8 @@ def _section() -> None:
     picks = [*pictures, UPLOAD]
     labels = {UPLOAD: t("family_vit.real.upload_option"), **{n: t(f"family_vit.real.pictures.{n}") for n in pictures}}
     pick = st.segmented_control(t("family_vit.real.picture"), picks, format_func=labels.get,
-                                **keep("fam_vit_real_picture", picks[0], valid=picks)) or picks[0]
+                                **keep("fam_vit_real_picture", picks[0], url="vit_real_picture",
+                                       valid=picks)) or picks[0]
     if pick == UPLOAD:
         upload = st.file_uploader(t("family_vit.real.upload"), type=["png", "jpg", "jpeg", "webp", "gif", "bmp"],
                                   key="fam_vit_real_file")
@@ -103,7 +104,7 @@ def _section() -> None:
     st.subheader(t("family_vit.attention_header"))
     layer_names = {n: t("family_vit.layer_n", n=n) for n in range(1, L + 1)}
     layer = int(st.selectbox(t("family_vit.real.layer"), list(layer_names), format_func=layer_names.get,
-                             **keep("fam_vit_real_layer", L, valid=range(1, L + 1))))
+                             **keep("fam_vit_real_layer", L, url="vit_real_layer", valid=range(1, L + 1))))
     cls = t("family_vit.cls")
     fig = head_attention_tiles(seen.image, seen.cls_to_patches, seen.cls_to_cls, layer=layer - 1,
                                head_title=t("family_vit.head"), cls_label=cls,
