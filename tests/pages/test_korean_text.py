@@ -29,12 +29,12 @@ ALLOWED = {
     # models, papers, people, data sets
     "Transformer", "BERT", "GPT", "ViT", "DETR", "RoBERTa", "DistilBERT", "Marian", "MarianMT", "LLaMA", "BART",
     "ByteNet", "GNMT", "ConvS2S", "MoE", "Deep-Att", "PosUnk", "Ensemble", "RL", "Vaswani", "Bahdanau", "Luong",
-    "Abnar", "Zuidema", "Dosovitskiy", "ViT-Base", "WMT", "newstest", "NIPS", "arXiv", "UCI", "Hugging", "Face",
+    "Abnar", "Zuidema", "Dosovitskiy", "Clark", "ViT-Base", "WMT", "newstest", "NIPS", "arXiv", "UCI", "Hugging", "Face",
     "base", "big", "opus-mt", "tensor2tensor", "Attention", "Is", "All", "You", "Need",
     # tools, formats, hardware, units
     "PyTorch", "torch", "sentencepiece", "WordPiece", "Adam", "AdamW", "CPU", "GPU", "GPUs", "CUDA", "MPS", "NVIDIA",
     "BLEU", "PPL", "FLOP", "FLOPs", "TFLOP", "TFLOPS", "GFLOP", "UTF", "TSV", "CSV", "PNG", "JPEG", "WebP", "GIF", "BMP",
-    "JSON", "MB", "GB", "KB", "GiB", "ms", "min", "rad", "nats", "NaN", "ETA", "cores", "ReLU", "GELU", "LayerNorm",
+    "JSON", "MB", "GB", "KB", "GiB", "ms", "UTC", "min", "rad", "nats", "NaN", "ETA", "cores", "ReLU", "GELU", "LayerNorm",
     "IoU", "NMS", "RNN", "CNN", "LSTM", "GRU", "post-LN", "pre-LN", "English", "ATLAS", "RUNS", "DIR",
     # special tokens
     "CLS", "SEP", "MASK", "pad", "unk", "bos", "eos", "lm", "mlm", "en-ko", "ko-en",
