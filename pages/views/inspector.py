@@ -123,6 +123,8 @@ def layers_text(facts: CardFacts) -> str:
 
 
 def task_text(task: str | None) -> str:
+    if task in ("classify", "tag"):  # a pretrained classifier's task: no training page trains one
+        return t(f"inspector.task.{task}")
     return known_label(f"train.task.{task}", task) if task else t("inspector.card.unknown")
 
 
@@ -255,14 +257,14 @@ def _head(h) -> str:
 
 
 def pattern_rows(groups: dict) -> list[dict]:
-    """model.hub.patterns.by_pattern as rows: the pattern, what it means, how many heads, the strongest heads."""
+    """model.hub.patterns.by_pattern as rows: the pattern, how many heads, the strongest heads, what it means."""
     col = {k: t(f"inspector.patterns.col_{k}") for k in ("pattern", "meaning", "count", "heads")}
     rows = []
     for pattern, heads in groups.items():
         shown = ", ".join(f"{_head(h)} ({h.score:.2f})" for h in heads[:PATTERN_HEADS])
-        rows.append({col["pattern"]: t(f"inspector.patterns.name.{pattern}"),
-                     col["meaning"]: t(f"inspector.patterns.meaning.{pattern}"), col["count"]: len(heads),
-                     col["heads"]: shown + (" …" if len(heads) > PATTERN_HEADS else "")})
+        rows.append({col["pattern"]: t(f"inspector.patterns.name.{pattern}"), col["count"]: len(heads),
+                     col["heads"]: shown + (" …" if len(heads) > PATTERN_HEADS else ""),
+                     col["meaning"]: t(f"inspector.patterns.meaning.{pattern}")})
     return rows
 
 
