@@ -55,7 +55,7 @@ path = models[choice]
 try:
     loaded = load_model(path)
 except CheckpointError as e:
-    error(UserError("inspector.errors.cannot_load", detail=str(e)))
+    error(UserError(ins.load_error_key(str(e)), detail=str(e)))  # the headline names the real reason
     st.stop()
 stamp = weights_stamp(path)  # the version of the weights this run draws
 cfg, tok = loaded.config, loaded.tokenizer

@@ -66,6 +66,17 @@ def unknown_list(unknown: list[str], known: frozenset[str]) -> str:
     return ", ".join(out)
 
 
+def load_error_key(message: str) -> str:
+    """The headline for a model that cannot be loaded, by its reason (model.hub's messages): an architecture or
+    option we do not run, too little memory, or (anything else) files that cannot be read as a model."""
+    low = message.lower()
+    if "unsupported architecture" in low or "not supported" in low:
+        return "inspector.errors.unsupported"
+    if "of memory to load" in low:
+        return "inspector.errors.too_big"
+    return "inspector.errors.cannot_load"
+
+
 def folds_case(tok, known: frozenset[str]) -> bool:
     """Whether the model reads a word the same in any letter case: its tokenizer lower-cases (an uncased BERT),
     or its vocabulary has no capital letters at all."""

@@ -30,6 +30,7 @@ def pretrained(tmp_path_factory):
     _make(base / "bert-cls", cls_name="BertForSequenceClassification", **labels)
     _make(base / "bert-tag", cls_name="BertForTokenClassification", **labels)
     _make(base / "bert-one-segment", type_vocab_size=1)
+    _make(base / "bert-qa", cls_name="BertForQuestionAnswering")
     make_distil(base / "distil-cls", cls_name="DistilBertForSequenceClassification", **labels)
     _make(base / "st-model" / "0_BERT", cls_name="BertModel")
     _sentence_transformers(base / "st-model", "0_BERT")
@@ -116,6 +117,27 @@ def test_the_statistics_tab_names_head_patterns(use):
                                ("cls", "sep", "previous", "next", "same", "broad", "mixed")}
     heads = " ".join(patterns[0][en["inspector.patterns.col_heads"]])
     assert "L1·H" in heads or "L2·H" in heads
+
+
+@pytest.mark.parametrize("lang", list(LANGS))
+def test_a_refusal_names_its_real_reason(use, lang):
+    """A head we do not run is refused as an unsupported architecture, not as damaged files (they are intact)."""
+    at = use("bert-qa", "The cat sat on the mat", lang)
+    assert not at.exception and len(at.error) == 1
+    cat = catalogue(lang)
+    assert at.error[0].value.startswith(cat["inspector.errors.unsupported"].split("(")[0].strip())
+    assert "BertForQuestionAnswering" in at.error[0].value
+    assert cat["inspector.errors.cannot_load"].split(".")[0] not in at.error[0].value
+
+
+def test_every_hub_refusal_gets_a_true_headline():
+    from pages.views.inspector import load_error_key
+    assert load_error_key("unsupported architecture 't5' (supported: …)") == "inspector.errors.unsupported"
+    assert load_error_key("config.json: hidden_act 'quick_gelu' is not supported (supported: …)") == \
+        "inspector.errors.unsupported"
+    assert load_error_key("model.safetensors: this model needs about 9.0 GiB of memory to load, and this machine "
+                          "has 2.0 GiB available") == "inspector.errors.too_big"
+    assert load_error_key("model.safetensors: cannot be read safely (bad header)") == "inspector.errors.cannot_load"
 
 
 # ----------------------------------------------------------------------------- empty and partial results
