@@ -23,13 +23,13 @@ from app.jobs.options import MAX_PARAMETERS, TrainOptions, train_arguments, vali
 from app.jobs.owners import (BUDGET_DEFAULT_MB, BUDGET_ENV, PER_OWNER_DEFAULT, PER_OWNER_ENV, TOTAL_DEFAULT,
                              TOTAL_ENV, OwnersAndLimits, owner_hash, teacher_mode)
 from app.jobs.runs import (ROOT, STANDBY_MODULE, TRAINER_MODULE, RunFiles, count, folder_error, number, pid_alive,
-                           resumable, run_id_time, run_state, runs_dir, state_message)
+                           restartable, resumable, run_id_time, run_state, runs_dir, state_message)
 from app.jobs.standby import STANDBY_ENV, StandbyTrainer
 from app.jobs.threads import MAX_RUNS_ENV, env_int, trainer_threads
 from model.atomic import atomic_write_json
 from model.messages import Message, UserError
 from model.training.allocator import HUGE_PAGES
-from model.training.run_files import ACTIVE
+from model.training.run_files import ACTIVE, update_status
 
 STALE_NEW_SECONDS = 600  # a hidden half-written run folder this old is left over from a crash: removed
 DUPLICATE_SECONDS = 10.0  # Start pressed again with the same choices this soon: a double click, not a new run
@@ -324,6 +324,35 @@ class JobManager(RunFiles, OwnersAndLimits, StandbyTrainer):
             try:
                 atomic_write_json(d / "job.json", job)
                 self._set_status(d, state="queued", message=Message("jobs.status.waiting_resume"), pid=None)
+            except OSError as e:
+                raise folder_error(self.root, e) from None
+        self.poll()
+
+    def restart(self, run_id: str, owner: str | None = None) -> None:
+        """Queue a failed run that has no checkpoint again, from step 0 with its own options (runs.restartable).
+        What the failed attempt wrote is cleared, since its weights are gone: its curves and a half model folder
+        (train.log keeps its story)."""
+        d = self.run_path(run_id)
+        with self._exclusive():
+            st, job = self._status(d), self._job(d)
+            self._check_owner(d, job, owner)
+            if not restartable(d, st, job):
+                raise UserError("jobs.errors.cannot_restart", id=run_id, state=state_message(run_state(st)))
+            self._check_queue(owner)
+            estimate = job.get("estimate") if isinstance(job.get("estimate"), dict) else {}
+            self._check_disk(self.run_bytes(count(estimate.get("parameters"))))
+            now, previous = time.time(), self._pid(d, st, job)
+            job.update(pid=None, queued_at=now, resume=False)
+            if previous:
+                job["previous_pid"] = previous
+            try:
+                with contextlib.suppress(FileNotFoundError):
+                    (d / "metrics.jsonl").unlink()
+                for name in ("model", "avg"):
+                    shutil.rmtree(d / name, ignore_errors=True)
+                atomic_write_json(d / "job.json", job)
+                update_status(d / "status.json", {k: st[k] for k in ("total_steps", "task", "created_at") if k in st},
+                              state="queued", step=0, message=Message("jobs.status.waiting_restart"))
             except OSError as e:
                 raise folder_error(self.root, e) from None
         self.poll()

@@ -135,10 +135,11 @@ def state_message(state: str) -> Message:
 
 
 def run_actions(summary: dict) -> list[str]:
-    """The buttons a run offers, in order: stop, resume, inspect, delete."""
+    """The buttons a run offers, in order: stop, resume, restart (a fresh start), inspect, delete."""
     active = summary["state"] in ACTIVE
     return [name for name, offered in (("stop", active), ("resume", summary["resumable"]),
-                                       ("inspect", summary["inspectable"]), ("delete", not active)) if offered]
+                                       ("restart", summary.get("restartable")), ("inspect", summary["inspectable"]),
+                                       ("delete", not active)) if offered]
 
 
 def is_starting(summary: dict) -> bool:
@@ -168,6 +169,14 @@ def resumable(d: Path, st: dict) -> bool:
                       or old.startswith("cannot resume:"))
         return (d / "checkpoint.pt").exists() and not unreadable
     return state == "stopped"
+
+
+def restartable(d: Path, st: dict, job: dict) -> bool:
+    """May the run in folder `d` start again from step 0? A failed run with no checkpoint to resume that the
+    trainer says a fresh start can help (a save refused before the first checkpoint, once there is room), and
+    whose options the manager can rebuild its command from."""
+    return (st.get("state") == "failed" and st.get("fresh_start") is True and not (d / "checkpoint.pt").exists()
+            and isinstance(job.get("options"), dict))
 
 
 # -----------------------------------------------------------------------------
@@ -248,6 +257,7 @@ class RunFiles:
             "device": st.get("device"), "config": cfg, "options": options,
             "estimate": estimate, "managed": bool(job), "mine": self.may_manage(job, owner),
             "resumable": resumable(d, st) and (bool(job.get("command")) or (d / "args.json").exists()),
+            "restartable": restartable(d, st, job),
             "inspectable": state not in ACTIVE and (model / "model.safetensors").is_file(),
             "path": str(d),
         }

@@ -27,11 +27,12 @@ class GiveUp(Exception):
 
 
 class SaveFailed(Exception):
-    """A checkpoint, model folder or weights snapshot could not be written (`error` says why)."""
+    """A checkpoint, model folder or weights snapshot of `step` could not be written (`error` says why);
+    `saved_at` is the step of the last complete checkpoint on disk (None: there is none)."""
 
-    def __init__(self, error: BaseException, step: int):
+    def __init__(self, error: BaseException, step: int, saved_at: int | None):
         super().__init__(str(error))
-        self.error, self.step = error, step
+        self.error, self.step, self.saved_at = error, step, saved_at
 
 
 def give_up(run: Run, message: Message, code: int, **fields) -> int:
@@ -51,8 +52,14 @@ def _free_mb(folder: Path) -> int | None:
         return None
 
 
-def save_problem(error: BaseException, step: int, folder: Path) -> Message:
-    """What a failed write means for the learner: the disk is full (with what is left), or why else."""
+UNKNOWN = object()  # save_problem's saved_at when a checkpoint is on disk but its step was never read
+
+
+def save_problem(error: BaseException, step: int, folder: Path, saved_at=UNKNOWN) -> tuple[Message, dict]:
+    """What a failed write means for the learner, true to what is on disk: the disk is full (with what is
+    left) or why else, and the checkpoint that is kept (`saved_at`: its step; None: there is none, so
+    resuming cannot help and the run is offered a fresh start once there is room; UNKNOWN: one is on disk).
+    Returns the message and status.json's "resumable" / "fresh_start"."""
     cause = error
     while isinstance(cause, CheckpointError) and (cause.__cause__ or cause.__context__) is not None:
         cause = cause.__cause__ or cause.__context__
@@ -60,25 +67,41 @@ def save_problem(error: BaseException, step: int, folder: Path) -> Message:
     free = _free_mb(folder)
     full = (isinstance(cause, OSError) and cause.errno in DISK_ERRNOS) or "unexpected pos" in text \
         or "No space left" in text or "file write failed" in text
+    kept = "" if saved_at is UNKNOWN else "_no_checkpoint" if saved_at is None else "_kept"
+    args = {"step": step, **({"saved": saved_at} if kept == "_kept" else {})}
+    fields = {"resumable": saved_at is not None, "fresh_start": saved_at is None}
     if full and free is not None:
-        return Message("train.status.disk_full", {"free_mb": free, "step": step})
+        return Message(f"train.status.disk_full{kept}", {"free_mb": free, **args}), fields
     detail = cause.strerror if isinstance(cause, OSError) and cause.strerror else text
     if isinstance(cause, OSError) and cause.filename:
         detail = f"{detail}: {cause.filename}"
     if full:
         detail = f"disk full ({detail})"
-    return Message("train.status.save_failed", {"detail": " ".join(detail.split())[:300], "step": step})
+    return Message(f"train.status.save_failed{kept}", {"detail": " ".join(detail.split())[:300], **args}), fields
 
 
-def save_failed(run: Run, message: Message) -> int:
+def saved_on_disk(out: Path, trainer) -> int | None | object:
+    """The checkpoint a run that failed outside a save has on disk: the trainer's last (None: none yet);
+    before the trainer was set up, UNKNOWN when checkpoint.pt exists (a resume that never got to read it)."""
+    if trainer is not None:
+        return trainer.saved_at
+    return UNKNOWN if (out / "checkpoint.pt").exists() else None
+
+
+def save_failed(run: Run, problem: tuple[Message, dict]) -> int:
     """Say why the run ended, in status.json if the disk still takes it, and on stderr always."""
-    if message.code == "train.status.disk_full":
-        print(f"error: disk full ({message.args['free_mb']:,} MB free) while saving step {message.args['step']}; "
-              f"the last complete checkpoint is kept", file=sys.stderr)
+    message, fields = problem
+    step = message.args["step"]
+    kept = (f"the checkpoint from step {message.args['saved']} is kept" if "saved" in message.args
+            else "no checkpoint was saved before it, so there is nothing to resume: start the run again"
+            if fields["fresh_start"] else "the last complete checkpoint is kept")
+    if message.code.startswith("train.status.disk_full"):
+        print(f"error: disk full ({message.args['free_mb']:,} MB free) while saving step {step}; {kept}",
+              file=sys.stderr)
     else:
-        print(f"error: could not save at step {message.args['step']}: {message.args['detail']}", file=sys.stderr)
+        print(f"error: could not save at step {step}: {message.args['detail']}; {kept}", file=sys.stderr)
     if run.writer:
-        fields = dict(state="failed", message=message, resumable=True)
+        fields = dict(state="failed", message=message, **fields)
         try:
             run.update(**fields)
         except OSError:  # no room even for status.json's temporary file: overwrite it in place

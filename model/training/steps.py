@@ -143,12 +143,13 @@ class Trainer:
                 save_training_state(self.checkpoint, self.model, self.opt, self.sched, step,
                                     {"task": args.task, "train_seconds": self.seconds(),
                                      "rng": torch.get_rng_state()})
+                self.saved_at = step  # written whole (model.atomic): resumable whatever fails next
                 self.task.save(self.out / "model", self.model, {"task": args.task, "step": step,
                                                                 "source": "training page", "run": self.out.name})
                 if self.averaging is not None and (step % args.ckpt_every == 0 or step == args.steps):
                     self.averaging.add(self.model, step)
             except (OSError, RuntimeError) as e:  # disk full (torch: "inline_container.cc: unexpected pos"), read-only
-                raise SaveFailed(e, step) from None
+                raise SaveFailed(e, step, self.saved_at) from None
         self.saved_at = step
 
     def finish(self) -> None:
@@ -171,7 +172,7 @@ class Trainer:
                 self.task.save(self.out / "model", final, {"task": args.task, "step": step, "source": "training page",
                                                            "run": self.out.name, "averaged_steps": self.averaged})
             except (OSError, RuntimeError) as e:
-                raise SaveFailed(e, step) from None
+                raise SaveFailed(e, step, self.saved_at) from None
         if args.export and self.run.writer and step >= args.steps:
             self.run.update(message=Message("train.status.scoring"))
             self.task.export(final, args, Path(args.export), self.seconds(), command_line(args), self.averaged)

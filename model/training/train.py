@@ -34,7 +34,8 @@ import torch
 
 from model.nn.device import best_device
 from model.training.allocator import keep_freed_memory
-from model.training.faults import SAVE_ERRNOS, GiveUp, SaveFailed, give_up, remove_leftovers, save_failed, save_problem
+from model.training.faults import (SAVE_ERRNOS, GiveUp, SaveFailed, give_up, remove_leftovers, save_failed, save_problem,
+                                   saved_on_disk)
 from model.training.options import build_parser, option_problem, parse_args  # noqa: F401  (imported from here too)
 from model.training.run_files import Run, TrainerLock
 from model.training.steps import Trainer
@@ -91,12 +92,13 @@ def train(args) -> int:
             return give_up(run, e.message, e.code, **e.fields)
         return 0
     except SaveFailed as e:
-        return save_failed(ctx.get("run") or Run(out, writer=rank == 0), save_problem(e.error, e.step, out))
+        return save_failed(ctx.get("run") or Run(out, writer=rank == 0), save_problem(e.error, e.step, out, e.saved_at))
     except OSError as e:
         if e.errno not in SAVE_ERRNOS:
             raise
         step = ctx["trainer"].step if "trainer" in ctx else 0
-        return save_failed(ctx.get("run") or Run(out, writer=rank == 0), save_problem(e, step, out))
+        return save_failed(ctx.get("run") or Run(out, writer=rank == 0),
+                           save_problem(e, step, out, saved_on_disk(out, ctx.get("trainer"))))
     finally:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)

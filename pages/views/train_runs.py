@@ -1,5 +1,5 @@
 """The training page's runs panel (pages/train.py): the table of runs, one run's details with its actions
-(stop, resume, open, delete) and curves, the comparison of runs and the disk they use. `mgr` is the server's
+(stop, resume or start again, open, delete) and curves, the comparison of runs and the disk they use. `mgr` is the server's
 job manager (app.jobs.get_manager), `owner` this browser session's owner token."""
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ def run_table(runs: list[dict]) -> None:
 
 
 def run_actions(mgr, owner: str, r: dict) -> None:
-    """Stop, resume, open in the inspector (or the family page) and delete, as far as this session may."""
+    """Stop, resume (or start again: a failed run with no checkpoint), open in the inspector (or the family page)
+    and delete, as far as this session may."""
     rid, actions = r["id"], r["actions"]
     cols = dict(zip(actions, st.columns([1] * len(actions) + [5 - len(actions)])[: len(actions)])) if actions else {}
     if "stop" in cols and cols["stop"].button(t("train.action.stop"), icon=":material/stop:", key=f"stop-{rid}"):
@@ -72,6 +73,14 @@ def run_actions(mgr, owner: str, r: dict) -> None:
                                                   key=f"resume-{rid}"):
         try:
             mgr.resume(rid, owner=owner)
+        except UserError as e:
+            error(e)
+        else:
+            st.rerun(scope="app")
+    if "restart" in cols and cols["restart"].button(t("train.action.restart"), icon=":material/restart_alt:",
+                                                    key=f"restart-{rid}"):
+        try:
+            mgr.restart(rid, owner=owner)
         except UserError as e:
             error(e)
         else:

@@ -84,7 +84,7 @@ def test_disk_full_during_a_save_fails_clearly(tmp_path, monkeypatch, capsys, ki
     st = status(out)
     assert st["state"] == "failed" and st["resumable"] is True, st
     msg = message(out)
-    assert msg.code == "train.status.disk_full" and msg.args["step"] == 4, msg
+    assert msg.code == "train.status.disk_full_kept" and msg.args["step"] == 4 and msg.args["saved"] == 2, msg
     assert isinstance(msg.args["free_mb"], int) and msg.args["free_mb"] >= 0
     en = say_in("en", msg, monkeypatch)
     assert f"disk full ({msg.args['free_mb']:,} MB free)" in en, en
@@ -103,7 +103,7 @@ def test_a_read_only_folder_during_a_save_fails_clearly(tmp_path, monkeypatch, c
     err = capsys.readouterr().err
     assert rc == 5 and "Traceback" not in err
     msg = message(out)
-    assert msg.code == "train.status.save_failed" and "Read-only" in msg.args["detail"], msg
+    assert msg.code == "train.status.save_failed_no_checkpoint" and "Read-only" in msg.args["detail"], msg
     assert say_in("en", msg, monkeypatch).startswith("could not save at step 2: ")
 
 
@@ -122,7 +122,7 @@ def test_failed_status_is_still_written_when_no_temporary_file_fits(tmp_path, mo
                         lambda *a, **k: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left on device")))
     assert trainer.main([*FAST, "--steps", "2", "--ckpt-every", "2", "--out", str(out)]) == 5
     assert status(out)["state"] == "failed"
-    assert message(out).code == "train.status.disk_full"
+    assert message(out).code == "train.status.disk_full_no_checkpoint"
     assert "Traceback" not in capsys.readouterr().err
 
 
