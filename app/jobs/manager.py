@@ -1,6 +1,6 @@
 """JobManager, a run's life: start (validate, write the run folder, queue), the queue (launch, reap, settle
-trainers that vanished), stop, resume, restart (a fresh start), delete. Reading runs is app/jobs/runs.py, ownership and limits
-app/jobs/owners.py, the trainer started ahead of time app/jobs/standby.py. No st.* calls in the class: it is
+trainers that vanished), stop, resume, restart (a fresh start), delete. Reading runs is app/jobs/runs.py,
+ownership and limits app/jobs/owners.py, the trainer started ahead of time app/jobs/standby.py. No st.* calls in the class: it is
 tested without Streamlit; `get_manager()` at the bottom is the server-wide instance (st.cache_resource)."""
 from __future__ import annotations
 
