@@ -34,8 +34,8 @@ import torch
 
 from model.nn.device import best_device
 from model.training.allocator import keep_freed_memory
-from model.training.faults import (SAVE_ERRNOS, GiveUp, SaveFailed, give_up, remove_leftovers, save_failed, save_problem,
-                                   saved_on_disk)
+from model.training.faults import (SAVE_ERRNOS, GiveUp, SaveFailed, give_up, remove_leftovers, save_failed,
+                                   save_problem, saved_on_disk)
 from model.training.options import build_parser, option_problem, parse_args  # noqa: F401  (imported from here too)
 from model.training.run_files import Run, TrainerLock
 from model.training.steps import Trainer

@@ -1,7 +1,6 @@
 """The training page's runs panel (pages/train.py): the table of runs, one run's details with its actions
-(stop, resume or start again, open,
-delete) and curves, the comparison of runs and the disk they use. `mgr` is the server's
-job manager (app.jobs.get_manager), `owner` this browser session's owner token."""
+(stop, resume or start again, open, delete) and curves, the comparison of runs and the disk they use. `mgr` is
+the server's job manager (app.jobs.get_manager), `owner` this browser session's owner token."""
 from __future__ import annotations
 
 from pathlib import Path
