@@ -7,7 +7,7 @@ from pages.views import inspector as ins
 from app.charts.curves import bar_chart
 from app.charts.export import csv_text
 from app.charts.headview import head_view
-from app.charts.heatmaps import attention_heatmap, head_grid
+from app.charts.heatmaps import attention_heatmap, head_grid, matrix_heatmap
 from app.i18n import UserError, options, t
 from app.resources import (available_models, card, fill_mask, forward_pass, lm_positions, load_model, next_token,
                            pretrained_dir, shared_figure, shared_table, shared_view, translation, vocabulary,
@@ -211,7 +211,7 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
         if filled.one_segment:
             st.info(t("inspector.mlm.one_segment"))
         if facts.task != "mlm":
-            encoder_head(filled, loaded.meta)
+            encoder_head(filled, loaded.meta, (str(path), stamp, *source))
         else:
             st.subheader(t("inspector.mlm.title", mask=ins.code(tok.id_to_piece(tok.mask_id))))
         if facts.task == "mlm" and not filled.predictions:
@@ -239,9 +239,9 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
     attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx, tok)
 
 
-def encoder_head(filled, meta: dict) -> None:
+def encoder_head(filled, meta: dict, view: tuple) -> None:
     """What a BERT-family encoder without a masked-LM head shows: a class, a tag per token, or (no head) one
-    sentence on what it cannot show."""
+    sentence on what it cannot show and its hidden states (how alike its output vectors are)."""
     if filled.classes is not None:
         st.subheader(t("inspector.classify.title"))
         label, prob = filled.classes[0]
@@ -257,6 +257,13 @@ def encoder_head(filled, meta: dict) -> None:
         st.info(t("inspector.no_head_mlm"))
         if meta.get("pooling"):
             st.caption(t("inspector.sentence_vectors", pooling=ins.code(str(meta["pooling"]))))
+        st.subheader(t("inspector.hidden.title"))
+        text("inspector.hidden")
+        names = ins.labels(filled.pieces)
+        show_matrix(shared_figure("similarity", view, lambda: matrix_heatmap(
+            filled.similarity, names, names, zmin=-1, zmax=1, zmid=0, x_title=t("inspector.token"),
+            y_title=t("inspector.token"), show_text=len(names) <= ins.MAX_CELL_TEXT)),
+                    filled.similarity, name="hidden-similarity", row_labels=names, col_labels=names, key="similarity")
 
 
 def _add_word(key: str, known: frozenset[str] | None = None) -> None:

@@ -229,7 +229,8 @@ class FillMask:
     (1, H, L, L)); segments: 0 for [CLS] + sentence A + [SEP], 1 for sentence B + [SEP] (a pair); classes: a
     sequence classifier's [(label, probability), ...] best first; tags: a token classifier's (position, label,
     probability) for every token; one_segment: a pair was given to a model with a single segment embedding,
-    so sentence B was read as segment 0 too."""
+    so sentence B was read as segment 0 too; similarity: (L, L) cosine similarity of the last layer's hidden
+    states, token by token (how alike the encoder's output vectors are)."""
     predictions: list[tuple[int, list[tuple[str, float]]]]
     attention: Intermediates
     ids: list[int]
@@ -238,6 +239,7 @@ class FillMask:
     classes: list[tuple[str, float]] | None = None
     tags: list[tuple[int, str, float]] | None = None
     one_segment: bool = False
+    similarity: torch.Tensor | None = None
 
 
 @torch.no_grad()
@@ -281,5 +283,6 @@ def fill_mask(loaded, text: str, top: int = 5, text_b: str | None = None) -> Fil
         else:  # (L, labels)
             best = probs.argmax(dim=-1).tolist()
             tags = [(pos, name(b), float(probs[pos, b])) for pos, b in enumerate(best)]
+    h = torch.nn.functional.normalize(out.memory[0].float(), dim=-1)  # (L, D): each token's output vector, unit length
     return FillMask(predictions, out.attention, ids, [tok.id_to_piece(i) for i in ids], segments, classes, tags,
-                    one_segment)
+                    one_segment, (h @ h.T).clamp(-1, 1).cpu())

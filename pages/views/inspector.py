@@ -18,6 +18,7 @@ STATS = ("entropy", "entropy_norm", "mean_distance", "diagonal", "previous", "fi
 ENCODER_TASKS = ("mlm", "classify", "tag", "features")  # what a BERT-family encoder reads as [CLS] A [SEP] (B [SEP])
 MAX_CLASSES = 10  # bars of a sequence classifier's labels
 PATTERN_HEADS = 8  # heads named per pattern in its row (the strongest first)
+MAX_CELL_TEXT = 24  # tokens up to which a token-by-token matrix writes its numbers in the cells
 
 
 def label(piece: str) -> str:

@@ -384,8 +384,10 @@ def test_bert_model_without_a_head_loads_attention_and_hidden_states(tmp_path, p
         state = load_file(str(folder / "model.safetensors"))
         save_file({k: v for k, v in state.items() if not k.startswith("pooler.")}, str(folder / "model.safetensors"),
                   metadata={"format": "pt"})
-    loaded, res, _ = _same_as_transformers(folder, "BertModel")
+    loaded, res, theirs = _same_as_transformers(folder, "BertModel")
     assert loaded.meta["task"] == "features" and res.predictions == [] and res.classes is None and res.tags is None
+    h = torch.nn.functional.normalize(theirs.last_hidden_state[0], dim=-1)  # the hidden states the page compares
+    assert (res.similarity - h @ h.T).abs().max().item() < 1e-4 and res.similarity.shape == (len(res.ids),) * 2
     # what a BertModel does not have is not invented: no output bias, no MLM transform, no parameter of its own
     assert not loaded.config.mlm_transform and not loaded.config.output_bias and loaded.config.tie_embeddings
 

@@ -64,6 +64,9 @@ def test_a_bert_model_without_a_head_shows_attention_and_says_what_it_cannot_sho
     assert any(catalogue(lang)["inspector.no_head_mlm"] in i.value for i in at.info)
     assert at.radio(key="insp_kind").value == "encoder_self"
     assert not at.error
+    similarity = [f for f in figures(at) if f["data"][0].get("zmin") == -1 and f["data"][0].get("zmax") == 1]
+    assert len(similarity) == 1, "the hidden states: one token-by-token similarity map"
+    assert list(similarity[0]["data"][0]["x"])[0] == "[CLS]" and len(similarity[0]["data"][0]["x"]) == 8
 
 
 def test_a_sentence_transformers_folder_is_listed_and_says_it_makes_sentence_vectors(use):
