@@ -203,6 +203,23 @@ class Tokens:
         """Positions a learner may mask (not [CLS]/[SEP], not already [MASK])."""
         return [p for p, i in enumerate(self.ids) if not tok.is_special(i) and i != tok.mask_id]
 
+    def follow(self, before: tuple[list[str], list[int]], positions: list[int]) -> list[int]:
+        """Where `positions` of the text `before` (its pieces and segments) are in this one after an edit: each
+        segment's pieces are aligned with the same segment's before (difflib), so an edit of one segment leaves
+        the other's positions on their tokens (moved when the first segment changed length), and a token that
+        survives an edit of its own segment keeps its position; one the edit removed or changed is dropped."""
+        import difflib
+        old_pieces, old_segments = before
+        moved: dict[int, int] = {}
+        for seg in sorted(set(old_segments) & set(self.segments)):
+            old_at = [p for p, s in enumerate(old_segments) if s == seg]
+            new_at = [p for p, s in enumerate(self.segments) if s == seg]
+            match = difflib.SequenceMatcher(None, [old_pieces[p] for p in old_at], [self.pieces[p] for p in new_at],
+                                            autojunk=False)
+            for a, b, n in match.get_matching_blocks():
+                moved.update(zip(old_at[a:a + n], new_at[b:b + n]))
+        return sorted(moved[p] for p in positions if p in moved)
+
 
 def tokens(tok: MlmTokenizer, text_a: str, text_b: str | None = None, max_len: int = 64) -> Tokens:
     """UserError family_mlm.errors.empty when the first text is empty; a second text that is empty

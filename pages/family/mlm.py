@@ -54,12 +54,14 @@ def _lm():
         return None, path
 
 
-def _clear_masks_on_new_text(text_a: str, text_b: str) -> None:
-    """Clicked masks belong to one text: a new text starts with none (a link's masks are kept)."""
+def _keep_masks_through_edits(seq) -> None:
+    """Clicked masks belong to tokens: after an edit of either text each one that still applies stays on its
+    token, wherever the token moved (model.family.mlm.Tokens.follow); one whose token is gone is dropped.
+    The first run keeps what it was given (a link's masks)."""
     ss = st.session_state
-    now = (text_a, text_b)
-    if ss.get("fam_mlm_masked_for") not in (None, now):
-        ss["fam_mlm_masked"] = []
+    before, now = ss.get("fam_mlm_masked_for"), (list(seq.pieces), list(seq.segments))
+    if before is not None and list(before) != list(now) and ss.get("fam_mlm_masked"):
+        ss["fam_mlm_masked"] = seq.follow(before, list(ss["fam_mlm_masked"]))
     ss["fam_mlm_masked_for"] = now
 
 
@@ -84,12 +86,12 @@ def render() -> None:
                            **keep("fam_mlm_text", prose("family_mlm.default_text"), url="mlm_text"))
     text_b = st.text_input(t("family_mlm.pair"), max_chars=MAX_CHARS,
                            **keep("fam_mlm_pair", prose("family_mlm.default_pair"), url="mlm_pair"))
-    _clear_masks_on_new_text(text_a, text_b)
     try:
         seq = tokens(tok, text_a, text_b, cfg.max_len)
     except UserError as e:
         error(e)
         return
+    _keep_masks_through_edits(seq)
     if seq.cut:
         st.warning(t("family_mlm.cut", n=cfg.max_len))
     choices = seq.content_positions(tok)
