@@ -245,6 +245,9 @@ def encoder_head(filled, meta: dict, view: tuple) -> None:
     if filled.classes is not None:
         st.subheader(t("inspector.classify.title"))
         label, prob = filled.classes[0]
+        if len(filled.classes) == 1:  # a single output: a regression score, not a probability
+            st.markdown(t("inspector.classify.score", label=ins.code(label), score=prob))
+            return
         st.markdown(t("inspector.classify.result", label=ins.code(label), prob=prob))
         top = filled.classes[:ins.MAX_CLASSES]
         show_figure(bar_chart([c for c, _ in top], [p for _, p in top], horizontal=True, y_range=[0, 1],

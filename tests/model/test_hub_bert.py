@@ -512,3 +512,10 @@ def test_every_head_and_segment_count_reads_any_text_and_pair(tmp_path, cls_name
         assert (len(res.predictions) > 0) == (cls_name == "BertForMaskedLM")
         assert (res.classes is not None) == (cls_name == "BertForSequenceClassification")
         assert (res.tags is not None and len(res.tags) == len(res.ids)) == (cls_name == "BertForTokenClassification")
+
+
+def test_a_single_output_head_gives_its_raw_score_like_transformers(tmp_path):
+    """num_labels 1 (a regression head): the score is transformers' logit as it is, not a softmax (which would be 1)."""
+    loaded, res, theirs = _same_as_transformers(_make(tmp_path / "score", cls_name="BertForSequenceClassification",
+                                                      num_labels=1), "BertForSequenceClassification")
+    assert len(res.classes) == 1 and abs(res.classes[0][1] - theirs.logits[0, 0].item()) < 1e-4

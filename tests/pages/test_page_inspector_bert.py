@@ -31,6 +31,7 @@ def pretrained(tmp_path_factory):
     _make(base / "bert-tag", cls_name="BertForTokenClassification", **labels)
     _make(base / "bert-one-segment", type_vocab_size=1)
     _make(base / "bert-qa", cls_name="BertForQuestionAnswering")
+    _make(base / "bert-score", cls_name="BertForSequenceClassification", num_labels=1)  # a regression head
     make_distil(base / "distil-cls", cls_name="DistilBertForSequenceClassification", **labels)
     _make(base / "st-model" / "0_BERT", cls_name="BertModel")
     _sentence_transformers(base / "st-model", "0_BERT")
@@ -88,6 +89,14 @@ def test_a_sequence_classifier_shows_its_label_and_probability(use, name, lang):
     assert abs(sum(probs.values()) - 1) < 1e-4
     best = max(probs, key=probs.get)
     assert any(best in m.value and f"{probs[best]:.1%}"[:-1] in m.value for m in at.markdown)
+
+
+def test_a_single_output_is_a_score_not_a_probability(use):
+    at = use("bert-score", "The cat sat on the mat")
+    assert_clean(at)
+    head = catalogue("en")["inspector.classify.score"].split("{")[0]
+    assert any(m.value.startswith(head) for m in at.markdown)
+    assert not any(catalogue("en")["inspector.classify.result"].split("{")[0] in m.value for m in at.markdown)
 
 
 def test_a_token_classifier_tags_every_token(use):
