@@ -85,12 +85,12 @@ def format_parts(parts: DeviceParts) -> str:
         return f"CUDA · {parts.name} ({parts.memory_gib:.0f} GiB)"
     if parts.kind == "mps":
         return f"Apple MPS · {parts.machine}"
-    return f"CPU · {parts.threads} threads ({parts.machine})"
+    return f"CPU · {parts.threads} thread{'' if parts.threads == 1 else 's'} ({parts.machine})"
 
 
 _FORMS = (("cuda", re.compile(r"CUDA · (?P<name>.+) \((?P<memory_gib>[0-9.]+) GiB\)")),
           ("mps", re.compile(r"Apple MPS · (?P<machine>.*)")),
-          ("cpu", re.compile(r"CPU · (?P<threads>[0-9]+) threads \((?P<machine>.*)\)")))
+          ("cpu", re.compile(r"CPU · (?P<threads>[0-9]+) threads? \((?P<machine>.*)\)")))
 
 
 def parse_description(text: str) -> DeviceParts | None:

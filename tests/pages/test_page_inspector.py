@@ -542,10 +542,12 @@ def test_stats_and_averages_rows():
 
 def test_device_text_reads_parts_and_recorded_descriptions():
     from app.resources import device_description, device_text
-    from model.nn.device import DeviceParts, describe_device
+    from model.nn.device import DeviceParts, describe_device, format_parts
     assert device_text(DeviceParts("cpu", threads=2, machine="x86_64")) == "CPU · 2 threads (x86_64)"
     assert device_text(DeviceParts("cuda", name="NVIDIA H200", memory_gib=139.8)) == "CUDA · NVIDIA H200 (140 GiB)"
     assert device_text("CPU · 4 threads (arm64)") == "CPU · 4 threads (arm64)"
+    assert format_parts(DeviceParts("cpu", threads=1, machine="x86_64")) == "CPU · 1 thread (x86_64)"
+    assert device_text("CPU · 1 threads (x86_64)") == "CPU · 1 thread (x86_64)"  # a run file written before
     assert device_text("a TPU somewhere") == "a TPU somewhere" and device_text(None) == ""
     assert device_description() == describe_device()  # English: the same words as the run files
 
