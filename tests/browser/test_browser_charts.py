@@ -242,3 +242,43 @@ def test_a_chart_called_again_while_loading_keeps_one_plot_of_the_newest_figure(
     assert seen == {"overtaken": {"boxes": 1, "plots": [[3, 2, 1]]},
                     "late cleanup": {"boxes": 1, "plots": [[3, 2, 1]]},
                     "gone": {"boxes": 0, "plots": []}}, seen
+
+
+# A Markdown table's scroller (app.ui.table): how far it is wider than its box, where it is scrolled, and the fade
+# each edge shows (app/ui.py's _TABLE_CSS: the custom properties the scroll-driven animation sets).
+TABLE_JS = """(key) => { const el = document.querySelector(`.st-key-atlas-table-${key} [data-testid='stMarkdownContainer']`);
+  const css = getComputedStyle(el);
+  return {over: el.scrollWidth - el.clientWidth, left: el.scrollLeft, mask: css.maskImage || css.webkitMaskImage,
+          fadeLeft: parseFloat(css.getPropertyValue('--atlas-fade-left')),
+          fadeRight: parseFloat(css.getPropertyValue('--atlas-fade-right'))}; }"""
+
+
+def test_a_wide_table_on_a_narrow_screen_shows_that_it_scrolls():
+    """The multi-head page's cost table on a phone-wide window: its right edge fades while more columns lie
+    beyond it, it scrolls sideways, and scrolled to the end the fade moves to the left edge; a table that fits
+    (the same page on a wide window) shows no fade."""
+    from playwright.sync_api import sync_playwright
+    with served() as (url, _), sync_playwright() as p:
+        browser = _browser(p)
+        page = new_page(browser, viewport={"width": 420, "height": 900})
+        page.goto(f"{url}/multihead?lang=en")
+        _settle(page, 500)
+        box = page.locator(".st-key-atlas-table-mh-costs")
+        box.scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        start = page.evaluate(TABLE_JS, "mh-costs")
+        assert start["over"] > 100 and start["left"] == 0, start
+        assert start["fadeRight"] >= 40 and start["fadeLeft"] == 0 and "gradient" in start["mask"], start
+        box.screenshot(path=str(SHOTS / "table-wide-start-en.png"))
+        box.locator("table").hover()
+        page.mouse.wheel(2000, 0)  # a sideways scroll (a trackpad, shift + wheel)
+        page.wait_for_timeout(500)
+        end = page.evaluate(TABLE_JS, "mh-costs")
+        assert end["left"] >= start["over"] - 2, end  # scrolled to its end
+        assert end["fadeRight"] == 0 and end["fadeLeft"] >= 40, end
+        box.screenshot(path=str(SHOTS / "table-wide-end-en.png"))
+        page.set_viewport_size({"width": 1400, "height": 900})
+        page.wait_for_timeout(800)
+        fits = page.evaluate(TABLE_JS, "mh-shapes")
+        assert fits["over"] <= 0 and fits["fadeLeft"] == fits["fadeRight"] == 0, fits
+        browser.close()
