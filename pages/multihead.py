@@ -5,7 +5,7 @@ import streamlit as st
 from pages.views.attention_lab import LABEL_LIMIT
 from app.charts.curves import line_chart
 from app.charts.export import heads_csv, series_csv
-from app.charts.heatmaps import head_grid, head_tiles, stage_figure
+from app.charts.heatmaps import head_multiples, head_tiles, stage_figure
 from app.i18n import UserError, t
 from app.resources import computed, shared_figure, shared_view
 from app.state import OneBased, keep
@@ -91,8 +91,9 @@ if H <= 16:
         weights, labels, labels, head_title=t("common.head"), per_row=4 if H != 2 else 2, **axis_titles))
     show_figure(fig, name=f"multihead-D{D}-H{H}-heads", csv=maps_csv, key="mh-heads")
 else:
-    fig = shared_figure("mh-grid", (*view, t("common.layer"), t("common.head")), lambda: head_grid(
-        weights[None], layer_title=t("common.layer"), head_title=t("common.head")))
+    # small multiples of every head (the tokens in the hover), and one head enlarged with its labels below
+    fig = shared_figure("mh-multiples", (*view, t("common.head"), *axis_titles.values()), lambda: head_multiples(
+        weights, labels, labels, head_title=t("common.head"), **axis_titles))
     show_figure(fig, name=f"multihead-D{D}-H{H}-all-heads", csv=maps_csv, key="mh-grid")
     one_head(weights, labels, view, axis_titles)
 

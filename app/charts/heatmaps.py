@@ -3,13 +3,27 @@ glance, several heads tiled, large numeric matrices, and the stages of the atten
 Rows are queries and columns keys in every attention figure."""
 from __future__ import annotations
 
+import html
+
 import numpy as np
 
 from app.charts.style import (Figure, ATTN_SCALE, DIVERGING, OUTLINE, esc, figure, labels, lift_title, margins, to_np,
                               value_scale)
+from app.charts.text_width import text_px
 from app.format import compact, number
 
 TEXT_LIMIT = 16  # heatmaps bigger than this hide the numbers in their cells
+# Token labels stay readable however many there are (up to the pages' 24-token sentences, and beyond): every
+# label drawn (an array of ticks: Plotly skips none), never smaller than TICK_MIN_PX, and on an axis of more than
+# DENSE tokens the key labels turned upright, labels longer than SHORT characters cut with "…" (the hover keeps
+# the whole token) and each row given ROW_PX of height.
+TICK_MIN_PX = 10
+DENSE = 12
+SHORT = 8
+ROW_PX = 18
+PLOT_PX = 320  # the narrowest plot a map is drawn in (one of two columns on a laptop's window)
+COL_PX = 16    # a dense map's least column width: its upright label a line apart (the chart element widens a
+               # figure to its layout's minreducedwidth and lets its box scroll sideways)
 
 
 def cell_text(z: np.ndarray, decimals: int = 2) -> list[list[str]]:
@@ -22,6 +36,33 @@ def cell_text(z: np.ndarray, decimals: int = 2) -> list[list[str]]:
             return number(v, f".{decimals}f")
         return compact(v)
     return [[one(v) for v in row] for row in z]
+
+
+def short_label(label: str, limit: int = SHORT) -> str:
+    """An escaped label cut to `limit` characters, the last one "…" (an entity counts as one character)."""
+    token, mark, nth = label.partition("\u200b")  # a repeated token's occurrence number (style.labels) stays whole
+    raw = html.unescape(token)
+    return label if len(raw) <= limit else esc(raw[:limit - 1]) + "…" + mark + nth
+
+
+def category_ticks(names: list[str], axis: str) -> dict:
+    """An axis's tick settings that keep every one of its (escaped) category labels readable: all drawn, at
+    TICK_MIN_PX or more; on a dense axis shortened (short_label) and, on the x axis, turned upright."""
+    n = len(names)
+    if n <= DENSE:
+        return dict(tickmode="array", tickvals=list(names), ticktext=list(names))
+    size = 11 if n <= 20 else TICK_MIN_PX
+    text = [short_label(x) for x in names]
+    out = dict(tickmode="array", tickvals=list(names), ticktext=text, tickfont=dict(size=size))
+    if axis == "x" and max(text_px(x, size) for x in text) + 6 > PLOT_PX / n:  # side by side they would touch
+        out.update(tickangle=-90, tickfont=dict(size=TICK_MIN_PX))  # upright, a line apart: the smallest size
+    return out
+
+
+def dense_height(n_rows: int, n_cols: int) -> int:
+    """The least height that gives each of n_rows rows ROW_PX when the axes are dense (the upright key labels and
+    a title above the plot), else 0."""
+    return ROW_PX * n_rows + 230 if max(n_rows, n_cols) > DENSE else 0
 
 
 def _matrix_parts(values, x_labels=None, y_labels=None, *, title="", x_title="", y_title="",
@@ -40,16 +81,18 @@ def _matrix_parts(values, x_labels=None, y_labels=None, *, title="", x_title="",
         text=_strings(cell_text(z, decimals)) if show_text else None, texttemplate="%{text}" if show_text else None,
         colorscale=colorscale, reversescale=reversescale, zmin=zmin, zmax=zmax, zmid=zmid,
         hovertemplate=f"{y_title} %{{y}} · {x_title} %{{x}}<br>%{{z:.4g}}<extra></extra>",
-        xgap=1, ygap=1,
+        xgap=1, ygap=1, colorbar=dict(thickness=12) if max(n_rows, n_cols) > DENSE else None,
     )
     shapes = []
     if highlight is not None:
         shapes = [dict(type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5,
                        line=dict(color=OUTLINE, width=3), xref="x", yref="y")
                   for i, j in zip(*np.nonzero(np.asarray(highlight, dtype=bool)))]
-    layout = dict(yaxis=dict(autorange="reversed", title=dict(text=y_title), type="category"),
-                  xaxis=dict(title=dict(text=x_title), side="top", type="category"),
-                  title=dict(text=title), margin=margins(title), height=height or max(220, 46 * n_rows + 120))
+    layout = dict(yaxis=dict(autorange="reversed", title=dict(text=y_title), type="category", **category_ticks(ys, "y")),
+                  xaxis=dict(title=dict(text=x_title), side="top", type="category", **category_ticks(xs, "x")),
+                  title=dict(text=title), margin=margins(title),
+                  height=max(height or max(220, 46 * n_rows + 120), dense_height(n_rows, n_cols)),
+                  minreducedwidth=COL_PX * n_cols if n_cols > DENSE else None)
     if shapes:
         layout["shapes"] = shapes
     return trace, layout
@@ -116,17 +159,18 @@ def head_grid(weights, *, layer_title="layer", head_title="head", gap: int = 1, 
 
 
 def head_tiles(weights, query_labels, key_labels, *, head_title="head", query_title="query", key_title="key",
-               per_row=4, show_text=None, height=None) -> Figure:
+               per_row=4, show_text=None, height=None, gap: int = 1) -> Figure:
     """Several heads' attention maps (H, Lq, Lk) tiled side by side in ONE heatmap on the shared 0..1
-    scale, with token labels and a title over each head (one heatmap builds far faster than subplots)."""
+    scale, with token labels and a title over each head (one heatmap builds far faster than subplots); `gap`
+    cells between the tiles."""
     w = to_np(weights)
     n_heads, lq, lk = w.shape
     q_labels, k_labels = [esc(q) for q in query_labels], [esc(k) for k in key_labels]
     head_title, query_title, key_title = esc(head_title), esc(query_title), esc(key_title)
     per_row = max(1, min(per_row, n_heads))
     n_block_rows = -(-n_heads // per_row)
-    rows = n_block_rows * lq + (n_block_rows - 1)
-    cols = per_row * lk + (per_row - 1)
+    rows = n_block_rows * lq + (n_block_rows - 1) * gap
+    cols = per_row * lk + (per_row - 1) * gap
     canvas = np.full((rows, cols), np.nan)
     text = [["" for _ in range(cols)] for _ in range(rows)]
     hover = [["" for _ in range(cols)] for _ in range(rows)]
@@ -135,7 +179,7 @@ def head_tiles(weights, query_labels, key_labels, *, head_title="head", query_ti
     annotations = []
     for h in range(n_heads):
         br, bc = divmod(h, per_row)
-        y0, x0 = br * (lq + 1), bc * (lk + 1)
+        y0, x0 = br * (lq + gap), bc * (lk + gap)
         canvas[y0:y0 + lq, x0:x0 + lk] = w[h]
         for i in range(lq):
             for j in range(lk):
@@ -146,10 +190,10 @@ def head_tiles(weights, query_labels, key_labels, *, head_title="head", query_ti
         annotations.append(dict(x=x0 + (lk - 1) / 2, y=y0 - 0.5, yshift=10, text=f"<b>{head_title} {h + 1}</b>",
                                 showarrow=False, xref="x", yref="y", yanchor="bottom"))
     layout = dict(
-        xaxis=dict(tickmode="array", tickvals=[bc * (lk + 1) + j for bc in range(per_row) for j in range(lk)],
+        xaxis=dict(tickmode="array", tickvals=[bc * (lk + gap) + j for bc in range(per_row) for j in range(lk)],
                    ticktext=[k for _ in range(per_row) for k in k_labels], title=dict(text=f"{key_title} →"),
                    showgrid=False, zeroline=False, range=[-0.5, cols - 0.5]),
-        yaxis=dict(tickmode="array", tickvals=[br * (lq + 1) + i for br in range(n_block_rows) for i in range(lq)],
+        yaxis=dict(tickmode="array", tickvals=[br * (lq + gap) + i for br in range(n_block_rows) for i in range(lq)],
                    ticktext=[q for _ in range(n_block_rows) for q in q_labels], autorange="reversed",
                    title=dict(text=f"{query_title} ↓"), showgrid=False, zeroline=False),
         annotations=annotations, plot_bgcolor="rgba(0,0,0,0)", margin=margins(top=40),
@@ -159,6 +203,31 @@ def head_tiles(weights, query_labels, key_labels, *, head_title="head", query_ti
                         hovertext=_strings(hover), hovertemplate="%{hovertext}<extra></extra>", hoverongaps=False,
                         colorscale=ATTN_SCALE, zmin=0, zmax=1, xgap=1, ygap=1,
                         colorbar=dict(title=dict(text=""), thickness=14))], layout)
+
+
+def head_multiples(weights, query_labels, key_labels, *, head_title="head", query_title="query", key_title="key",
+                   per_row=8) -> Figure:
+    """Many heads' attention maps (H, Lq, Lk) as small multiples: square tiles of per_row a row, each titled by its
+    head's number, on the shared 0..1 scale; the tokens are in the hover (a tile is too small for its labels; the
+    page enlarges one head with its labels)."""
+    w = to_np(weights)
+    n_heads, lq, lk = w.shape
+    per_row = max(1, min(per_row, n_heads))
+    block_rows = -(-n_heads // per_row)
+    fig = head_tiles(w, query_labels, key_labels, head_title=head_title, query_title=query_title,
+                     key_title=key_title, per_row=per_row, show_text=False,
+                     height=120 + block_rows * (MULTIPLE_PX + 24), gap=max(2, round(max(lq, lk) / 4)))
+    layout = fig["layout"]
+    for a in layout["annotations"]:
+        a.update(text=a["text"].replace("<b>", "").replace("</b>", ""), font=dict(size=11), yshift=2)
+    bare = {"showticklabels": False, "ticks": "", "tickmode": None, "tickvals": None, "ticktext": None,
+            "constrain": "domain"}
+    layout["xaxis"] = {**layout["xaxis"], **bare}
+    layout["yaxis"] = {**layout["yaxis"], **bare, "scaleanchor": "x"}
+    return figure(fig["data"], layout)
+
+
+MULTIPLE_PX = 96  # a small multiple's side, about (8 a row in the main column)
 
 
 def numeric_heatmap(z, x=None, y=None, *, title="", x_title="", y_title="", colorscale=DIVERGING,
@@ -182,7 +251,7 @@ def numeric_heatmap(z, x=None, y=None, *, title="", x_title="", y_title="", colo
 # ----------------------------------------------------------------------------- attention stages
 
 def stage_height(n_rows: int) -> int:
-    return max(240, 46 * n_rows + 150) if n_rows <= TEXT_LIMIT else min(900, 12 * n_rows + 220)
+    return max(240, 46 * n_rows + 150) if n_rows <= TEXT_LIMIT else min(1400, ROW_PX * n_rows + 240)
 
 
 _TITLE_ROOM = dict(y=0.995, yanchor="top", x=0.0, xanchor="left", font=dict(size=15))
@@ -218,5 +287,6 @@ def stage_figure(stage: str, values, query_labels, key_labels, *, title: str, qu
     return figure([dict(type="heatmap", **trace)], _with_title_room(layout))
 
 
-__all__ = ["TEXT_LIMIT", "attention_heatmap", "cell_text", "head_grid", "head_tiles", "lift_title",
+__all__ = ["TEXT_LIMIT", "attention_heatmap", "category_ticks", "cell_text", "head_grid", "head_multiples", "head_tiles",
+           "lift_title",
            "matrix_heatmap", "numeric_heatmap", "stage_figure", "stage_height"]

@@ -130,6 +130,12 @@ async function draw(rec) {
       rec.spec = spec;
       rec.theme = theme;
       const fig = themed(spec, theme);
+      // A figure whose plot needs a least width (a dense map's labels: layout.minreducedwidth) is drawn at least
+      // that wide, margins added, and its box scrolls sideways where the column is narrower.
+      const least = fig.layout.minreducedwidth
+        ? fig.layout.minreducedwidth + ((fig.layout.margin || {}).l || 0) + ((fig.layout.margin || {}).r || 0) : 0;
+      rec.div.style.minWidth = least ? least + "px" : "";
+      rec.parent.style.overflowX = least ? "auto" : "";
       rec.paper = (fig.layout.template && fig.layout.template.layout && fig.layout.template.layout.paper_bgcolor) || "white";
       if (rec.full) fig.layout.height = window.innerHeight;
       rec.message.hidden = true;

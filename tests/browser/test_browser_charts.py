@@ -282,3 +282,76 @@ def test_a_wide_table_on_a_narrow_screen_shows_that_it_scrolls():
         fits = page.evaluate(TABLE_JS, "mh-shapes")
         assert fits["over"] <= 0 and fits["fadeLeft"] == fits["fadeRight"] == 0, fits
         browser.close()
+
+
+# Every tick label and tile title of the chart element `key`: its box and font size; and the pairs of labels whose
+# boxes overlap (more than half a pixel both ways). Labels are the tick texts of both axes and the annotations.
+LABELS_JS = """(key) => { const gd = document.querySelector(`.st-key-atlas-chart-${key} .js-plotly-plot`);
+  if (!gd) return null;
+  const read = (sel) => [...gd.querySelectorAll(sel)].filter((e) => e.textContent.trim()).map((e) => {
+    const r = e.getBoundingClientRect();
+    return {text: e.textContent, x0: r.left, x1: r.right, y0: r.top, y1: r.bottom,
+            size: parseFloat(getComputedStyle(e).fontSize)}; }).filter((b) => b.x1 > b.x0 && b.y1 > b.y0);
+  const groups = {x: read('g.xtick text'), y: read('g.ytick text'), titles: read('g.annotation text')};
+  const overlaps = [];
+  for (const [name, boxes] of Object.entries(groups)) {
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+      const a = boxes[i], b = boxes[j];
+      if (Math.min(a.x1, b.x1) - Math.max(a.x0, b.x0) > 0.5 && Math.min(a.y1, b.y1) - Math.max(a.y0, b.y0) > 0.5)
+        overlaps.push(`${name}: ${a.text} / ${b.text}`);
+    } }
+  const box = gd.closest(`.st-key-atlas-chart-${key}`);
+  return {x: groups.x.length, y: groups.y.length, titles: groups.titles.length, overlaps,
+          scrolls: [box, ...box.querySelectorAll('*')].some((e) => e.scrollWidth > e.clientWidth + 1
+                                                               && getComputedStyle(e).overflowX === 'auto'),
+          smallest: Math.min(...[...groups.x, ...groups.y, ...groups.titles].map((b) => b.size))}; }"""
+
+LONG_EN = ("the old man walked slowly to the small park near the river and sat under a tall tree "
+           "to read his favourite book about the sea")  # 24 words, more pieces
+
+
+def _readable(page, key: str, at_least: int, what: str) -> dict:
+    """The chart `key` drawn, every label counted, none overlapping, none under 10 px."""
+    el = page.locator(f".st-key-atlas-chart-{key}")
+    el.scroll_into_view_if_needed()
+    page.wait_for_function(f"() => !!document.querySelector('.st-key-atlas-chart-{key} .js-plotly-plot g.xtick, "
+                           f".st-key-atlas-chart-{key} .js-plotly-plot g.annotation')", timeout=60_000)
+    page.wait_for_timeout(500)
+    got = page.evaluate(LABELS_JS, key)
+    el.screenshot(path=str(SHOTS / f"labels-{what}.png"))
+    assert got and max(got["x"], got["titles"]) >= at_least, (what, got)
+    assert got["overlaps"] == [], (what, got["overlaps"][:10])
+    assert got["smallest"] >= 10, (what, got)
+    return got
+
+
+def test_dense_heatmaps_draw_every_label_readable():
+    """Maps of many tokens and many heads (app/charts/heatmaps.py): the masks page's padding tab with its longest
+    sentence (20 tokens), the family page's masked-LM map of a 24-word sentence (more pieces: the map grows wider
+    than its column and scrolls), and the multi-head page at H = 64 (small multiples of every head, and one
+    enlarged with its 24 tokens): every label drawn, none overlapping another, at 10 px or more, on a laptop's
+    window."""
+    from urllib.parse import quote
+
+    from playwright.sync_api import sync_playwright
+    with served() as (url, _), sync_playwright() as p:
+        browser = _browser(p)
+        page = new_page(browser, viewport={"width": 1400, "height": 1000})
+        page.goto(f"{url}/masks?lang=en&tab=padding&batch={quote(LONG_EN)}%0A{quote('a short one')}")
+        wait_idle(page)
+        _readable(page, "m-pad-w", 20, "masks-padding-weights")
+        _readable(page, "m-pad-s", 20, "masks-padding-scores")
+        _readable(page, "pad-mask", 20, "masks-padding-mask")
+
+        masked = " ".join(LONG_EN.split()[:22]).replace("park", "[MASK]")  # a map needs a mask to fill
+        page.goto(f"{url}/family?lang=en&member=mlm&mlm_pair=&mlm_text={quote(masked)}")
+        wait_idle(page)
+        wide = _readable(page, "fam-mlm-map", 24, "family-mlm-map")
+        assert wide["scrolls"], wide  # wider than its column: it scrolls sideways
+
+        page.goto(f"{url}/multihead?lang=en&d_model=64&heads=64&sentence={quote(LONG_EN)}")
+        wait_idle(page)
+        tiles = _readable(page, "mh-grid", 64, "multihead-64-heads")
+        assert tiles["titles"] == 64, tiles
+        _readable(page, "mh-one-head", 24, "multihead-64-one-head")
+        browser.close()
