@@ -36,10 +36,11 @@ class PageInfo:
 
 # Sidebar sections in order; pages not listed in SECTION_OF belong to "paper".
 SECTIONS = ["start", "paper", "live"]
-SECTION_OF = {"overview.py": "start", "inspector.py": "live", "train.py": "live", "study.py": "live"}
+SECTION_OF = {"overview.py": "start", "tour.py": "start", "inspector.py": "live", "train.py": "live", "study.py": "live"}
 
 PAGES: list[PageInfo] = [
     PageInfo("overview.py", "overview", ":material/home:"),
+    PageInfo("tour.py", "tour", ":material/tour:"),
     PageInfo("attention.py", "attention", ":material/calculate:"),
     PageInfo("multihead.py", "multihead", ":material/view_module:"),
     PageInfo("positional.py", "positional", ":material/waves:"),

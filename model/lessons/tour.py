@@ -1,0 +1,74 @@
+"""The guided tour's answers: each step's question answered from the learner's current inputs, with the same
+functions the step's page draws its figure from (so the tour's answer is what that figure shows)."""
+from __future__ import annotations
+
+import numpy as np
+
+from model.lessons import lab, multihead, positions, worked_example
+from model.training.schedule import compare_schedules
+from model.training.smoothing import smoothing_demo
+
+
+def qkv_weights(q_text: str, k_text: str, v_text: str, causal: bool) -> np.ndarray:
+    """A = softmax(QKᵀ/√dₖ) for the matrices as typed on the attention page (its parser, its stages)."""
+    q, k, v = (worked_example.parse_matrix(x, name) for x, name in ((q_text, "Q"), (k_text, "K"), (v_text, "V")))
+    return lab.checked_stages(q, k, v, causal).weights
+
+
+def top_key(weights: np.ndarray, query: int) -> int:
+    """The key (0-based) that query `query` gives the most weight."""
+    return int(np.argmax(weights[query]))
+
+
+def weight_at(weights: np.ndarray, row: int, col: int) -> float:
+    return float(weights[row, col])
+
+
+SCALE_CHOICES = ("one", "sqrt_dk", "dk")  # what the variance of q·k could grow like
+
+
+def dot_variance(d_k: int, seed: int = 0) -> dict:
+    """The measured variance of q·k for random unit-variance q, k (the attention page's √dₖ histogram) and
+    which of 1, √dₖ, dₖ it is nearest to (on a log scale)."""
+    s = lab.dot_product_samples(d_k, seed=seed)
+    var = s.var_raw
+    candidates = {"one": 1.0, "sqrt_dk": float(np.sqrt(d_k)), "dk": float(d_k)}
+    nearest = min(SCALE_CHOICES, key=lambda c: (abs(np.log(var) - np.log(candidates[c])), SCALE_CHOICES.index(c)))
+    return {"var": var, "var_scaled": s.var_scaled, "nearest": nearest, "candidates": candidates}
+
+
+def head_weights(words: list[str], d_model: int, n_heads: int, seed: int, positions_on: bool) -> np.ndarray:
+    """Every head's weights (H, L, L), as the multi-head page computes them."""
+    return multihead.multihead_demo(words, d_model, n_heads, seed, positions_on, cost_heads=()).weights
+
+
+def top_head(weights: np.ndarray, query: int, key: int) -> int:
+    """The head (0-based) that puts the most weight from word `query` on word `key`."""
+    return int(np.argmax(weights[:, query, key]))
+
+
+def pe_neighbour_dot(length: int, d_model: int, anchor: int) -> dict:
+    """PE(anchor)·PE(next) where next is anchor + 1 (anchor − 1 at the table's end), from the positional page's
+    dot profile."""
+    prof = positions.dot_profile(length, d_model, anchor)
+    other = anchor + 1 if anchor + 1 < length else anchor - 1
+    return {"other": other, "dot": float(prof["measured"][other]), "profile": prof}
+
+
+def warmup_peak(d_model: int, warmup: int) -> dict:
+    """The step at which the learning rate peaks, and the rate there (the recipe page's schedule)."""
+    curve = compare_schedules([(d_model, warmup)], 1, max(2 * warmup, 2))
+    c = curve["curves"][0]
+    steps = np.asarray(curve["steps"])
+    return {"step": int(c["peak_step"]), "lr": float(c["peak_lr"]), "steps": steps, "lr_curve": c["lr"],
+            "grid_peak": int(steps[int(np.argmax(c["lr"]))])}
+
+
+def smoothed_target(vocab: int, eps: float) -> dict:
+    """The probability label smoothing gives the correct token, and one other token (the recipe page's bars)."""
+    target = smoothing_demo(vocab, eps)["target"]
+    return {"correct": float(target[0]), "other": float(target[1]), "target": target}
+
+
+def close_enough(answer: float, truth: float, tol: float) -> bool:
+    return bool(abs(float(answer) - float(truth)) <= tol)

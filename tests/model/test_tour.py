@@ -1,0 +1,71 @@
+"""The tour's answers are the pages' own numbers for the same inputs, and follow the inputs."""
+import numpy as np
+import pytest
+
+from model.lessons import lab, multihead, positions, tour
+from model.lessons import worked_example as wx
+from model.training.schedule import noam_lr
+from model.training.smoothing import smoothing_demo
+
+Q, K, V = (wx.matrix_text(m) for m in (wx.EXAMPLE_Q, wx.EXAMPLE_K, wx.EXAMPLE_V))
+
+
+def test_top_key_is_the_pages_weights_argmax_and_follows_the_inputs():
+    w = tour.qkv_weights(Q, K, V, False)
+    page = lab.checked_stages(wx.parse_matrix(Q, "Q"), wx.parse_matrix(K, "K"), wx.parse_matrix(V, "V")).weights
+    np.testing.assert_allclose(w, page)
+    assert [tour.top_key(w, r) for r in range(3)] == [int(np.argmax(page[r])) for r in range(3)]
+    assert tour.top_key(w, 1) == 2
+    # a query along the second key's largest entry now picks that key
+    q2 = "0.1 0.3 0.5\n0 9 0\n0.7 0.8 0.9"
+    assert tour.top_key(tour.qkv_weights(q2, K, V, False), 1) == 1
+
+
+def test_masked_weight_is_zero_above_the_diagonal_and_shared_below():
+    w = tour.qkv_weights(Q, K, V, True)
+    assert tour.weight_at(w, 0, 2) == 0.0 and tour.weight_at(w, 0, 0) == pytest.approx(1.0)
+    open_ = tour.qkv_weights(Q, K, V, False)
+    assert tour.weight_at(open_, 0, 2) > 0.3  # the same cell without the mask
+    assert tour.weight_at(w, 1, 0) + tour.weight_at(w, 1, 1) == pytest.approx(1.0)
+
+
+def test_dot_variance_grows_like_dk():
+    for dk in (16, 64, 256):
+        v = tour.dot_variance(dk)
+        assert v["var"] == pytest.approx(lab.dot_product_samples(dk).var_raw)
+        assert v["nearest"] == "dk" and v["var_scaled"] == pytest.approx(1.0, rel=0.15)
+    assert tour.dot_variance(1)["nearest"] == "one"  # 1 = √1 = 1: the first candidate
+
+
+def test_top_head_is_the_pages_weights_and_follows_the_seed():
+    words = "the cat sat on the mat".split()
+    w = tour.head_weights(words, 64, 8, 0, True)
+    page = multihead.multihead_demo(words, 64, 8, 0, positions=True).weights
+    np.testing.assert_allclose(w, page)
+    assert tour.top_head(w, 0, 1) == int(np.argmax(page[:, 0, 1]))
+    picks = {tour.top_head(tour.head_weights(words, 64, 8, s, True), 0, 1) for s in range(6)}
+    assert len(picks) > 1, "the answer must depend on the learner's seed"
+
+
+def test_pe_neighbour_dot_is_the_positional_pages_profile():
+    r = tour.pe_neighbour_dot(64, 128, 20)
+    assert r["other"] == 21
+    assert r["dot"] == pytest.approx(positions.dot_profile(64, 128, 20)["measured"][21])
+    assert r["dot"] < 64 and tour.pe_neighbour_dot(64, 32, 20)["dot"] < 16  # below the peak d_model / 2
+    assert tour.pe_neighbour_dot(64, 128, 63)["other"] == 62  # the table's last position looks back
+
+
+@pytest.mark.parametrize("d_model,warmup", [(256, 4000), (512, 8000), (64, 100)])
+def test_warmup_peak_is_at_warmup_steps_and_on_the_curve(d_model, warmup):
+    r = tour.warmup_peak(d_model, warmup)
+    assert r["step"] == warmup == r["grid_peak"]
+    lr = lambda s: noam_lr(s, d_model, warmup)  # noqa: E731
+    assert lr(warmup) >= lr(warmup - 1) and lr(warmup) >= lr(warmup + 1)
+
+
+def test_smoothed_target_is_the_recipe_pages_bars():
+    for vocab, eps in ((10, 0.1), (4, 0.3), (1000, 0.0)):
+        r = tour.smoothed_target(vocab, eps)
+        assert r["correct"] == pytest.approx(smoothing_demo(vocab, eps)["target"][0])
+        assert r["correct"] == pytest.approx(1 - eps + eps / vocab)
+    assert tour.smoothed_target(10, 0.2)["correct"] != tour.smoothed_target(10, 0.1)["correct"]
