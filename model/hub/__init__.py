@@ -39,7 +39,12 @@ LICENCE_FILES = ("LICENSE", "LICENSE.txt", "LICENSE.md", "README.md")
 
 
 class HubError(CheckpointError):
-    """A pretrained model folder that cannot be used; the message says what is wrong and names the file."""
+    """A pretrained model folder that cannot be used; the message, one sentence, says what is wrong and names the
+    file; `detail` keeps the original exception's type and text where there was one (the CLI's --verbose)."""
+
+    def __init__(self, message: str, detail: str | None = None):
+        super().__init__(message)
+        self.detail = detail
 
 
 def known_family(model_type: str) -> str:
@@ -60,10 +65,8 @@ def read_hf_config(folder: Path) -> dict:
     path = Path(folder) / "config.json"
     if not path.is_file():
         raise HubError(f"{path}: file not found (a Hugging Face model folder has config.json)")
-    try:
-        d = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise HubError(f"{path}: not readable JSON ({e})") from None
+    from model.hub.guard import read_json
+    d = read_json(path)  # size and nesting limited: HubError naming the file
     if not isinstance(d, dict) or not isinstance(d.get("model_type"), str):
         raise HubError(f"{path}: no model_type (is this a Hugging Face config?)")
     return d
@@ -77,7 +80,7 @@ def is_hf_folder(folder: Path) -> bool:
     if not ((folder / SAFETENSORS).is_file() or (folder / PICKLE_BIN).is_file()):
         return False
     try:
-        return isinstance(json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type"), str)
+        return isinstance(_guard().read_json(folder / "config.json").get("model_type"), str)
     except Exception:
         return False
 
@@ -89,28 +92,35 @@ def weights_file(folder: Path) -> Path:
     raise HubError(f"{folder}: no {SAFETENSORS} or {PICKLE_BIN}")
 
 
-def available_memory() -> int | None:
-    """Bytes of memory available now (Linux /proc/meminfo), or None when unknown."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
 def memory_needed(path: Path) -> int:
-    """A float32 copy of the weights plus the file read alongside (an estimate, in bytes)."""
-    return 3 * path.stat().st_size
+    """Bytes to read a weights file and hold its tensors as float32, from its header (model/hub/guard.py)."""
+    return _guard().stored_need(stored_shapes(path)[0])
 
 
 def check_memory(path: Path, available: int | None = None) -> None:
-    available = available_memory() if available is None else available
-    need = memory_needed(path)
-    if available is not None and need > available:
-        raise HubError(f"{path.name}: this model needs about {need / 2**30:.1f} GiB of memory to load, "
-                       f"and this machine has {available / 2**30:.1f} GiB available")
+    _guard().check_budget(memory_needed(path), path.name, available)
+
+
+def _guard():
+    from model.hub import guard
+    return guard
+
+
+def stored_shapes(path: Path) -> tuple[dict, dict | None]:
+    """({name: (dtype, shape)}, None) from a safetensors header, no tensor data read; for a .bin, the shapes of
+    a memory-mapped weights-only read and that state (its data is paged in only when used). HubError when the
+    file is damaged or would run code."""
+    if path.suffix == ".safetensors":
+        return _guard().header(path), None
+    import torch
+    try:
+        state = torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
+    except Exception as e:  # corrupt file, an old non-zip file, or a pickle that asks for code (refused)
+        raise HubError(f"{path.name}: cannot be read safely ({_guard().first_line(e)})", repr(e)) from None
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                              for k, v in state.items()):
+        raise HubError(f"{path.name}: not a dictionary of tensors")
+    return _guard().bin_header(state), state
 
 
 def read_weights(path: Path) -> dict[str, torch.Tensor]:
@@ -159,30 +169,59 @@ def pretrained_dtype(device) -> torch.dtype | None:
 
 def load_pretrained(folder: str | os.PathLike, device: str | torch.device = "cpu",
                     available: int | None = None, dtype: torch.dtype | None = None) -> LoadedModel:
-    """A Hugging Face model folder as our Transformer + tokenizer. Raises HubError on any problem.
+    """A Hugging Face model folder as our Transformer + tokenizer. Raises HubError, one sentence, on any problem
+    (any other exception is wrapped into one; its text stays as the error's `detail`). Every size the config
+    states is checked against the stored shapes and a memory budget before anything is allocated
+    (model/hub/guard.py); `available` overrides the memory available now, in bytes.
     dtype=torch.bfloat16 halves the memory and speeds a GPU up; the numbers then differ from float32 in
     about the third significant digit (decoding and figures read them back as float32)."""
+    import traceback
+    try:
+        return _load_pretrained(Path(folder), device, available, dtype)
+    except HubError:
+        raise
+    except MemoryError:
+        raise HubError(f"{Path(folder).name}: ran out of memory while loading this model",
+                       traceback.format_exc()) from None
+    except Exception as e:  # a converter's or tokenizer's own failure: one sentence, the rest as detail
+        raise HubError(f"{Path(folder).name}: this checkpoint could not be loaded ({_guard().first_line(e)})",
+                       traceback.format_exc()) from None
+
+
+def _load_pretrained(folder: Path, device, available: int | None, dtype) -> LoadedModel:
     from model.hub.layout import model_folder, pooling
     from model.training.checkpoint import LoadedModel
-    folder = Path(folder)
+    guard = _guard()
     if not folder.is_dir():
         raise HubError(f"{folder}: folder not found")
     outer, folder = folder, model_folder(folder)  # a sentence-transformers folder: its Transformer module
+    guard.check_folder(folder)  # every file a regular one of a sane size, before any is read
     hf = read_hf_config(folder)
-    family = family_module(hf["model_type"])
+    kind = known_family(hf["model_type"])
+    guard.check_sizes(kind, hf)  # whole numbers, before any is used
     path = weights_file(folder)
-    check_memory(path, available)
-    weights = read_weights(path)
+    shapes, state = stored_shapes(path)  # the header only (safetensors), or a memory-mapped .bin
+    guard.check_dtypes(shapes, path.name)
+    guard.check_agreement(kind, hf, shapes)
+    guard.check_budget(guard.stored_need(shapes), path.name, available)
+    weights, notes = guard.check_values(read_weights(path) if state is None else state, path.name,
+                                        copy=state is not None)
+    family = family_module(kind)
     try:
         config, state = family.convert(hf, weights)
-    except (KeyError, ValueError, TypeError) as e:
-        raise HubError(f"{folder.name}: config or weights not as expected for {hf['model_type']} ({e})") from None
+    except (KeyError, ValueError, TypeError, IndexError) as e:
+        raise HubError(f"{folder.name}: config or weights not as expected for {hf['model_type']} "
+                       f"({guard.first_line(e)})", repr(e)) from None
+    if not hasattr(family, "build"):  # our Transformer: what the config makes it allocate, before it does
+        guard.check_config_need(config, folder.name, available)
     model = getattr(family, "build", build_with)(config, state, path)  # an image family builds its own model
     model.to(device=device, dtype=dtype).eval()
     tok = family.tokenizer(folder, hf)
     meta: dict[str, Any] = {"source": "pretrained", "family": family.__name__.rsplit(".", 1)[-1],
                             "model_type": hf["model_type"], "hf_name": hf.get("_name_or_path") or folder.name,
                             "licence": licence(folder, hf), "folder": str(folder), **family.meta(hf)}
+    if notes:  # what was converted on the way (float16 weights read as float32)
+        meta["notes"] = notes
     if pooling(outer):  # a sentence-embedding model: how its token vectors become one sentence vector
         meta["pooling"] = pooling(outer)
     if dtype is not None:

@@ -1,7 +1,8 @@
 """python -m model.hub list                      models we can run: the local hub cache and installed packages
 python -m model.hub fetch Helsinki-NLP/opus-mt-en-de   download only the files a model needs (online only); a bare
                                               id as the Hub takes it works too: fetch gpt2
-python -m model.hub check FOLDER              load a folder and print its card facts"""
+python -m model.hub check FOLDER [--verbose]  load a folder and print its card facts (a refusal is one line;
+                                              --verbose adds the original error behind it)"""
 from __future__ import annotations
 
 import argparse
@@ -20,6 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("repo_id")
     c = sub.add_parser("check")
     c.add_argument("folder")
+    c.add_argument("--verbose", action="store_true", help="on a refusal, also the original error behind it")
     args = parser.parse_args(argv)
     if args.command == "list":
         for name, path in cached_models().items():
@@ -38,9 +40,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         loaded = load_pretrained(args.folder)
-    except HubError as e:
+    except HubError as e:  # any failure of a checkpoint arrives as one sentence
         print(f"error: {e}", file=sys.stderr)
+        if args.verbose and getattr(e, "detail", None):
+            print(e.detail.rstrip(), file=sys.stderr)
         return 2
+    for note in loaded.meta.get("notes", []):  # what was converted on the way (float16 read as float32)
+        print(f"note: {note}")
     cfg = loaded.config
     print(f"{loaded.meta['family']} {cfg.architecture}: {loaded.model.num_parameters():,} parameters, "
           f"d_model={cfg.d_model} heads={cfg.n_heads} layers={cfg.n_encoder_layers}+{cfg.n_decoder_layers}")

@@ -4,8 +4,10 @@ Pooling module (1_Pooling/config.json: how the token vectors become one sentence
 finds the Hugging Face model inside; `pooling` says how the sentence vector is made. No torch here."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from model.errors import CheckpointError
+from model.hub.guard import read_json  # size-limited, regular files only (a link to /dev/zero is refused)
 
 MODULES = "modules.json"
 POOLING_MODES = ("cls", "mean", "max", "mean_sqrt_len", "weightedmean", "lasttoken")
@@ -13,8 +15,8 @@ POOLING_MODES = ("cls", "mean", "max", "mean_sqrt_len", "weightedmean", "lasttok
 
 def _modules(folder: Path) -> list[dict]:
     try:
-        d = json.loads((folder / MODULES).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        d = read_json(folder / MODULES)
+    except CheckpointError:
         return []
     return [m for m in d if isinstance(m, dict)] if isinstance(d, list) else []
 
@@ -32,7 +34,7 @@ def _inside(folder: Path, sub) -> Path | None:
 
 def _has_model_config(folder: Path) -> bool:
     try:
-        return isinstance(json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type"), str)
+        return isinstance(read_json(folder / "config.json").get("model_type"), str)
     except Exception:
         return False
 
@@ -59,8 +61,8 @@ def pooling(folder) -> str | None:
         if str(module.get("type", "")).endswith(".Pooling"):
             sub = _inside(folder, module.get("path", ""))
             try:
-                conf = json.loads((sub / "config.json").read_text(encoding="utf-8")) if sub else {}
-            except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+                conf = read_json(sub / "config.json") if sub else {}
+            except CheckpointError:
                 conf = {}
             if isinstance(conf, dict):
                 if isinstance(conf.get("pooling_mode"), str):

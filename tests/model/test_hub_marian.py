@@ -339,7 +339,7 @@ def edit_config(folder, tmp_path, **changes):
     ({"static_position_embeddings": False}, "learned position"),
     ({"activation_function": "tanh"}, "activation_function"),
     ({"decoder_attention_heads": 2}, "attention heads"),
-    ({"decoder_ffn_dim": 128}, "feed-forward"),
+    ({"decoder_ffn_dim": 128}, "feed-forward|decoder_ffn_dim 128 but the weights have 64"),
     ({"decoder_vocab_size": 7}, "decoder_vocab_size"),
     ({"eos_token_id": [0, 1]}, "eos_token_id"),
 ])

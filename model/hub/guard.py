@@ -1,0 +1,377 @@
+"""What a checkpoint is allowed to make this process allocate, checked before anything is allocated.
+
+A model folder is input from anyone who can drop files into the model folder or type a Hub id, so every size
+it states is checked before it is used:
+- config.json is read with a size limit and a nesting limit, and every size the loader reads from it must be
+  an ordinary whole number (not Infinity, NaN, 1e12 written as a float, a string or a negative);
+- the weights file's header (shapes and dtypes only; safetensors' JSON header, or a memory-mapped
+  weights-only read of a .bin) is checked for consistency, and the config's sizes must agree with the shapes
+  actually stored ("config says hidden_size 1000000000 but the weights are 32 wide");
+- the memory the model will take is estimated, first from the stored shapes (float32 copies of every tensor
+  plus working room), then from the config once converted (parameters x 4 bytes plus the position tables
+  that are computed rather than stored), against a budget: a share of the memory available now, and at most
+  ATLAS_MODEL_MEMORY_GB (default 16);
+- weights that are not floating point are refused by name; float16 / bfloat16 / float64 are converted to
+  float32 with a note; NaN or infinite values are refused by name.
+Every refusal is a HubError whose message is one sentence; the original exception, where there was one, is
+kept as its `detail`. No torch import at module level (the overview lists folders without it)."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+from model.errors import CheckpointError
+
+CONFIG_LIMIT = 16 * 2**20  # bytes of config.json (a config with 20k labels is about 1 MiB)
+TEXT_LIMIT = 256 * 2**20  # bytes of a tokenizer's file (the largest real tokenizer.json is about 20 MiB)
+HEADER_LIMIT = 100 * 2**20  # bytes of a safetensors header (safetensors' own limit)
+MAX_SIZE = 2**31 - 1  # any one size: beyond it products of sizes leave what tensor code indexes safely
+MAX_COMPUTED_POSITIONS = 2**16  # rows of a position table built from the config alone (stored ones are in the file)
+BUDGET_SHARE = 0.75  # of the memory available now
+HEADROOM = 256 * 2**20  # activations and the interpreter's own working room, beyond the weights
+DEFAULT_CAP_GB = 16.0
+
+DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I64": 8, "I32": 4, "I16": 2,
+               "I8": 1, "U8": 1, "U16": 2, "U32": 4, "U64": 8, "BOOL": 1}
+FLOATS = {"F64", "F32", "F16", "BF16"}
+TORCH_NAMES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64", "I32": "int32",
+               "I16": "int16", "I8": "int8", "U8": "uint8", "U16": "uint16", "U32": "uint32", "U64": "uint64",
+               "BOOL": "bool", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2"}
+# stored buffers the converters drop: position ids, GPT-2's causal-mask constants
+BUFFERS = ("position_ids", "token_type_ids", ".attn.bias", ".attn.masked_bias")
+
+
+def _hub_error(message: str, detail: str | None = None) -> CheckpointError:
+    from model.hub import HubError
+    return HubError(message, detail)
+
+
+def first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0][:200]}" if text else type(e).__name__
+
+
+# -----------------------------------------------------------------------------
+# config.json
+
+def _constant(name: str) -> float:
+    return float(name.lower().replace("infinity", "inf"))  # Infinity, -Infinity, NaN: judged where they are used
+
+
+def parse_json(data: bytes | str, where: str):
+    """JSON, or HubError naming `where` (malformed, not UTF-8, nested deeper than a parser can follow)."""
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        return json.loads(text, parse_constant=_constant)
+    except RecursionError:
+        raise _hub_error(f"{where}: nested too deeply to be read as JSON") from None
+    except (UnicodeDecodeError, ValueError) as e:
+        raise _hub_error(f"{where}: not readable JSON ({str(e).splitlines()[0][:200]})") from None
+
+
+def read_json(path: Path, limit: int = CONFIG_LIMIT):
+    """A JSON file of at most `limit` bytes, or HubError naming the file."""
+    path = Path(path)
+    try:
+        if not path.is_file():
+            raise _hub_error(f"{path}: not a file")
+        with open(path, "rb") as f:  # at most limit + 1 bytes, whatever the file system says its size is
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise _hub_error(f"{path}: more than the {limit:,} bytes a JSON file of a model may have")
+    except OSError as e:
+        raise _hub_error(f"{path}: cannot be read ({e.strerror or e})") from None
+    return parse_json(data, str(path))
+
+
+def check_folder(folder: Path) -> None:
+    """Every entry of a model folder is a folder or a regular file (a link to /dev/zero or a pipe would be read
+    forever), and no file the tokenizers read whole (JSON, text, SentencePiece) is over TEXT_LIMIT bytes."""
+    for entry in sorted(Path(folder).iterdir()):
+        try:
+            if entry.is_dir():
+                continue
+            if not entry.is_file():
+                raise _hub_error(f"{entry}: not a regular file (a link to a device or a pipe cannot be a model file)")
+            if entry.suffix in (".json", ".txt", ".spm", ".model") and entry.stat().st_size > TEXT_LIMIT:
+                raise _hub_error(f"{entry}: {entry.stat().st_size:,} bytes, more than the {TEXT_LIMIT:,} a "
+                                 f"tokenizer or config file may have")
+        except OSError as e:
+            raise _hub_error(f"{entry}: cannot be read ({e.strerror or e})") from None
+
+
+def whole(hf: dict, key: str, least: int = 0):
+    """config.json's `key` as an int (None when absent), or HubError: Infinity, NaN, 1e12 written as a float,
+    a string, a bool or a negative number is not a size."""
+    value = hf.get(key)
+    if value is None:
+        return None
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer() and least <= value <= MAX_SIZE:
+            raise _hub_error(f"config.json: {key} is {value!r}, a decimal number where a whole number of "
+                             f"units belongs (write {int(value)})")
+        raise _hub_error(f"config.json: {key} is {value!r}, not a whole number")
+    if not least <= value <= MAX_SIZE:
+        raise _hub_error(f"config.json: {key} is {value}, outside {least} to {MAX_SIZE}")
+    return value
+
+
+# Sizes each family reads from config.json; least allowed value.
+SIZE_KEYS = {
+    "marian": {"vocab_size": 1, "d_model": 1, "encoder_layers": 0, "decoder_layers": 0, "encoder_ffn_dim": 1,
+               "decoder_ffn_dim": 1, "encoder_attention_heads": 1, "decoder_attention_heads": 1,
+               "max_position_embeddings": 1, "decoder_vocab_size": 1},
+    "gpt2": {"vocab_size": 1, "n_embd": 1, "n_layer": 0, "n_head": 1, "n_inner": 1, "n_positions": 1, "n_ctx": 1},
+    "bert": {"vocab_size": 1, "hidden_size": 1, "num_hidden_layers": 0, "num_attention_heads": 1,
+             "intermediate_size": 1, "max_position_embeddings": 1, "type_vocab_size": 0},
+    "distilbert": {"vocab_size": 1, "dim": 1, "n_layers": 0, "n_heads": 1, "hidden_dim": 1,
+                   "max_position_embeddings": 1},
+    "vit": {"hidden_size": 1, "num_hidden_layers": 0, "num_attention_heads": 1, "intermediate_size": 1,
+            "image_size": 1, "patch_size": 1, "num_channels": 1},
+}
+SIZE_KEYS["roberta"] = SIZE_KEYS["bert"]
+
+# config key -> (stored tensor, axis): the config's size must be that tensor's extent
+_EMB = {"bert": r"embeddings\.word_embeddings\.weight", "marian": r"(?:shared|encoder\.embed_tokens)\.weight",
+        "gpt2": r"wte\.weight", "distilbert": r"embeddings\.word_embeddings\.weight"}
+AGREE = {
+    "marian": {"d_model": (_EMB["marian"], 1), "vocab_size": (_EMB["marian"], 0),
+               "encoder_ffn_dim": (r"encoder\.layers\.0\.fc1\.weight", 0),
+               "decoder_ffn_dim": (r"decoder\.layers\.0\.fc1\.weight", 0),
+               "max_position_embeddings": (r"encoder\.embed_positions\.weight", 0)},
+    "gpt2": {"n_embd": (_EMB["gpt2"], 1), "vocab_size": (_EMB["gpt2"], 0), "n_positions": (r"wpe\.weight", 0),
+             "n_inner": (r"h\.0\.mlp\.c_fc\.weight", 1)},
+    "bert": {"hidden_size": (_EMB["bert"], 1), "vocab_size": (_EMB["bert"], 0),
+             "max_position_embeddings": (r"embeddings\.position_embeddings\.weight", 0),
+             "type_vocab_size": (r"embeddings\.token_type_embeddings\.weight", 0),
+             "intermediate_size": (r"encoder\.layer\.0\.intermediate\.dense\.weight", 0)},
+    "distilbert": {"dim": (_EMB["distilbert"], 1), "vocab_size": (_EMB["distilbert"], 0),
+                   "max_position_embeddings": (r"embeddings\.position_embeddings\.weight", 0),
+                   "hidden_dim": (r"transformer\.layer\.0\.ffn\.lin1\.weight", 0)},
+    "vit": {"hidden_size": (r"embeddings\.cls_token", 2),
+            "intermediate_size": (r"encoder\.layer\.0\.intermediate\.dense\.weight", 0),
+            "num_channels": (r"embeddings\.patch_embeddings\.projection\.weight", 1),
+            "patch_size": (r"embeddings\.patch_embeddings\.projection\.weight", 2)},
+}
+AGREE["roberta"] = AGREE["bert"]
+# config key -> the layer index in stored names: the config's layer count must be the layers stored
+LAYERS = {"marian": {"encoder_layers": r"encoder\.layers\.(\d+)\.", "decoder_layers": r"decoder\.layers\.(\d+)\."},
+          "gpt2": {"n_layer": r"h\.(\d+)\."}, "bert": {"num_hidden_layers": r"encoder\.layer\.(\d+)\."},
+          "roberta": {"num_hidden_layers": r"encoder\.layer\.(\d+)\."},
+          "distilbert": {"n_layers": r"transformer\.layer\.(\d+)\."},
+          "vit": {"num_hidden_layers": r"encoder\.layer\.(\d+)\."}}
+
+
+def check_sizes(family: str, hf: dict) -> None:
+    """Every size the family reads from config.json is a whole number in range (HubError naming it)."""
+    for key, least in SIZE_KEYS.get(family, {}).items():
+        whole(hf, key, least)
+    for key in ("pad_token_id", "eos_token_id", "bos_token_id", "decoder_start_token_id"):
+        value = hf.get(key)
+        if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)
+                                        and not -1 <= value <= MAX_SIZE):
+            raise _hub_error(f"config.json: {key} is {value!r}, not a token id")
+
+
+# -----------------------------------------------------------------------------
+# the weights file's header: names, shapes and dtypes, no tensor data
+
+def header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """{name: (dtype, shape)} of a safetensors file, read from its header alone, every entry checked against
+    the file's length (a truncated file or a header that lies about offsets, shapes or dtypes: HubError)."""
+    def bad(reason: str):
+        return _hub_error(f"{path.name}: cannot be read safely ({reason})")
+
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise bad(f"{size} bytes, too short to be a safetensors file")
+        n = int.from_bytes(head, "little")
+        if n > min(size - 8, HEADER_LIMIT):
+            raise bad(f"its header says it is {n:,} bytes long, but the file has {size - 8:,} "
+                             f"bytes after the length (truncated or not a safetensors file)")
+        raw = f.read(n)
+    try:
+        d = parse_json(raw, "its header")
+    except CheckpointError as e:
+        raise bad(str(e)) from None
+    if not isinstance(d, dict):
+        raise bad("its header is not a table of tensors")
+    data, out, spans = size - 8 - n, {}, []
+    for name, e in d.items():
+        if name == "__metadata__":
+            continue
+        dtype, shape, offsets = (e.get(k) for k in ("dtype", "shape", "data_offsets")) if isinstance(e, dict) \
+            else (None, None, None)
+        if dtype not in DTYPE_BYTES:
+            raise bad(f"tensor {name} has an unknown dtype {dtype!r}")
+        if not (isinstance(shape, list) and all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_SIZE
+                                                for s in shape)):
+            raise bad(f"tensor {name} has no valid shape ({shape!r})")
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)
+                and 0 <= offsets[0] <= offsets[1]):
+            raise bad(f"tensor {name} has no valid data offsets ({offsets!r})")
+        if offsets[1] > data:
+            raise bad(f"tensor {name} ends at byte {offsets[1]:,} of the data, but the file "
+                             f"holds {data:,} bytes of data (truncated?)")
+        need = math.prod(shape) * DTYPE_BYTES[dtype]
+        if need != offsets[1] - offsets[0]:
+            raise bad(f"tensor {name} says shape {tuple(shape)} of {dtype} ({need:,} bytes) "
+                             f"but holds {offsets[1] - offsets[0]:,} bytes")
+        out[name] = (dtype, tuple(shape))
+        spans.append((offsets[0], offsets[1], name))
+    spans.sort()
+    for (_, end, a), (start, _, b) in zip(spans, spans[1:]):
+        if start < end:
+            raise bad(f"tensors {a} and {b} claim the same bytes")
+    return out
+
+
+_TORCH_DTYPES = {v: k for k, v in TORCH_NAMES.items()}
+
+
+def bin_header(state: dict) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """{name: (dtype, shape)} of a memory-mapped .bin's tensors (safetensors' dtype names for floats)."""
+    return {k: (_TORCH_DTYPES.get(str(v.dtype).removeprefix("torch."), str(v.dtype).removeprefix("torch.")),
+                tuple(v.shape)) for k, v in state.items()}
+
+
+def _find(shapes: dict, pattern: str):
+    rx = re.compile(rf"(?:^|\.){pattern}$")
+    return next(((name, shape) for name, (_, shape) in shapes.items() if rx.search(name)), (None, None))
+
+
+def check_agreement(family: str, hf: dict, shapes: dict) -> None:
+    """The config's sizes against the shapes stored: a disagreement is refused by name, before the config is
+    used to build anything."""
+    for key, (pattern, axis) in AGREE.get(family, {}).items():
+        value = hf.get(key)
+        name, shape = _find(shapes, pattern)
+        if value is None or name is None or len(shape) <= axis:
+            continue
+        if value != shape[axis]:
+            have = f"are {shape[axis]} wide" if axis == len(shape) - 1 else f"have {shape[axis]}"
+            raise _hub_error(f"config.json says {key} {value} but the weights {have} ({name} has shape "
+                             f"{tuple(shape)})")
+    for key, pattern in LAYERS.get(family, {}).items():
+        value = hf.get(key)
+        rx = re.compile(rf"(?:^|\.){pattern}")
+        found = {int(m.group(1)) for name in shapes if (m := rx.search(name))}
+        if value is not None and found and value != len(found):
+            raise _hub_error(f"config.json says {key} {value} but the weights hold {len(found)} layers")
+
+
+def check_dtypes(shapes: dict, where: str) -> None:
+    """Weights that are not floating point are refused by name (integer buffers the converters drop are not
+    weights)."""
+    for name, (dtype, _) in shapes.items():
+        if dtype not in FLOATS and not name.endswith(BUFFERS):
+            raise _hub_error(f"{where}: the weight {name} is stored as {TORCH_NAMES.get(dtype, dtype)}, not as "
+                             f"floating-point numbers")
+
+
+# -----------------------------------------------------------------------------
+# memory
+
+def available_memory() -> int | None:
+    """Bytes of memory available now (Linux /proc/meminfo), or None when unknown."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def cap() -> int:
+    """ATLAS_MODEL_MEMORY_GB (default 16) in bytes: no model may take more, whatever is free."""
+    try:
+        gb = float(os.environ.get("ATLAS_MODEL_MEMORY_GB", DEFAULT_CAP_GB))
+    except ValueError:
+        gb = DEFAULT_CAP_GB
+    return int(max(gb, 0.0) * 2**30) if math.isfinite(gb) else int(DEFAULT_CAP_GB * 2**30)
+
+
+def budget(available: int | None = None) -> tuple[int, int | None]:
+    """(bytes a model may take, bytes available now or None)."""
+    available = available_memory() if available is None else available
+    limit = cap()
+    if available is not None:
+        limit = min(limit, int(available * BUDGET_SHARE))
+    return limit, available
+
+
+def check_budget(need: int, where: str, available: int | None = None, why: str = "") -> None:
+    limit, avail = budget(available)
+    if need <= limit:
+        return
+    have = (f"this machine has {avail / 2**30:.1f} GiB available (a model may use {limit / 2**30:.1f} GiB of it)"
+            if avail is not None and limit < cap() else f"a model may use at most {limit / 2**30:.1f} GiB here "
+                                                         f"(ATLAS_MODEL_MEMORY_GB)")
+    raise _hub_error(f"{where}: this model needs about {need / 2**30:.1f} GiB of memory to load{why}, and {have}")
+
+
+def stored_need(shapes: dict) -> int:
+    """Bytes to read and hold the stored tensors: as stored, plus float32 copies, plus working room."""
+    total = 0
+    for dtype, shape in shapes.values():
+        n = math.prod(shape)
+        total += n * DTYPE_BYTES.get(dtype, 8) + n * 4
+    return total + HEADROOM
+
+
+def config_need(config) -> tuple[int, int]:
+    """(bytes, rows of computed position tables) our Transformer of `config` takes: parameters x 4 bytes, the
+    sinusoid tables built from the config alone (float64 while computed, then float32), and working room."""
+    from model.nn.config import parameter_formula
+    need = parameter_formula(config) * 4 + HEADROOM
+    rows = 0
+    if config.positional == "sinusoidal":
+        tables = int(config.has_encoder) + int(config.has_decoder)
+        rows = config.max_len
+        need += tables * rows * config.d_model * 4 + rows * config.d_model * 16  # kept, plus the one being computed
+    return need, rows
+
+
+def check_config_need(config, where: str, available: int | None = None) -> None:
+    need, rows = config_need(config)
+    if rows > MAX_COMPUTED_POSITIONS:
+        raise _hub_error(f"config.json: max_position_embeddings {rows:,} asks for a table of that many sinusoids, "
+                         f"computed from the config alone (the weights store none); at most "
+                         f"{MAX_COMPUTED_POSITIONS:,} positions are built")
+    check_budget(need, where, available, " (from its config)")
+
+
+# -----------------------------------------------------------------------------
+# values
+
+def check_values(weights: dict, where: str, copy: bool = False) -> tuple[dict, list[str]]:
+    """float32 weights, and notes on what was converted; HubError for a tensor holding NaN or infinity.
+    copy=True copies float32 tensors too (a memory-mapped file's tensors become the process's own)."""
+    import torch
+    out, converted = {}, {}
+    for name, t in weights.items():
+        if name.endswith(BUFFERS) or not t.is_floating_point():
+            out[name] = t
+            continue
+        if t.dtype != torch.float32:
+            converted.setdefault(str(t.dtype).removeprefix("torch."), []).append(name)
+            t = t.float()
+        elif copy:
+            t = t.clone()
+        bad = int((~torch.isfinite(t)).sum()) if t.numel() else 0
+        if bad:
+            nan = int(torch.isnan(t).sum())
+            kind = "NaN" if nan == bad else ("infinite" if nan == 0 else "NaN or infinite")
+            raise _hub_error(f"{where}: {bad:,} of the {t.numel():,} values of the weight {name} are not finite "
+                             f"({kind}); a model with such weights computes nothing meaningful")
+        out[name] = t
+    notes = [f"{len(names)} tensors stored as {dtype} were converted to float32" for dtype, names in converted.items()]
+    return out, notes
