@@ -114,8 +114,16 @@ def stored_shapes(path: Path) -> tuple[dict, dict | None]:
         return _guard().header(path), None
     import torch
     try:
-        state = torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
-    except Exception as e:  # corrupt file, an old non-zip file, or a pickle that asks for code (refused)
+        try:
+            state = torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError as e:  # a file from before torch 1.6 cannot be mapped: read whole, if it fits
+            if "zipfile" not in str(e):
+                raise
+            _guard().check_budget(3 * path.stat().st_size, path.name)
+            state = torch.load(str(path), map_location="cpu", weights_only=True)
+    except HubError:
+        raise
+    except Exception as e:  # corrupt file, or a pickle that asks for code (weights_only refuses it)
         raise HubError(f"{path.name}: cannot be read safely ({_guard().first_line(e)})", repr(e)) from None
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
                                               for k, v in state.items()):

@@ -159,15 +159,15 @@ def evil_torch_save(d: Path):
     torch.save({"w": Boom(str(d / "RAN"))}, d / "pytorch_model.bin")
 
 
-def bin_of(edit=None):
-    """The weights as pytorch_model.bin (torch.save), edited."""
+def bin_of(edit=None, legacy: bool = False):
+    """The weights as pytorch_model.bin (torch.save; legacy: the format before torch 1.6), edited."""
     def damage(d: Path):
         from safetensors.torch import load_file
         state = load_file(str(d / "model.safetensors"))
         (d / "model.safetensors").unlink()
         if edit:
             edit(state)
-        torch.save(state, d / "pytorch_model.bin")
+        torch.save(state, d / "pytorch_model.bin", _use_new_zipfile_serialization=not legacy)
     return damage
 
 
@@ -281,6 +281,7 @@ LOADS = [  # (id, family, damage, what the notes say)
     ("bfloat16", "gpt2", all_to(torch.bfloat16), "bfloat16"),
     ("float64", "bert", all_to(torch.float64), "float64"),
     ("as .bin", "bert", bin_of(), None),
+    ("as a .bin from before torch 1.6", "gpt2", bin_of(legacy=True), None),
 ]
 
 
