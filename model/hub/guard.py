@@ -112,9 +112,9 @@ def whole(hf: dict, key: str, least: int = 0):
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and math.isfinite(value) and value.is_integer() and least <= value <= MAX_SIZE:
-            raise _hub_error(f"config.json: {key} is {value!r}, a decimal number where a whole number of "
-                             f"units belongs (write {int(value)})")
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            raise _hub_error(f"config.json: {key} is {value:g}, written as a decimal number where a whole number "
+                             f"belongs")
         raise _hub_error(f"config.json: {key} is {value!r}, not a whole number")
     if not least <= value <= MAX_SIZE:
         raise _hub_error(f"config.json: {key} is {value}, outside {least} to {MAX_SIZE}")

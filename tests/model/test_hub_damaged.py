@@ -378,3 +378,12 @@ def test_opening_every_damaged_checkpoint_stays_under_one_gigabyte(bases, tmp_pa
     worst = max(peaks, key=peaks.get)
     assert peaks[worst] < 2**30, (worst, peaks[worst])
     print(f"peak {peaks[worst] / 2**20:.0f} MiB ({worst})")
+
+
+def test_every_family_is_guarded():
+    """Each family's sizes are typed (SIZE_KEYS) and matched to the stored shapes (AGREE, LAYERS) before use."""
+    from model.hub import FAMILIES
+    from model.hub.guard import AGREE, LAYERS, SIZE_KEYS
+    for family in FAMILIES:
+        assert SIZE_KEYS.get(family) and AGREE.get(family) and LAYERS.get(family), family
+        assert set(AGREE[family]) | set(LAYERS[family]) <= set(SIZE_KEYS[family]), family
