@@ -40,14 +40,14 @@ if CHECKED not in st.session_state:  # a shared link may say which steps were ch
 st.title(t("tour.title"))
 text("tour.intro")
 names = {i: f"{i}. {t(f'tour.{s.id}.title')}" for i, s in enumerate(tv.STEPS, 1)}
-c1, c2, c3, c4 = st.columns([4, 1, 1, 1], vertical_alignment="bottom")
-n = c1.selectbox(t("tour.step"), list(names), format_func=names.get,
+n = st.selectbox(t("tour.step"), list(names), format_func=names.get,
                  **keep("tour_step", 1, url="step", valid=range(1, N + 1)))
-c2.button(t("tour.prev"), on_click=_move, args=(-1,), shortcut="Alt+P", key="tour_prev",
+row = st.container(horizontal=True)
+row.button(t("tour.prev"), on_click=_move, args=(-1,), shortcut="Alt+P", key="tour_prev",
           icon=":material/arrow_back:")
-c3.button(t("tour.next"), on_click=_move, args=(1,), shortcut="Alt+N", key="tour_next",
+row.button(t("tour.next"), on_click=_move, args=(1,), shortcut="Alt+N", key="tour_next",
           icon=":material/arrow_forward:")
-c4.button(t("tour.reset"), on_click=_reset, key="tour_reset", icon=":material/restart_alt:")
+row.button(t("tour.reset"), on_click=_reset, key="tour_reset", icon=":material/restart_alt:")
 st.caption(t("tour.keys"))
 
 step = tv.STEPS[n - 1]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from model.lessons import lab, multihead, positions, worked_example
+from model.lessons import lab, layer_walk, multihead, positions, table3, worked_example
 from model.training.schedule import compare_schedules
 from model.training.smoothing import smoothing_demo
 
@@ -72,3 +72,20 @@ def smoothed_target(vocab: int, eps: float) -> dict:
 
 def close_enough(answer: float, truth: float, tol: float) -> bool:
     return bool(abs(float(answer) - float(truth)) <= tol)
+
+
+def relu_zero_shares(words: list[str], d_model: int, n_heads: int, seed: int, positions_on: bool) -> np.ndarray:
+    """For each word, the share of the feed-forward layer's ReLU units that are exactly zero (the multi-head
+    page's walk through one encoder layer)."""
+    return np.asarray(layer_walk.layer_walk(words, d_model, n_heads, seed, positions_on).relu_zero_share, dtype=float)
+
+
+def best_row(rows: dict, keys: list[str], metric: str) -> dict:
+    """Of Table 3's rows `keys`, the one our study scored best on `metric` (lowest perplexity, highest exact
+    match; the median over seeds, as the study page plots it). Rows without a score are left out."""
+    scores = {k: table3.centre(rows.get(k, {}), metric) for k in keys}
+    scores = {k: v for k, v in scores.items() if v is not None}
+    if not scores:
+        return {"row": None, "scores": scores}
+    pick = min if metric == "perplexity" else max
+    return {"row": pick(scores, key=scores.__getitem__), "scores": scores}

@@ -13,9 +13,11 @@ from pages.views import attention_lab as lab
 
 from app.charts.curves import bar_chart, line_chart
 from app.charts.heatmaps import head_tiles, stage_figure
-from app.i18n import t
+from app.i18n import UserError, t
 from app.state import LANG_PARAM, OneBased, encode
 from model.lessons import multihead as mlab
+from model.lessons.table3 import PAPER_TABLE3, paper_row
+from pages.views import study
 from model.lessons import tour
 from model.lessons import worked_example as wx
 
@@ -142,6 +144,32 @@ def ask_smoothing(value) -> Asked:
                                    decimals=4, y_title=t("tour.fig.probability"), title=t("tour.fig.target")), tol=0.005)
 
 
+def ask_relu(value) -> Asked:
+    words = value("mh_sentence").split()[:mlab.MAX_TOKENS]
+    shares = tour.relu_zero_shares(words, value("mh_d"), value("mh_h"), value("mh_seed"), value("mh_pe"))
+    return Asked("number", float(shares[0]), {"word": words[0], "d_ff": 4 * value("mh_d")},
+                 lambda: bar_chart(words, shares, decimals=2, y_range="fit", x_title=t("tour.fig.word"),
+                                   y_title=t("tour.fig.zero_share"), title=t("tour.fig.relu")), tol=0.02)
+
+
+def ask_table3(value) -> Asked:
+    doc = study.load_table(study.SHIPPED) if value("study_source") == "shipped" else \
+        study.load_table(study.study_dir() / "table3.json")
+    if doc is None:
+        raise UserError("tour.table3.missing")
+    group, metric = value("study_group") or "A", value("study_metric")
+    keys = ["base"] + [p.key for p in PAPER_TABLE3 if p.group == group]
+    best = tour.best_row({r["row"]: r for r in doc["rows"]}, keys, metric)
+    if best["row"] is None:
+        raise UserError("tour.table3.missing")
+    names = {k: t("study.table.base") if k == "base" else paper_row(k).label for k in best["scores"]}
+    return Asked("choice", best["row"], {"group": group, "metric": t(f"study.metric.{metric}")},
+                 lambda: bar_chart(list(names.values()), [v * (100 if metric == "exact_match" else 1)  # as the study page
+                                                          for v in best["scores"].values()], decimals=3, y_range="fit",
+                                   y_title=t(f"study.metric.{metric}"), title=t("tour.fig.table3", group=group)),
+                 options=list(names), labels=names)
+
+
 _QKV = (Setting("att_q", "q", wx.matrix_text(wx.EXAMPLE_Q)), Setting("att_k", "k", wx.matrix_text(wx.EXAMPLE_K)),
         Setting("att_v", "v", wx.matrix_text(wx.EXAMPLE_V)), Setting("att_tokens_q", "tokens_q", ", ".join(wx.EXAMPLE_TOKENS)),
         Setting("att_tokens_k", "tokens_k", ""))
@@ -155,10 +183,15 @@ STEPS: list[Step] = [
     Step("heads", "multihead", (Setting("mh_sentence", "sentence", "the cat sat on the mat"), Setting("mh_d", "d_model", 64),
                                 Setting("mh_h", "heads", 8), Setting("mh_seed", "seed", 0), Setting("mh_pe", "positions", True)),
          ask_top_head),
+    Step("layer", "multihead", (Setting("mh_sentence", "sentence", "the cat sat on the mat"), Setting("mh_d", "d_model", 64),
+                                Setting("mh_h", "heads", 8), Setting("mh_seed", "seed", 0), Setting("mh_pe", "positions", True)),
+         ask_relu),
     Step("positions", "positional", (Setting("pe_len", "length", 64), Setting("pe_d", "d_model", 128),
                                      Setting("pe_anchor", "anchor", 20)), ask_pe_dot),
     Step("warmup", "recipe", (Setting("sch_d", "d_model", 256), Setting("sch_w", "warmup", 4000)), ask_warmup),
     Step("smoothing", "recipe", (Setting("ls_eps", "eps", 0.1), Setting("ls_V", "vocab", 10)), ask_smoothing),
+    Step("table3", "study", (Setting("study_source", "source", "shipped"), Setting("study_group", "factor", "A"),
+                             Setting("study_metric", "metric", "perplexity")), ask_table3),
 ]
 
 

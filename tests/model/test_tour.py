@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from model.lessons import lab, multihead, positions, tour
+from model.lessons import lab, multihead, positions, table3, tour
 from model.lessons import worked_example as wx
 from model.training.schedule import noam_lr
 from model.training.smoothing import smoothing_demo
@@ -69,3 +69,33 @@ def test_smoothed_target_is_the_recipe_pages_bars():
         assert r["correct"] == pytest.approx(smoothing_demo(vocab, eps)["target"][0])
         assert r["correct"] == pytest.approx(1 - eps + eps / vocab)
     assert tour.smoothed_target(10, 0.2)["correct"] != tour.smoothed_target(10, 0.1)["correct"]
+
+
+def test_relu_zero_shares_are_the_layer_walks_and_follow_the_seed():
+    from model.lessons import layer_walk
+    words = "the cat sat on the mat".split()
+    shares = tour.relu_zero_shares(words, 64, 8, 0, True)
+    np.testing.assert_allclose(shares, layer_walk.layer_walk(words, 64, 8, 0, True).relu_zero_share)
+    assert shares.shape == (6,) and ((0 < shares) & (shares < 1)).all()
+    assert tour.relu_zero_shares(words, 64, 8, 1, True)[0] != shares[0]
+
+
+def test_best_row_follows_the_metric_and_the_scores():
+    rows = {"base": {"perplexity": {"median": 5.0}, "exact_match": {"median": 0.4}},
+            "A-h1": {"perplexity": {"median": 6.0}, "exact_match": {"median": 0.5}},
+            "A-h4": {"perplexity": {"mean": 4.0}}, "A-h16": {}}
+    keys = ["base", "A-h1", "A-h4", "A-h16"]
+    assert tour.best_row(rows, keys, "perplexity")["row"] == "A-h4"  # a table with means only: the mean
+    assert tour.best_row(rows, keys, "exact_match")["row"] == "A-h1"
+    rows["base"]["perplexity"]["median"] = 3.0
+    assert tour.best_row(rows, keys, "perplexity")["row"] == "base"
+    assert tour.best_row({}, keys, "perplexity")["row"] is None
+
+
+def test_best_row_on_the_shipped_study_is_what_its_medians_say():
+    from pages.views import study
+    doc = study.load_table(study.SHIPPED)
+    rows = {r["row"]: r for r in doc["rows"]}
+    keys = ["base"] + [p.key for p in table3.PAPER_TABLE3 if p.group == "A"]
+    best = tour.best_row(rows, keys, "perplexity")
+    assert best["scores"][best["row"]] == min(table3.centre(rows[k], "perplexity") for k in best["scores"])

@@ -82,11 +82,12 @@ def test_a_link_to_step_n_lands_there_with_its_answer_and_checks():
 
 def test_the_answer_follows_the_pages_current_inputs():
     """The warm-up step: the learner moved warmup_steps on the recipe page; the tour's answer moves with it."""
+    n, step = next((i, s) for i, s in enumerate(tv.STEPS, 1) if s.id == "warmup")
     at = run_page("tour.py")
-    at.session_state["tour_step"] = 6
+    at.session_state["tour_step"] = n
     at.session_state["sch_w"] = 2000
     at.run()
-    _answer(at, tv.STEPS[5], 2000)
+    _answer(at, step, 2000)
     assert len(at.success) == 1
     assert tour.warmup_peak(256, 2000)["step"] == 2000
     at.session_state["sch_w"] = 6000
