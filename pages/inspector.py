@@ -38,7 +38,7 @@ choice = st.selectbox(t("inspector.model"), names, **keep("insp_model", names[0]
 with st.expander(t("inspector.hub.expander")):
     text("inspector.pretrained", folder=str(pretrained_dir()))
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-    repo = c1.text_input(t("inspector.hub.name"), **keep("insp_hub_name", "Helsinki-NLP/opus-mt-en-de"))
+    repo = c1.text_input(t("inspector.hub.name"), **keep("insp_hub_name", "Helsinki-NLP/opus-mt-en-de", url="hub"))
     if c2.button(t("inspector.hub.download"), key="insp_hub_fetch"):
         with st.spinner(t("inspector.hub.downloading")):
             try:
@@ -325,11 +325,11 @@ def head_view_tab(view, weights, kind, q_labels, k_labels, q_title, k_title):
     text("inspector.head_view")
     n_layers, n_heads = weights.shape[:2]
     hl = st.selectbox(t("common.layer"), range(n_layers), format_func=lambda i: f"{i + 1}",
-                      **keep("insp_hv_layer", 0, valid=range(n_layers)))
+                      **keep("insp_hv_layer", 0, url="hv_layer", valid=range(n_layers), codec=OneBased))
     head_word = t("common.head")
     on = st.multiselect(t("inspector.heads_shown"), list(range(n_heads)), format_func=lambda i: f"{head_word} {i + 1}",
                         placeholder=t("common.choose_options"),
-                        **keep("insp_hv_heads", list(range(n_heads)), valid=range(n_heads)))
+                        **keep("insp_hv_heads", list(range(n_heads)), url="hv_heads", valid=range(n_heads)))
     if on:
         show_figure(shared_figure("headview", (*view, kind, hl, tuple(on)), lambda: head_view(
             weights[hl], q_labels, k_labels, on, query_title=q_title, key_title=k_title, head_title=head_word)),
@@ -345,7 +345,7 @@ def positions_tab(path, ctx, tok):
     cands = lm_positions(path, ctx)
     st.dataframe(ins.position_rows(ctx, cands, tok.id_to_piece), hide_index=True)
     pos = (st.slider(t("inspector.position"), 1, len(cands),
-                     **keep("insp_pos", len(cands), valid=range(1, len(cands) + 1))) - 1) if len(cands) > 1 else 0
+                     **keep("insp_pos", len(cands), url="pos", valid=range(1, len(cands) + 1))) - 1) if len(cands) > 1 else 0
     here = cands[pos]
     if here.actual is not None:
         st.markdown(t("inspector.position_next", position=pos + 1, token=ins.code(ins.label(tok.id_to_piece(here.actual))),
@@ -362,10 +362,10 @@ def positions_tab(path, ctx, tok):
 def steps_tab(view, steps, att, src_labels, tok, n_layers):
     """An encoder-decoder's greedy or beam decoding, step by step."""
     text("inspector.steps")
-    tstep = (st.slider(t("common.step"), 1, len(steps), **keep("insp_step", 1, valid=range(1, len(steps) + 1))) - 1
+    tstep = (st.slider(t("common.step"), 1, len(steps), **keep("insp_step", 1, url="step", valid=range(1, len(steps) + 1))) - 1
              if len(steps) > 1 else 0)
     sl = st.selectbox(t("common.layer"), range(n_layers), format_func=lambda i: f"{i + 1}",
-                      **keep("insp_step_layer", n_layers - 1, valid=range(n_layers)))
+                      **keep("insp_step_layer", n_layers - 1, url="step_layer", valid=range(n_layers), codec=OneBased))
     chosen = tok.id_to_piece(steps[tstep].token)
     st.markdown(t("inspector.step_wrote", step=tstep + 1, token=ins.label(chosen).replace("`", "ʼ"),
                   prob=steps[tstep].prob))

@@ -628,3 +628,13 @@ def test_the_download_box_explains_offline_and_bad_names(monkeypatch, name, code
     assert_clean(at)
     assert catalogue("en")[f"inspector.hub.{code}"] in [w.value for w in at.warning]
     assert at.selectbox(key="insp_model").value == "en-ko"
+
+
+def test_a_link_restores_the_head_view_and_the_decoding_step():
+    """The head view's layer and heads and the step-by-step decoding's step and layer come back from a link."""
+    at = open_link({"tab": "head", "hv_layer": "2", "hv_heads": "0,2"})
+    assert_clean(at)
+    assert at.selectbox(key="insp_hv_layer").value == 1 and at.multiselect(key="insp_hv_heads").value == [0, 2]
+    at = open_link({"tab": "steps", "step": "2", "step_layer": "1"})
+    assert_clean(at)
+    assert at.slider(key="insp_step").value == 2 and at.selectbox(key="insp_step_layer").value == 0
