@@ -89,3 +89,48 @@ def best_row(rows: dict, keys: list[str], metric: str) -> dict:
         return {"row": None, "scores": scores}
     pick = min if metric == "perplexity" else max
     return {"row": pick(scores, key=scores.__getitem__), "scores": scores}
+
+
+def visible_keys(weights: np.ndarray, kind: str, layer: int, head: int, query: int) -> dict:
+    """One map of an attention as the masks page draws it (weights (layers, H, Lq, Lk) from
+    model.lessons.probe.attention_maps; layer, head, query 0-based) and how many keys that query may see: the
+    network's own causal mask (model.nn.masks.causal_mask) in the decoder's self-attention, every key in the
+    encoder's self-attention and in cross-attention (one sentence, no padding). A trained head may give an
+    allowed key a weight that rounds to 0, so the count comes from the mask, not from the weights."""
+    from model.nn.masks import causal_mask
+    one = np.asarray(weights)[layer, head]
+    n_q, n_k = one.shape
+    allowed = causal_mask(n_q, n_k).numpy() if kind == "decoder_self" else np.ones((n_q, n_k), dtype=bool)
+    return {"map": one, "allowed": allowed, "visible": int(allowed[query].sum())}
+
+
+def attention_of(model, src_ids: list[int], dec_ids: list[int], kind: str) -> np.ndarray:
+    """The masks page's maps of one attention kind for a (source, decoder input) pair."""
+    from model.lessons.probe import attention_maps
+    return attention_maps(model, list(src_ids), list(dec_ids))[kind]
+
+
+def cross_top_source(record, layer: int, step: int) -> dict:
+    """Decoding step `step`'s (0-based) cross-attention row in `layer`, averaged over heads, as the inspector's
+    decoding-step bars draw it, and the source token (0-based) it weighs most."""
+    from model.lessons.probe import step_cross_attention
+    row = np.asarray(step_cross_attention(record, layer, step), dtype=float)
+    return {"row": row, "top": int(np.argmax(row))}
+
+
+def mlm_first_guess(loaded, text_a: str, text_b: str, positions: tuple[int, ...]) -> dict:
+    """The masked-LM member's candidates for the first [MASK] of its input (model.family.mlm.fill_masks, as
+    the family page runs it): its position, the top candidates (piece, probability) and the best guess.
+    `loaded` is the loaded family model (network and its tokenizer)."""
+    from model.family.mlm import fill_masks
+    p = fill_masks(loaded.model, loaded.extra, text_a, text_b or None, list(positions)).predictions[0]
+    return {"position": p.position, "top": list(p.top), "guess": p.top[0][0], "hidden": p.hidden}
+
+
+def tight_range(values, spread=()) -> list[float]:
+    """A value axis that shows small differences: from the lowest to the highest of the values (and of any
+    seed spread around them), with a quarter of that span as margin on each side."""
+    allv = [float(v) for v in [*values, *spread]]
+    lo, hi = min(allv), max(allv)
+    pad = (hi - lo) * 0.25 or max(abs(hi) * 0.01, 1e-6)
+    return [lo - pad, hi + pad]

@@ -99,3 +99,73 @@ def test_best_row_on_the_shipped_study_is_what_its_medians_say():
     keys = ["base"] + [p.key for p in table3.PAPER_TABLE3 if p.group == "A"]
     best = tour.best_row(rows, keys, "perplexity")
     assert best["scores"][best["row"]] == min(table3.centre(rows[k], "perplexity") for k in best["scores"])
+
+
+# ----------------------------------------------------------------------------- the stops on trained models
+from pathlib import Path  # noqa: E402
+
+MODELS = Path(__file__).resolve().parents[2] / "assets" / "models"
+
+
+@pytest.fixture(scope="module")
+def en_ko():
+    from model.training.checkpoint import load_model_dir
+    return load_model_dir(MODELS / "en-ko")
+
+
+def test_visible_keys_follow_the_kind_of_attention_and_the_query(en_ko):
+    from model.lessons.probe import attention_maps
+    tok = en_ko.tokenizer
+    src, tgt = tok.encode("the cat sees the sky."), tok.encode("고양이는 하늘을 본다.")
+    dec = [tok.bos_id] + tgt
+    maps = attention_maps(en_ko.model, src, dec)
+    for kind, keys in (("decoder_self", None), ("encoder_self", len(src)), ("cross", len(src))):
+        w = tour.attention_of(en_ko.model, src, dec, kind)
+        np.testing.assert_allclose(w, maps[kind])  # the masks page's maps
+        for q in range(min(4, w.shape[2])):
+            r = tour.visible_keys(w, kind, 0, 0, q)
+            np.testing.assert_allclose(r["map"], maps[kind][0, 0])
+            assert r["visible"] == (q + 1 if keys is None else keys), (kind, q)  # causal: itself and before
+            # what the map shows: exactly zero weight on every key the mask forbids, the whole row on the rest
+            assert (r["map"][q][~r["allowed"][q]] == 0).all()
+            assert r["map"][q][r["allowed"][q]].sum() == pytest.approx(1.0, abs=1e-5)
+    longer = tok.encode("the teacher bought a red apple in the park yesterday.")
+    w = tour.attention_of(en_ko.model, longer, dec, "cross")
+    assert tour.visible_keys(w, "cross", 0, 0, 2)["visible"] == len(longer) != len(src)
+
+
+def test_cross_top_source_is_the_inspectors_step_bars_and_follows_the_step(en_ko):
+    from model.inference.decode import translate
+    from model.lessons.probe import step_cross_attention
+    r = translate(en_ko, "My friend did not buy a red apple.")
+    layer = en_ko.config.n_decoder_layers - 1
+    tops = []
+    for step in range(len(r.steps)):
+        got = tour.cross_top_source(r.attention, layer, step)
+        bars = step_cross_attention(r.attention, layer, step).numpy()
+        np.testing.assert_allclose(got["row"], bars)
+        assert got["top"] == int(np.argmax(bars))
+        tops.append(got["top"])
+    assert len(set(tops)) > 1, "the answer must move with the decoding step"
+    # the decoder writes "friend" (친구는) at step 2 while looking at "friend"
+    assert r.src_pieces[tour.cross_top_source(r.attention, layer, 1)["top"]] == "▁friend"
+
+
+def test_mlm_first_guess_is_the_family_pages_prediction_and_follows_the_sentence():
+    from model.family import load_family_dir
+    from model.family.mlm import fill_masks
+    mlm = load_family_dir(MODELS / "mlm", expect="mlm")
+    text = "I drank hot [MASK] in the park today."
+    got = tour.mlm_first_guess(mlm, text, "", ())
+    page = fill_masks(mlm.model, mlm.extra, text, None, []).predictions[0]
+    assert got["guess"] == page.top[0][0] and got["top"] == list(page.top) and got["position"] == page.position
+    other = tour.mlm_first_guess(mlm, "The [MASK] sat on the mat.", "", ())
+    assert other["guess"] != got["guess"] or other["position"] != got["position"]
+    with pytest.raises(Exception):
+        tour.mlm_first_guess(mlm, "no mask here", "", ())
+
+
+def test_tight_range_shows_small_differences():
+    lo, hi = tour.tight_range([1.14, 1.15, 1.17], spread=[1.13, 1.19])
+    assert 1.0 < lo < 1.13 and 1.19 < hi < 1.3  # not from zero: a 0.03 difference fills the axis
+    assert tour.tight_range([2.0, 2.0]) == pytest.approx([1.98, 2.02])

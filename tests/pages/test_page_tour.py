@@ -4,10 +4,11 @@ import pytest
 
 from app.i18n import catalogue
 from app.pages_list import PAGES
-from app.state import URLS
+from app.state import URLS, open_tab
 from model.lessons import tour
 from pages.views import tour as tv
 from tests.apptest_read import errors
+from tests.streamlit_server import ROOT
 from tests.apptest_util import assert_clean, open_link, run_page
 
 FILES = {p.url: p.file for p in PAGES}
@@ -30,8 +31,9 @@ def _answer(at, step, value):
 @pytest.mark.parametrize("page", sorted({s.page for s in tv.STEPS}))
 def test_every_setting_is_the_pages_own_key_and_link_name(page):
     """A page that renames a session key or a link name the tour sets fails here, naming the setting."""
-    at = run_page(FILES[page])
-    assert_clean(at)
+    tabs = [s for step in tv.STEPS if step.page == page for s in step.settings if s.tab]
+    at = run_page(FILES[page], setup=lambda at: [open_tab(at.session_state, s.key, s.value) for s in tabs])
+    assert_clean(at)  # the tabs the tour opens are open (their inputs are drawn only there)
     names = at.session_state[URLS][page]
     for step in (s for s in tv.STEPS if s.page == page):
         for s in step.settings:
@@ -104,3 +106,76 @@ def test_open_sets_up_the_page():
     assert_clean(at)
     assert at.session_state["att_dk"] == 64  # the step's setting, on the attention page
     assert at.title[0].value == catalogue("en")["attention.title"]
+
+
+def _stop(step_id):
+    return next((i, s) for i, s in enumerate(tv.STEPS, 1) if s.id == step_id)
+
+
+def test_the_three_attentions_answer_follows_the_masks_pages_inputs():
+    """Stop 3.2.3: the learner switched the masks page to cross-attention and a longer source; the count follows."""
+    n, step = _stop("attentions")
+    at = run_page("tour.py")
+    at.session_state["tour_step"] = n
+    at.run()
+    _answer(at, step, 3)  # the decoder's masked self-attention: query 3 sees itself and the two before it
+    assert len(at.success) == 1
+    at.session_state["kind"] = "cross"
+    at.session_state["kind_src"] = "the teacher bought a red apple in the park yesterday."
+    at.run()
+    assert_clean(at)
+    from model.training.checkpoint import load_model_dir
+    tok = load_model_dir(ROOT / "assets" / "models" / "en-ko").tokenizer
+    src = len(tok.encode(at.session_state["kind_src"]))
+    assert len(at.warning) == 1 and f"**{src}**" in at.info[0].value  # every source token: no mask
+
+
+def test_the_decoding_stop_opens_the_inspectors_step_and_follows_its_step():
+    n, step = _stop("cross")
+    at = run_page("tour.py")
+    at.session_state["tour_step"] = n
+    at.run()
+    first = at.radio(key="tour_a_cross").options
+    assert "2: ▁friend" in first  # the inspector's sentence, token by token
+    _answer(at, step, 1)  # writing 친구는, the decoder looks at "friend"
+    assert len(at.success) == 1
+    from model.inference.decode import translate
+    from model.lessons.probe import step_cross_attention
+    from model.training.checkpoint import load_model_dir
+    en_ko = load_model_dir(ROOT / "assets" / "models" / "en-ko")
+    decoded = translate(en_ko, at.session_state["insp_text"] if "insp_text" in at.session_state
+                        else "My friend did not buy a red apple.")
+    for k in (1, 3):  # the learner moved the inspector's decoding step: the answer is that step's longest bar
+        at.session_state["insp_step"] = k
+        at.run()
+        assert_clean(at)
+        bars = step_cross_attention(decoded.attention, en_ko.config.n_decoder_layers - 1, k - 1).numpy()
+        want = int(bars.argmax())
+        _answer(at, step, want)
+        assert len(at.success) == 1, k
+        assert f"**{want + 1}: " in at.success[0].value
+    at.button(key="tour_open").click().run()
+    assert_clean(at)
+    assert at.session_state["insp_step"] == 2 and at.session_state["insp_tab__open"] == "steps"
+    assert at.title[0].value == catalogue("en")["inspector.title"]
+    assert at.slider(key="insp_step").value == 2  # the steps tab is open, at the stop's step
+
+
+def test_the_family_stop_asks_about_the_learners_sentence():
+    n, step = _stop("family")
+    at = run_page("tour.py", "ko")
+    at.session_state["tour_step"] = n
+    at.run()
+    before = at.radio(key="tour_a_family").options
+    at.session_state["fam_mlm_text"] = "The [MASK] sat on the mat."
+    at.run()
+    assert_clean(at)
+    assert at.radio(key="tour_a_family").options != before  # the candidates for the learner's new sentence
+    truth = step.ask(lambda k: at.session_state[k] if k in at.session_state else
+                     {s.key: s.value for s in step.settings}[k]).truth
+    _answer(at, step, truth)
+    assert len(at.success) == 1
+    at.session_state["fam_mlm_text"] = "no mask here"
+    at.run()
+    assert_clean(at)
+    assert at.error and catalogue("ko")["tour.family.no_mask"].split(".")[0][:10] in at.error[0].value
