@@ -75,7 +75,9 @@ if asked is not None:
         answer = st.radio(t("tour.answer"), asked.options, format_func=asked.labels.get, horizontal=True,
                           **keep(f"tour_a_{step.id}", asked.options[0], url=f"a{n}", valid=asked.options))
     else:
-        answer = st.number_input(t("tour.answer"), -1e9, 1e9, step=0.01 if asked.tol < 1 else 1.0,
+        whole = isinstance(asked.truth, int)  # a count or a step: typed without decimals
+        answer = st.number_input(t("tour.answer"), -1e9, 1e9, step=1.0 if whole or asked.tol >= 1 else 0.01,
+                                 format="%.0f" if whole else None,
                                  **keep(f"tour_a_{step.id}", 0.0, url=f"a{n}", valid=between(-1e9, 1e9)))
     st.button(t("tour.check"), on_click=_check, args=(step.id,), key="tour_check", icon=":material/check:")
     if step.id in st.session_state[CHECKED]:
