@@ -179,3 +179,17 @@ def test_the_family_stop_asks_about_the_learners_sentence():
     at.run()
     assert_clean(at)
     assert at.error and catalogue("ko")["tour.family.no_mask"].split(".")[0][:10] in at.error[0].value
+
+
+@pytest.mark.parametrize("step_id", ["attentions", "family"])
+def test_open_sets_up_the_new_stops_pages(step_id):
+    n, step = _stop(step_id)
+    at = run_page("tour.py")
+    at.session_state["tour_step"] = n
+    at.run()
+    at.button(key="tour_open").click().run()
+    assert_clean(at)
+    assert not errors(at)
+    assert at.title[0].value == catalogue("en")[f"{step.page}.title"]
+    for s in step.settings:
+        assert at.session_state[s.key] == s.value, s.key
