@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import plotly.graph_objects as go
 import pytest
+from app.i18n import fill
 from app.i18n import LANGS
 from tests.apptest_util import section_script
 import torch
@@ -421,14 +422,14 @@ def test_section(lang, model_for_section):
     assert words["family_vit.predicted"] in labels and words["family_vit.neighbours"] in labels
     n_charts = len(charts(at))
     assert n_charts == 6  # tokens, probabilities, tiles, rollout, similarity, one patch (the canvas: a component)
-    caption = words["family_vit.is_test_digit"].format(index=0, label=int(test_labels[0]))
+    caption = fill(words["family_vit.is_test_digit"], dict(index=0, label=int(test_labels[0])))
     assert caption in [c.value for c in at.caption]
 
     # another test digit: the canvas follows
     at.number_input(key="fam_vit_index").set_value(42).run()
     _clean(at)
     assert at.text_area(key="fam_vit_grid").value == D.image_to_text(test_images[42])
-    assert words["family_vit.is_test_digit"].format(index=42, label=int(test_labels[42])) in [c.value for c in at.caption]
+    assert fill(words["family_vit.is_test_digit"], dict(index=42, label=int(test_labels[42]))) in [c.value for c in at.caption]
     assert at.query_params.get("vit_index") in ("42", ["42"])  # the link follows
 
     # a typed grid: a vertical bar
@@ -456,10 +457,10 @@ def test_section(lang, model_for_section):
     # a bad grid -> the message names the problem
     at.text_area(key="fam_vit_grid").set_value("#......x\n" * 8).run()
     _clean(at)
-    assert any(words["family_vit.errors.grid_chars"].format(count=1) in e.value for e in at.error)
+    assert any(fill(words["family_vit.errors.grid_chars"], dict(count=1)) in e.value for e in at.error)
     at.text_area(key="fam_vit_grid").set_value("#.\n#.").run()
     _clean(at)
-    assert any(words["family_vit.errors.grid_size"].format(rows=2, cols="2") in e.value for e in at.error)
+    assert any(fill(words["family_vit.errors.grid_size"], dict(rows=2, cols="2")) in e.value for e in at.error)
     at.text_area(key="fam_vit_grid").set_value("").run()
     _clean(at)
     assert words["family_vit.errors.grid_empty_text"] in [e.value for e in at.error]

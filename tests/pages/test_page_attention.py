@@ -284,7 +284,8 @@ def test_sixty_four_tokens_hide_cell_text():
     assert not at.error and not at.warning
     s = fig_by_title(at, "S = QKᵀ")
     assert z_of(s).shape == (64, 64) and not s["data"][0].get("text")
-    assert s["layout"]["height"] <= 900 + MODEBAR_ROOM  # (the strip above the title keeps the toolbar off it)
+    # every one of the 64 row labels readable: 18 px a row, plus the title, axes and toolbar strip
+    assert s["layout"]["height"] <= 18 * 64 + 300 + MODEBAR_ROOM
 
 
 def test_token_count_mismatch_warns_and_uses_numbered_labels():
