@@ -13,7 +13,7 @@ from pages.views import attention_lab as lab
 
 from app.charts.curves import bar_chart, line_chart
 from app.charts.heatmaps import head_tiles, stage_figure
-from app.i18n import UserError, t
+from app.i18n import UserError, catalogue, t
 from app.state import LANG_PARAM, OneBased, encode, open_tab
 from model.lessons import multihead as mlab
 from model.lessons.table3 import PAPER_TABLE3, paper_row
@@ -295,7 +295,7 @@ STEPS: list[Step] = [
                                 Setting("mh_h", "heads", 8), Setting("mh_seed", "seed", 0), Setting("mh_pe", "positions", True)),
          ask_top_head),
     Step("attentions", "masks", (Setting("mask_model", "model", EN_KO), Setting("kind_src", "src", "the cat sees the sky."),
-                                 Setting("kind_tgt", "tgt", "고양이는 하늘을 본다."), Setting("kind", "kind", "decoder_self"),
+                                 Setting("kind_tgt", "tgt", catalogue("en")["tour.preset_tgt"]), Setting("kind", "kind", "decoder_self"),
                                  Setting("kind_layer", "layer", 1), Setting("kind_head", "kind_head", 1)), ask_visible),
     Step("layer", "multihead", (Setting("mh_sentence", "sentence", "the cat sat on the mat"), Setting("mh_d", "d_model", 64),
                                 Setting("mh_h", "heads", 8), Setting("mh_seed", "seed", 0), Setting("mh_pe", "positions", True)),
@@ -313,7 +313,7 @@ STEPS: list[Step] = [
                              Setting("study_metric", "metric", "perplexity")), ask_table3),
     Step("family", "family", (Setting("fam_member", "member", "mlm"),
                               Setting("fam_mlm_text", "mlm_text", "I drank hot [MASK] in the park today."),
-                              Setting("fam_mlm_pair", "mlm_pair", "나는 오늘 공원에서 뜨거운 커피를 마셨다."),
+                              Setting("fam_mlm_pair", "mlm_pair", catalogue("en")["tour.preset_pair"]),
                               Setting("fam_mlm_masked", "mlm_masked", [], Positions)), ask_family),
 ]
 
