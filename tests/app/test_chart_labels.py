@@ -14,6 +14,7 @@ import re
 
 import numpy as np
 import pytest
+from app.i18n import LANGS
 
 from tests.apptest_read import charts
 from tests.apptest_util import assert_clean, open_link
@@ -42,7 +43,7 @@ def twice_escaped(fig: dict) -> list[str]:
 
 # ----------------------------------------------------------------------------- the pages
 
-@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("lang", list(LANGS))
 def test_gpt_maps_show_the_start_token_escaped_once(lang):
     """The decoder-only member's axes begin with `<s>`: Plotly must be given `&lt;s&gt;`, which it shows as
     `<s>`, not `&amp;lt;s&amp;gt;`, which it shows as `&lt;s&gt;`."""
@@ -171,7 +172,7 @@ TAG = re.compile(r"<[^<>\s][^<>]*>")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("lang", list(LANGS))
 @pytest.mark.parametrize("page,params", PAGES_WITH_TOKENS, ids=lambda x: x if isinstance(x, str) else
                          "-".join(x.values()) or "default")
 def test_every_chart_on_a_page_shows_its_words_as_text(page, params, lang):

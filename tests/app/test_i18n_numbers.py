@@ -12,6 +12,7 @@ import re
 
 import numpy as np
 import pytest
+from app.i18n import LANGS
 
 from app import format as fmt
 from app.i18n import catalogue, fill
@@ -53,7 +54,7 @@ def test_cell_numbers_never_read_minus_zero():
 NUMBER_SPEC = re.compile(r"\{(\w+):([^{}|]*[dfgeE%n,])\}")
 
 
-@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("lang", list(LANGS))
 def test_no_catalogue_number_reads_minus_zero(lang):
     """Every catalogue placeholder with a number format, filled with a tiny negative through t()'s fill."""
     bad = {}

@@ -7,6 +7,7 @@ has its minimum inside (0, 1). Each setting is swept over its extremes and the d
 from __future__ import annotations
 
 import pytest
+from app.i18n import LANGS
 
 from app.i18n import content
 from tests.app.test_i18n_numbers import signed_zeros
@@ -25,7 +26,7 @@ def _section_shown(at, lang: str, key: str) -> bool:
     return fixed in _said(at)
 
 
-@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("lang", list(LANGS))
 def test_sqrt_dk_note_follows_dk(lang):
     at = run_page("attention.py", lang)
     assert_clean(at)
@@ -39,7 +40,7 @@ def test_sqrt_dk_note_follows_dk(lang):
         assert shown == [key], (dk, shown)
 
 
-@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("lang", list(LANGS))
 def test_smoothing_note_follows_epsilon(lang):
     at = run_page("recipe.py", lang)
     assert_clean(at)

@@ -10,6 +10,7 @@ import shutil
 import time
 
 import pytest
+from app.i18n import LANGS
 
 from app.i18n import catalogue
 from app.format import number
@@ -91,7 +92,7 @@ def test_walk_the_tour_in_both_languages_and_open_a_stop_from_its_link():
     with streamlit_server() as url, playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            for lang in ("en", "ko"):
+            for lang in LANGS:
                 context = browser.new_context(viewport={"width": 1300, "height": 1800})
                 _walk(new_page(context), url, lang, answer_all=lang == "en")
                 context.close()

@@ -10,6 +10,7 @@ import json
 
 import numpy as np
 import pytest
+from app.i18n import LANGS
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -225,7 +226,7 @@ section.render()
 """)
 
 
-@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("lang", list(LANGS))
 def test_family_page_opens_a_real_vit_on_a_picture(tmp_path, monkeypatch, lang):
     """The ViT section finds a ViT in pretrained/ (none in the cache), shows a shipped picture's five most
     probable classes with their names from id2label (escaped once, in the figure), one attention tile per head of

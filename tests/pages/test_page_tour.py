@@ -1,6 +1,7 @@
 """The guided tour in AppTest: every step's question answered right and wrong in both languages, its page's
 inputs named as that page names them, a link to step N, the buttons, and the answers following the inputs."""
 import pytest
+from app.i18n import LANGS
 
 from app.i18n import catalogue
 from app.pages_list import PAGES
@@ -41,7 +42,7 @@ def test_every_setting_is_the_pages_own_key_and_link_name(page):
             assert names[s.key] == s.url, f"step {step.id}: {page}'s {s.key} is `{names[s.key]}` in its link"
 
 
-@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("lang", list(LANGS))
 def test_walk_the_whole_tour(lang):
     cat = catalogue(lang)
     at = run_page("tour.py", lang)
