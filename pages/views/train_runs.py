@@ -69,22 +69,15 @@ def run_actions(mgr, owner: str, r: dict) -> None:
             error(e)
         else:
             st.toast(t("train.stopping"))
-    if "resume" in cols and cols["resume"].button(t("train.action.resume"), icon=":material/play_arrow:",
-                                                  key=f"resume-{rid}"):
-        try:
-            mgr.resume(rid, owner=owner)
-        except UserError as e:
-            error(e)
-        else:
-            st.rerun(scope="app")
-    if "restart" in cols and cols["restart"].button(t("train.action.restart"), icon=":material/restart_alt:",
-                                                    key=f"restart-{rid}"):
-        try:
-            mgr.restart(rid, owner=owner)
-        except UserError as e:
-            error(e)
-        else:
-            st.rerun(scope="app")
+    for action, icon, do in (("resume", ":material/play_arrow:", mgr.resume),
+                             ("restart", ":material/restart_alt:", mgr.restart)):  # go on, or start again
+        if action in cols and cols[action].button(t(f"train.action.{action}"), icon=icon, key=f"{action}-{rid}"):
+            try:
+                do(rid, owner=owner)
+            except UserError as e:
+                error(e)
+            else:
+                st.rerun(scope="app")
     inspect_label = t("train.open_family") if r["task"] in FAMILY_MEMBER else t("train.action.inspect")
     if "inspect" in cols and cols["inspect"].button(inspect_label, icon=":material/search:", key=f"inspect-{rid}"):
         path = mgr.model_dir(rid)
