@@ -61,6 +61,8 @@ def timed(fn, n: int) -> list[float]:
 
 def main() -> dict:
     from app.charts.heatmaps import head_grid
+    from app.charts.style import ready_figure
+    from app.fast.chart import payload
     from model.inference.decode import greedy_decode, translate
     from model.hub import load_pretrained
     from model.lessons.probe import kind_weights
@@ -86,7 +88,7 @@ def main() -> dict:
         figs = []
         for kind in ("encoder_self", "decoder_self", "cross"):
             w = kind_weights(res.attention, kind)
-            figs += timed(lambda: head_grid(w, layer_title="layer", head_title="head").to_json(), 3)
+            figs += timed(lambda: payload(ready_figure(head_grid(w, layer_title="layer", head_title="head")), {}, ""), 3)
     result = {
         "parameters": params, "threads": torch.get_num_threads(),
         "import_s": {"min": min(loads), "median": statistics.median(loads)},

@@ -1,6 +1,7 @@
 """One palette, one attention colour scale, one escaping of labels, shared layout helpers."""
 from __future__ import annotations
 
+import base64
 import functools
 import html
 import json
@@ -183,7 +184,7 @@ def ready_figure(fig) -> ReadyFigure:
     if isinstance(fig, ReadyFigure):
         return fig
     import plotly.io as pio
-    d = json.loads(pio.to_json(fig, validate=False))
+    d = json.loads(pio.to_json(typed_arrays(fig) if isinstance(fig, dict) else fig, validate=False))
     if isinstance(fig, dict):  # a figure dict gets the template plotly gives a go.Figure
         d.setdefault("layout", {}).setdefault("template", default_template(pio.templates.default))
     layout = d.setdefault("layout", {})
@@ -194,6 +195,43 @@ def ready_figure(fig) -> ReadyFigure:
         layout["legend"] = {**(layout.get("legend") or {}), **fitted["legend"]}
     toolbar_room(layout)
     return ReadyFigure(d)
+
+
+# numpy dtypes that Plotly.js reads from a typed-array spec, by the short names it uses
+_SHORT_TYPES = {"int8": "i1", "uint8": "u1", "int16": "i2", "uint16": "u2", "int32": "i4", "uint32": "u4",
+                "float32": "f4", "float64": "f8"}
+
+
+def _typed_array(a: np.ndarray):
+    """A numeric array as Plotly.js's typed-array spec (dtype, base64 bytes, shape), as a go.Figure sends it:
+    a 64-bit integer array narrowed to the smallest type that holds it; any other array (text, booleans, empty)
+    stays as it is."""
+    if a.size and a.dtype.kind in "iu" and a.dtype.itemsize == 8:
+        for small in ((np.int8, np.int16, np.int32) if a.dtype.kind == "i" else (np.uint8, np.uint16, np.uint32)):
+            info = np.iinfo(small)
+            if info.min <= a.min() and a.max() <= info.max:
+                a = a.astype(small)
+                break
+    short = _SHORT_TYPES.get(str(a.dtype))
+    if short is None or not a.size:
+        return a
+    spec = {"dtype": short, "bdata": base64.b64encode(np.ascontiguousarray(a).tobytes()).decode("ascii")}
+    if a.ndim > 1:
+        spec["shape"] = ", ".join(str(n) for n in a.shape)
+    return spec
+
+
+def typed_arrays(value: typing.Any) -> typing.Any:
+    """A figure dict with every numeric numpy array in it as a typed-array spec: base64 is about half the bytes of
+    the numbers written as text, and the server writes it in a fraction of the time (a 6 x 8 head grid: 0.7 MB of
+    text against 0.4 MB)."""
+    if isinstance(value, np.ndarray):
+        return _typed_array(value)
+    if isinstance(value, dict):
+        return {k: typed_arrays(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [typed_arrays(v) for v in value]
+    return value
 
 
 def _fitted_layout(data, layout) -> dict:
