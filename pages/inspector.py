@@ -280,8 +280,8 @@ def _add_word(key: str, known: frozenset[str] | None = None) -> None:
 
 
 # The palette (a button for each of the model's ~350 words) is drawn only while its box is open, and only its
-# open word group: drawn closed, its buttons took ~0.3 s of the browser's work each time the page opened (issue
-# 13, docs/benchmarks.md). The box is a fragment: opening it or another word group reruns the box only; a word
+# open word group: drawn closed, its buttons were a large part of the browser's work each time the page opened
+# (docs/benchmarks.md). The box is a fragment: opening it or another word group reruns the box only; a word
 # click changes the sentence, so the sentence's section then reruns (_add_word).
 @st.fragment
 def palette_box(groups, palette: dict, known: frozenset[str] | None = None) -> None:

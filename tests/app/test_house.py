@@ -105,13 +105,27 @@ def test_app_uses_public_apis_only(path):
 
 
 def code_comments_and_docstrings(path: Path):
+    """(line, text) of every string and every block of comments on consecutive lines, each block as one text (a
+    reference split over two lines, "(issue" and "# 13", is read whole)."""
     text = path.read_text(encoding="utf-8")
+    block, start, last = [], 0, -2
     for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-        if tok.type in (tokenize.COMMENT, tokenize.STRING):
+        if tok.type == tokenize.COMMENT:
+            if tok.start[0] != last + 1 and block:
+                yield start, " ".join(block)
+                block = []
+            if not block:
+                start = tok.start[0]
+            block.append(tok.string.lstrip("#").strip())
+            last = tok.start[0]
+        elif tok.type == tokenize.STRING:
             yield tok.start[0], tok.string
+    if block:
+        yield start, " ".join(block)
 
 
-ISSUE = re.compile(r"\b[Ii]ssues? #?\d+")
+# an issue's number, or the number of an earlier session's stop (a tour's stop is numbered by its section, "3.2.3")
+ISSUE = re.compile(r"\b[Ii]ssues? #?\d+|\b[Ss]tops? \d+\b(?!\.\d)")
 
 
 @pytest.mark.parametrize("path", python_files(*CODE_DIRS, "tests", "bench", "tools"), ids=rel)

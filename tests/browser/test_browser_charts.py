@@ -218,7 +218,7 @@ CALLS_JS = """async ([stub, figures, scenarios]) => {
 
 
 def test_a_chart_called_again_while_loading_keeps_one_plot_of_the_newest_figure():
-    """The CI's recipe page (stop 38) once held two empty plots: the schedule's slider moved twice, Streamlit
+    """The recipe page once held, in CI, two empty plots: the schedule's slider moved twice, Streamlit
     called the chart's script again before the first call had returned, and the first call's cleanup, run at
     once, emptied the element's plot and left it on the page beside the new one. Whatever order the calls and
     their cleanups come in, the element holds one plot, of the newest figure, and none once it is gone."""
