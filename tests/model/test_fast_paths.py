@@ -1,7 +1,7 @@
 """model/nn/fast: the fast paths beside the plain formulas of model/nn. With the one switch on (the default) or
 off, the whole model gives the same loss and gradients, and the trainer's step runs, through the fast paths or
-without touching them. Each fast path is also held to its plain formula in its own test file: test_linear.py,
-test_dropout.py, test_output_loss.py."""
+without touching them. Each fast path is also held to its plain formula in its own test file: test_dropout.py
+and test_output_loss.py."""
 from __future__ import annotations
 
 import math
@@ -17,10 +17,10 @@ from model.nn.transformer import Transformer
 def test_the_switch_and_the_table_decide_every_fast_path():
     cpu, cuda, mps = torch.device("cpu"), torch.device("cuda"), torch.device("mps")
     assert fast.FAST is True  # the default: the measured faster way
-    assert set(fast.WHERE) == {"linear", "dropout", "loss"}
+    assert set(fast.WHERE) == {"dropout", "loss"}
     assert all(fast.use(trick, cpu) for trick in fast.WHERE)
     assert fast.use("dropout", cuda) and fast.use("dropout", mps)  # torch's fused kernel there
-    assert not fast.use("linear", cuda) and not fast.use("loss", cuda)
+    assert not fast.use("loss", cuda)
     with fast.switched(False):
         assert fast.FAST is False and not any(fast.use(t, d) for t in fast.WHERE for d in (cpu, cuda, mps))
     assert fast.FAST is True
@@ -55,7 +55,7 @@ def test_the_trainer_runs_a_step_either_way(tmp_path, monkeypatch, fast_paths):
     with it off."""
     from model.training import train as trainer
     from model.training.run_files import read_metrics
-    calls = {name: 0 for name in ("linear", "dropout", "projected_cross_entropy")}
+    calls = {name: 0 for name in ("dropout", "projected_cross_entropy")}
     for name in calls:
         real = getattr(fast, name)
 
