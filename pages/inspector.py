@@ -4,16 +4,16 @@ from pathlib import Path
 import streamlit as st
 
 from pages.views import inspector as ins
+from pages.views.inspector_hub import hub_box
 from app.charts.curves import bar_chart
 from app.charts.export import csv_text
 from app.charts.headview import head_view
 from app.charts.heatmaps import attention_heatmap, head_grid, matrix_heatmap
 from app.i18n import UserError, options, t
 from app.resources import (available_models, card, fill_mask, forward_pass, lm_positions, load_model, next_token,
-                           pretrained_dir, shared_figure, shared_table, shared_view, translation, vocabulary,
+                           shared_figure, shared_table, shared_view, translation, vocabulary,
                            weights_stamp)
 from app.state import OneBased, between, keep, open_box, open_box_now, open_tabs
-from model.hub.fetch import FetchError, fetch
 from app.ui import error, show_figure, show_matrix, table, text
 from model.training.checkpoint import CheckpointError
 from model.inference.decode import lm_sample, top_candidates
@@ -35,22 +35,7 @@ if wanted:
     if match:
         st.session_state["insp_model"] = match[0]
 choice = st.selectbox(t("inspector.model"), names, **keep("insp_model", names[0], url="model", valid=names))
-with st.expander(t("inspector.hub.expander")):
-    text("inspector.pretrained", folder=str(pretrained_dir()))
-    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-    repo = c1.text_input(t("inspector.hub.name"), **keep("insp_hub_name", "Helsinki-NLP/opus-mt-en-de", url="hub"))
-    if c2.button(t("inspector.hub.download"), key="insp_hub_fetch"):
-        with st.spinner(t("inspector.hub.downloading")):
-            try:
-                fetch(repo.strip())
-            except FetchError as e:  # offline or a mistyped name is a situation to explain, not a failure
-                if e.code in ("offline", "bad_name", "unreachable"):
-                    st.warning(t(f"inspector.hub.{e.code}"))
-                else:
-                    error(UserError(f"inspector.hub.{e.code}"), detail=str(e))
-            else:
-                st.session_state["insp_model"] = f"pretrained: {repo.strip()}"
-                st.rerun()
+hub_box()
 path = models[choice]
 try:
     loaded = load_model(path)
@@ -65,6 +50,8 @@ if tok is None:
 arch = cfg.architecture
 facts = card(path)
 st.caption(" · ".join(ins.summary(facts)))
+for line in ins.conversion_lines(loaded.meta):  # what the import changed (float16 weights read as float32)
+    st.caption(line)
 with st.expander(t("inspector.card.expander")):
     table(shared_view("card_rows", (str(path), stamp), lambda: ins.card_rows(facts)),
           key="insp-card")

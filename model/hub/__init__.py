@@ -212,7 +212,7 @@ def _load_pretrained(folder: Path, device, available: int | None, dtype) -> Load
     guard.check_dtypes(shapes, path.name)
     guard.check_agreement(kind, hf, shapes)
     guard.check_budget(guard.stored_need(shapes), path.name, available)
-    weights, notes = guard.check_values(read_weights(path) if state is None else state, path.name,
+    weights, converted = guard.check_values(read_weights(path) if state is None else state, path.name,
                                         copy=state is not None)
     family = family_module(kind)
     try:
@@ -228,8 +228,9 @@ def _load_pretrained(folder: Path, device, available: int | None, dtype) -> Load
     meta: dict[str, Any] = {"source": "pretrained", "family": family.__name__.rsplit(".", 1)[-1],
                             "model_type": hf["model_type"], "hf_name": hf.get("_name_or_path") or folder.name,
                             "licence": licence(folder, hf), "folder": str(folder), **family.meta(hf)}
-    if notes:  # what was converted on the way (float16 weights read as float32)
-        meta["notes"] = notes
+    if converted:  # what was converted on the way (float16 weights read as float32): {stored dtype: tensors}
+        meta["converted"] = converted
+        meta["notes"] = [f"{n} tensors stored as {dtype} were converted to float32" for dtype, n in converted.items()]
     if pooling(outer):  # a sentence-embedding model: how its token vectors become one sentence vector
         meta["pooling"] = pooling(outer)
     if dtype is not None:

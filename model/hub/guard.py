@@ -352,8 +352,9 @@ def check_config_need(config, where: str, available: int | None = None) -> None:
 # -----------------------------------------------------------------------------
 # values
 
-def check_values(weights: dict, where: str, copy: bool = False) -> tuple[dict, list[str]]:
-    """float32 weights, and notes on what was converted; HubError for a tensor holding NaN or infinity.
+def check_values(weights: dict, where: str, copy: bool = False) -> tuple[dict, dict[str, int]]:
+    """float32 weights, and what was converted: {stored dtype: how many tensors}; HubError for a tensor holding
+    NaN or infinity.
     copy=True copies float32 tensors too (a memory-mapped file's tensors become the process's own)."""
     import torch
     out, converted = {}, {}
@@ -373,5 +374,4 @@ def check_values(weights: dict, where: str, copy: bool = False) -> tuple[dict, l
             raise _hub_error(f"{where}: {bad:,} of the {t.numel():,} values of the weight {name} are not finite "
                              f"({kind}); a model with such weights computes nothing meaningful")
         out[name] = t
-    notes = [f"{len(names)} tensors stored as {dtype} were converted to float32" for dtype, names in converted.items()]
-    return out, notes
+    return out, {dtype: len(names) for dtype, names in converted.items()}

@@ -161,6 +161,12 @@ def score_note(facts: CardFacts) -> str | None:
     return t("inspector.card.score_note", paper=PAPER_BLEU_EN_DE) if facts.character_bleu else None
 
 
+def conversion_lines(meta: dict) -> list[str]:
+    """What loading a pretrained checkpoint converted, a sentence per stored type (meta["converted"]:
+    {dtype: tensors}); nothing for a checkpoint read as stored."""
+    return [t("inspector.converted", n=n, dtype=code_span(dtype)) for dtype, n in (meta.get("converted") or {}).items()]
+
+
 def summary(facts: CardFacts) -> list[str]:
     """The short facts beside the model's name."""
     out = [arch_text(facts), f"d_model={facts.d_model}", f"h={facts.n_heads}", layers_text(facts),

@@ -9,7 +9,7 @@ import pytest
 from app.i18n import LANGS
 
 from tests.apptest_read import figures, tables, title
-from tests.apptest_util import assert_clean, run_page
+from tests.apptest_util import assert_clean, pretrained_runner, run_page
 
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("regex")
@@ -28,6 +28,11 @@ def pretrained(tmp_path_factory):
     (base / "gpt2-tiny").mkdir()
     make_gpt2(base / "gpt2-tiny")
     make_bert(base / "bert-tiny")
+    (base / "gpt2-half").mkdir()  # the same GPT-2 stored in float16, as many checkpoints on the Hub are
+    make_gpt2(base / "gpt2-half")
+    from safetensors.torch import load_file, save_file
+    weights = base / "gpt2-half" / "model.safetensors"
+    save_file({k: v.half().contiguous() for k, v in load_file(weights).items()}, weights, metadata={"format": "pt"})
     (base / "not-a-model").mkdir()
     (base / "not-a-model" / "config.json").write_text(json.dumps({"model_type": "t5"}))
     return base
@@ -35,16 +40,7 @@ def pretrained(tmp_path_factory):
 
 @pytest.fixture
 def use(pretrained, monkeypatch, tmp_path):
-    monkeypatch.setenv("ATLAS_PRETRAINED_DIR", str(pretrained))
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
-
-    def run(name: str, text: str, lang: str = "en"):
-        def setup(at):
-            at.session_state["insp_model"] = f"pretrained: {name}"
-            at.session_state["insp_for"] = f"pretrained: {name}"
-            at.session_state["insp_text"] = text
-        return run_page("inspector.py", lang, setup=setup, timeout=180)
-    return run
+    return pretrained_runner(pretrained, monkeypatch, tmp_path / "empty-cache")
 
 
 def card(at) -> dict:
@@ -73,6 +69,23 @@ def test_a_marian_model_translates_and_shows_all_attention(use, lang):
     differences = " ".join(str(v) for v in facts.values())
     assert "activation=swish" in differences and "pe_layout=halves" in differences
     assert "apache-2.0" in facts.values()
+
+
+@pytest.mark.parametrize("lang", list(LANGS))
+def test_a_float16_checkpoint_says_it_was_converted(use, pretrained, lang):
+    """The import reads float16 weights as float32; the page says so in the learner's language, under the card's
+    summary, and says nothing of it for a checkpoint stored in float32."""
+    from safetensors import safe_open
+
+    from app.i18n import catalogue, fill
+    with safe_open(str(pretrained / "gpt2-half" / "model.safetensors"), "pt") as f:
+        n = len(list(f.keys()))
+    said = fill(catalogue(lang)["inspector.converted"], {"n": n, "dtype": "`float16`"})
+    half = use("gpt2-half", "The cat", lang)
+    assert_clean(half)
+    assert said in [c.value for c in half.caption], [c.value for c in half.caption]
+    plain = use("gpt2-tiny", "The cat", lang)
+    assert not [c.value for c in plain.caption if "float32" in c.value]
 
 
 def test_gpt2_predicts_the_next_token(use):
@@ -113,7 +126,7 @@ def test_overview_table_counts_imported_models_beside_the_paper(pretrained, monk
     assert_clean(at)
     table = tables(at)[0]
     names = list(table.iloc[:, 0])
-    assert len(names) == 20 + 3, names  # Table 3's 20 rows, and the three runnable folders (not-a-model is left out)
+    assert len(names) == 20 + 4, names  # Table 3's 20 rows, and the four runnable folders (not-a-model is left out)
     marian_row = table[table.iloc[:, 0].str.contains("opus-mt-tiny")].iloc[0]
     ours = load_pretrained(pretrained / "opus-mt-tiny").model.num_parameters()
     assert marian_row.iloc[1] == f"{ours:,}" and ours > 1000  # the computed count, right after the name
