@@ -23,6 +23,23 @@ def run_page(file: str | None = None, lang: str = "en", timeout: float = 120, se
     return at
 
 
+def pretrained_runner(folder: Path, monkeypatch, cache: Path):
+    """run(name, text=None, lang="en"): the inspector on the pretrained model `name` of `folder` (where a learner
+    puts them, $ATLAS_PRETRAINED_DIR), with `text` as its sentence (None: the model's first example), and no Hugging
+    Face cache (`cache` an empty folder)."""
+    monkeypatch.setenv("ATLAS_PRETRAINED_DIR", str(folder))
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+
+    def run(name: str, text: str | None = None, lang: str = "en") -> AppTest:
+        def setup(at):
+            at.session_state["insp_model"] = f"pretrained: {name}"
+            if text is not None:
+                at.session_state["insp_for"] = f"pretrained: {name}"
+                at.session_state["insp_text"] = text
+        return run_page("inspector.py", lang, setup=setup, timeout=180)
+    return run
+
+
 def assert_clean(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
 

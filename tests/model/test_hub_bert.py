@@ -96,7 +96,8 @@ def _make(folder, *, seed=0, cls_name="BertForMaskedLM", tokenizer_config=None, 
                      tokenizer_config=tokenizer_config)
 
 
-def _reference(folder, cls_name="BertForMaskedLM"):
+def reference(folder, cls_name="BertForMaskedLM"):
+    """transformers' model `cls_name` read from `folder`, with eager attention (its weights are returned)."""
     return getattr(transformers, cls_name).from_pretrained(folder, attn_implementation="eager").eval()
 
 
@@ -132,7 +133,7 @@ def _ours(loaded, ids, mask=None):
 
 
 def test_logits_and_attention_match_transformers(tiny, loaded):
-    ref = _reference(tiny)
+    ref = reference(tiny)
     tok = loaded.tokenizer
     for text in SENTENCES[:6]:
         ids = [[tok.bos_id, *tok.encode(text), tok.eos_id]]
@@ -149,7 +150,7 @@ def test_logits_and_attention_match_transformers(tiny, loaded):
 
 
 def test_padded_batch_matches_transformers(tiny, loaded):
-    ref = _reference(tiny)
+    ref = reference(tiny)
     tok = loaded.tokenizer
     rows = [[tok.bos_id, *tok.encode(t), tok.eos_id] for t in ("The cat sat on the mat.", "Hello [MASK]!")]
     L = max(map(len, rows))
@@ -165,7 +166,7 @@ def test_padded_batch_matches_transformers(tiny, loaded):
 
 
 def test_fill_mask_top_is_transformers_argmax(tiny, loaded):
-    ref = _reference(tiny)
+    ref = reference(tiny)
     for text in ("Paris is the [MASK] of France.", "[MASK] cat sat on the [MASK] .", "I love you"):
         res = bert.fill_mask(loaded, text, top=5)
         tok = loaded.tokenizer
@@ -248,7 +249,7 @@ def test_gelu_new_pretraining_gamma_beta_bin(tmp_path):
     """hidden_act gelu_new (tanh GELU); a BertForPreTraining checkpoint (pooler and next-sentence head
     dropped); LayerNorm tensors named gamma/beta in a pytorch_model.bin, with the tied decoder saved."""
     folder = _make(tmp_path / "pt", seed=1, cls_name="BertForPreTraining", hidden_act="gelu_new")
-    ref = _reference(folder, "BertForPreTraining")
+    ref = reference(folder, "BertForPreTraining")
     from safetensors.torch import load_file
     state = load_file(str(folder / "model.safetensors"))
     assert any(k.startswith("bert.pooler.") for k in state) and any(k.startswith("cls.seq_relationship") for k in state)
@@ -271,7 +272,7 @@ def test_gelu_new_pretraining_gamma_beta_bin(tmp_path):
 
 def test_untied_output_layer(tmp_path):
     folder = _make(tmp_path / "untied", seed=2, tie_word_embeddings=False)
-    ref = _reference(folder)
+    ref = reference(folder)
     loaded = load_pretrained(folder)
     assert not loaded.config.tie_embeddings
     ids = [[2, *loaded.tokenizer.encode("The cat sat on the mat."), 3]]
@@ -337,7 +338,7 @@ def _labelled(folder, cls_name, **overrides):
 def _same_as_transformers(folder, cls_name, pair=("The cat sat on the mat.", "Hello world!")):
     """Our load of `folder` against transformers' `cls_name` on a sentence and a pair: every attention map within
     1e-5, and the head's logits (or, without a head, the last hidden states) within 1e-4. Returns ours."""
-    loaded, ref = load_pretrained(folder), _reference(folder, cls_name)
+    loaded, ref = load_pretrained(folder), reference(folder, cls_name)
     res = bert.fill_mask(loaded, pair[0], text_b=pair[1])
     ids, seg = torch.tensor([res.ids]), torch.tensor([res.segments])
     with torch.no_grad():
@@ -438,7 +439,7 @@ def test_a_pair_given_to_a_model_with_one_segment_is_read_as_segment_0(tmp_path)
     """type_vocab_size 1: there is no embedding for segment 1, so sentence B is read as segment 0 (said by
     one_segment), as transformers reads it with token_type_ids all 0 — never an IndexError."""
     folder = _make(tmp_path / "one", type_vocab_size=1)
-    loaded, ref = load_pretrained(folder), _reference(folder)
+    loaded, ref = load_pretrained(folder), reference(folder)
     res = bert.fill_mask(loaded, "the [MASK] sat", text_b="on the mat")
     assert res.one_segment and set(res.segments) == {0}
     with torch.no_grad():
@@ -474,7 +475,7 @@ def test_size_summary_counts_what_we_load(tiny, loaded):
 def test_fill_mask_of_a_sentence_pair_uses_segment_ids_like_transformers(tiny, loaded):
     """A pair [CLS] A [SEP] B [SEP]: B's tokens get segment 1, and our logits equal transformers' with the
     same token_type_ids (and differ from reading B as segment 0, so the segment embedding really counts)."""
-    ref = _reference(tiny)
+    ref = reference(tiny)
     res = bert.fill_mask(loaded, "the [MASK] sat", text_b="on the mat", top=3)
     n_a = res.ids.index(loaded.tokenizer.eos_id) + 1
     assert res.segments == [0] * n_a + [1] * (len(res.ids) - n_a) and res.ids[-1] == loaded.tokenizer.eos_id

@@ -13,7 +13,7 @@ transformers = pytest.importorskip("transformers")
 
 from model.hub import HubError, known_family, load_pretrained, size_summary  # noqa: E402
 from model.hub import bert  # noqa: E402
-from tests.model.test_hub_bert import _edit_config, _ours, save_tiny  # noqa: E402
+from tests.model.test_hub_bert import _edit_config, _ours, reference, save_tiny  # noqa: E402
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = ["the", "a", "is", "of", "and", "cat", "sat", "on", "mat", "paris", "capital", "france", "hello", "world",
@@ -45,7 +45,7 @@ def _make(folder, *, seed=0, cls_name="DistilBertForMaskedLM", tokenizer_config=
 
 
 def _reference(folder, cls_name="DistilBertForMaskedLM"):
-    return getattr(transformers, cls_name).from_pretrained(folder, attn_implementation="eager").eval()
+    return reference(folder, cls_name)
 
 
 @pytest.fixture(scope="module")

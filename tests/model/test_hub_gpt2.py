@@ -85,17 +85,17 @@ def write_tokenizer(folder, n_merges: int = 60) -> dict[str, int]:
     return vocab
 
 
-def make_gpt2(folder, seed: int = 0, **overrides):
-    """A tiny random GPT2LMHeadModel saved with our tiny BPE in `folder`; returns transformers' model
-    reloaded from the folder with eager attention."""
+def make_gpt2(folder, seed: int = 0, cls_name: str = "GPT2LMHeadModel", **overrides):
+    """A tiny random GPT-2 (`cls_name`: GPT2LMHeadModel, or GPT2Model without a head) saved with our tiny BPE in
+    `folder`; returns transformers' model reloaded from the folder with eager attention."""
     vocab = write_tokenizer(folder)
     eot = vocab[EOT]
     kw = dict(vocab_size=len(vocab), n_embd=32, n_layer=2, n_head=4, n_positions=64,
               bos_token_id=eot, eos_token_id=eot)
     kw.update(overrides)
-    cfg = transformers.GPT2Config(**kw)
+    cls = getattr(transformers, cls_name)
     torch.manual_seed(seed)
-    model = transformers.GPT2LMHeadModel(cfg)
+    model = cls(transformers.GPT2Config(**kw))
     with torch.no_grad():  # larger than the default 0.02 init, so that the maps are not all uniform
         for p in model.parameters():
             if p.dim() > 1:
@@ -103,7 +103,7 @@ def make_gpt2(folder, seed: int = 0, **overrides):
             else:  # biases around 0, LayerNorm gains around 1
                 p.add_(torch.randn_like(p) * 0.1)
     model.save_pretrained(folder)
-    return transformers.GPT2LMHeadModel.from_pretrained(folder, attn_implementation="eager").eval()
+    return cls.from_pretrained(folder, attn_implementation="eager").eval()
 
 
 @pytest.fixture(scope="module")
@@ -287,20 +287,8 @@ def test_size_summary_counts_what_we_load(pair):
 # ----------------------------------------------------------------------------- GPT2Model: no head
 
 def make_gpt2_model(folder, seed: int = 2, **overrides):
-    """A tiny random GPT2Model (no language-model head) saved with save_pretrained, as a fine-tuned feature
-    extractor is; returns transformers' model reloaded from the folder with eager attention."""
-    vocab = write_tokenizer(folder)
-    eot = vocab[EOT]
-    kw = dict(vocab_size=len(vocab), n_embd=32, n_layer=3, n_head=4, n_positions=48, bos_token_id=eot,
-              eos_token_id=eot)
-    kw.update(overrides)
-    torch.manual_seed(seed)
-    model = transformers.GPT2Model(transformers.GPT2Config(**kw))
-    with torch.no_grad():
-        for p in model.parameters():
-            p.normal_(0.0, 0.3) if p.dim() > 1 else p.add_(torch.randn_like(p) * 0.1)
-    model.save_pretrained(folder)
-    return transformers.GPT2Model.from_pretrained(folder, attn_implementation="eager").eval()
+    """A tiny random GPT2Model (no language-model head), as a fine-tuned feature extractor is saved."""
+    return make_gpt2(folder, seed, "GPT2Model", **{"n_layer": 3, "n_positions": 48, **overrides})
 
 
 @pytest.fixture(scope="module")

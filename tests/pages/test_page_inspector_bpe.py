@@ -5,7 +5,7 @@ import pytest
 from app.i18n import LANGS, catalogue
 
 from tests.apptest_read import figures, title
-from tests.apptest_util import assert_clean, run_page
+from tests.apptest_util import assert_clean, pretrained_runner
 
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
@@ -27,17 +27,7 @@ def pretrained(tmp_path_factory):
 
 @pytest.fixture
 def use(pretrained, monkeypatch, tmp_path):
-    monkeypatch.setenv("ATLAS_PRETRAINED_DIR", str(pretrained))
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
-
-    def run(name: str, text: str | None, lang: str = "en"):
-        def setup(at):
-            at.session_state["insp_model"] = f"pretrained: {name}"
-            if text is not None:
-                at.session_state["insp_for"] = f"pretrained: {name}"
-                at.session_state["insp_text"] = text
-        return run_page("inspector.py", lang, setup=setup, timeout=180)
-    return run
+    return pretrained_runner(pretrained, monkeypatch, tmp_path / "empty-cache")
 
 
 @pytest.mark.parametrize("lang", list(LANGS))
