@@ -120,17 +120,32 @@ def rerun(page, timeout=120_000, draw_all: bool = True):
         if time.time() > deadline:
             raise TimeoutError(f"no script run finished within {timeout / 1000:.0f} s of the action")
         page.wait_for_timeout(50)
-    wait_idle(page, timeout, draw_all)
+    wait_idle(page, timeout, draw_all, run_seen=True)
 
 
-def wait_idle(page, timeout=120_000, draw_all: bool = True):
-    """Wait until Streamlit's script run has finished (its running indicator is gone); then, unless `draw_all`
-    is false, draw every chart of the page (draw_all_charts)."""
+# Resolves once the page's DOM has not changed for `quiet` ms, or after `cap` ms in any case (a page that animates,
+# such as a live training curve, is never still).
+DOM_QUIET_JS = """([quiet, cap]) => new Promise((resolve) => {
+  let timer = null;
+  const done = () => { observer.disconnect(); clearTimeout(timer); clearTimeout(limit); resolve(true); };
+  const observer = new MutationObserver(() => { clearTimeout(timer); timer = setTimeout(done, quiet); });
+  observer.observe(document.body, {subtree: true, childList: true, attributes: true, characterData: true});
+  timer = setTimeout(done, quiet);
+  const limit = setTimeout(done, cap);
+})"""
+STATUS_GONE_JS = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+
+
+def wait_idle(page, timeout=120_000, draw_all: bool = True, run_seen: bool = False):
+    """Wait until Streamlit's script run has finished (its running indicator is gone) and the browser has drawn
+    what it sent (the page still for a moment); then, unless `draw_all` is false, draw every chart of the page
+    (draw_all_charts). Without `run_seen` (rerun() saw the run end), first give a run that is starting the time
+    to show its indicator. A fixed pause after the run waited as long on a quiet machine as on a loaded one."""
     page.wait_for_selector("[data-testid='stMain'] h1", timeout=timeout)
-    page.wait_for_timeout(300)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
-    page.wait_for_timeout(800)
+    if not run_seen:
+        page.wait_for_timeout(300)
+    page.wait_for_function(STATUS_GONE_JS, timeout=timeout)
+    page.evaluate(DOM_QUIET_JS, [250, 800])
     if draw_all:
         draw_all_charts(page)
 
@@ -148,7 +163,7 @@ def draw_all_charts(page) -> int:
 
 
 # No chart element of the page holds two boxes, or a plot that was emptied (Plotly's purge leaves the plot's class
-# and takes its figure): a call's cleanup run on a newer call's chart did both (stop 38). An element whose first
+# and takes its figure): a call's cleanup run on a newer call's chart did both, once. An element whose first
 # figure is still on its way (a run going on while the test reads) holds no box yet, or one not drawn: not flagged.
 CHART_BOXES_JS = """() => [...document.querySelectorAll("[class*='st-key-atlas-chart-']")].map((el) => {
     const boxes = [...el.querySelectorAll('.atlas-chart')];

@@ -104,7 +104,7 @@ def act(page, action: str, key: str, arg) -> None:
             raise ValueError(action)
 
 
-def snapshot(page, settle_ms: int = 1000, tries: int = 40) -> dict:
+def snapshot(page, settle_ms: int = 500, tries: int = 60) -> dict:
     """Inputs and figure numbers once the page has settled: two reads `settle_ms` apart that agree (on a
     loaded machine, widgets inside columns and the charts can arrive seconds after the script run ends)."""
     wait_idle(page)
@@ -200,7 +200,7 @@ CHOICES_JS = """() => {
 }"""
 
 
-def settled(page, js: str, expect=None, tries: int = 40, pause_ms: int = 750):
+def settled(page, js: str, expect=None, tries: int = 60, pause_ms: int = 500):
     """What `js` reads once the page has settled: two reads `pause_ms` apart that agree (on a loaded machine
     widgets in columns and fragments can arrive seconds after the run ends), or, given `expect`, as soon as
     a read equals it. A widget drawn without its choice stays so, and the last read is returned."""

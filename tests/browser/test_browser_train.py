@@ -97,13 +97,12 @@ def test_train_leave_return_inspect(tmp_path):
             page.get_by_role("button", name="인스펙터에서 열기").click()
             page.wait_for_url("**/inspector?**", timeout=60_000)
             settle(page)
-            page.wait_for_timeout(3000)
-            page.screenshot(path=str(SHOTS / "browser-train-inspector-ko.png"), full_page=True)
             # The inspector's model picker shows this run (a selectbox: its text is not in innerText).
             page.wait_for_function(
                 """name => [...document.querySelectorAll("[data-testid='stSelectbox'] *, input")].some(
                        e => (e.textContent || "").includes(name) || (e.value || "").includes(name))""",
                 arg=run_dirs[0].name, timeout=30_000)
+            page.screenshot(path=str(SHOTS / "browser-train-inspector-ko.png"), full_page=True)
 
             # A new sentence reruns the inspector's sentence section only; but after newer weights of the open
             # model (a run saving a checkpoint), it reruns the whole page, whose card describes the weights.
