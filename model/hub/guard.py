@@ -367,7 +367,11 @@ def check_values(weights: dict, where: str, copy: bool = False) -> tuple[dict, d
             t = t.float()
         elif copy:
             t = t.clone()
-        bad = int((~torch.isfinite(t)).sum()) if t.numel() else 0
+        # one pass without a mask the tensor's size: the smallest and largest value are NaN if any is, and
+        # infinite if any is; the values are counted only when a weight fails
+        bad = 0
+        if t.numel() and not all(map(math.isfinite, (float(x) for x in torch.aminmax(t)))):
+            bad = int((~torch.isfinite(t)).sum())
         if bad:
             nan = int(torch.isnan(t).sum())
             kind = "NaN" if nan == bad else ("infinite" if nan == 0 else "NaN or infinite")

@@ -393,3 +393,17 @@ def test_every_family_is_guarded():
     for family in FAMILIES:
         assert SIZE_KEYS.get(family) and AGREE.get(family) and LAYERS.get(family), family
         assert set(AGREE[family]) | set(LAYERS[family]) <= set(SIZE_KEYS[family]), family
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("where", [0, 777, 4095])
+def test_one_value_that_is_not_finite_anywhere_in_a_weight_is_found(dtype, value, where):
+    """The value check reads each weight's smallest and largest value in one pass: one NaN or infinity at the
+    start, the middle or the end of a weight, stored in any float type, is found and counted."""
+    from model.hub.guard import check_values
+    w = torch.randn(64, 64).to(dtype)
+    w.view(-1)[where] = value
+    with pytest.raises(HubError, match=r"\b1 of the 4,096 values of the weight w are not finite"):
+        check_values({"ok": torch.randn(3), "w": w}, "model.safetensors")
+    assert check_values({"ok": torch.randn(3)}, "model.safetensors")[1] == {}
