@@ -58,16 +58,20 @@ def title(fig: dict) -> str:
     return t.get("text", "") if isinstance(t, dict) else str(t)
 
 
-def z_of(fig: dict) -> np.ndarray:
-    """The first trace's z, whether plotly sent it as a list or as typed binary (plotly >= 6)."""
-    z = fig["data"][0]["z"]
-    if isinstance(z, dict):
-        arr = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
-        shape = z.get("shape")
+def array_of(value) -> np.ndarray:
+    """A figure's data array, whether plotly sent it as a list or as a typed binary array (dtype, bdata, shape)."""
+    if isinstance(value, dict):
+        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = value.get("shape")
         if isinstance(shape, str):
             shape = [int(x) for x in shape.split(",")]
         return arr.reshape(shape) if shape else arr
-    return np.array(z, dtype=float)
+    return np.array(value, dtype=object if value and isinstance(value[0], str) else float)
+
+
+def z_of(fig: dict) -> np.ndarray:
+    """The first trace's z, whether plotly sent it as a list or as typed binary (plotly >= 6)."""
+    return array_of(fig["data"][0]["z"])
 
 
 # CommonMark: a closing `*`/`**` preceded by punctuation and followed by a letter is not a closing

@@ -96,7 +96,11 @@ def test_train_leave_return_inspect(tmp_path):
                 pytest.skip("pages/inspector.py does not exist yet: 'open in inspector' not clicked")
             page.get_by_role("button", name="인스펙터에서 열기").click()
             page.wait_for_url("**/inspector?**", timeout=60_000)
-            settle(page)
+            try:
+                settle(page, timeout=120_000)
+            except Exception:  # what the learner saw instead of the inspector, for the CI's artifacts
+                page.screenshot(path=str(SHOTS / "browser-train-inspector-not-drawn.png"), full_page=True)
+                raise
             # The inspector's model picker shows this run (a selectbox: its text is not in innerText).
             page.wait_for_function(
                 """name => [...document.querySelectorAll("[data-testid='stSelectbox'] *, input")].some(

@@ -9,7 +9,7 @@ import json
 import pytest
 from app.i18n import LANGS, catalogue
 
-from tests.apptest_read import figures, tables, title
+from tests.apptest_read import array_of, figures, tables, title
 from tests.apptest_util import assert_clean, run_page
 from tests.pages.test_page_inspector import open_insp_tab, with_text
 
@@ -85,7 +85,7 @@ def test_a_sequence_classifier_shows_its_label_and_probability(use, name, lang):
     assert_clean(at)
     bars = [f for f in figures(at) if set(f["data"][0].get("y") or ()) == set(LABELS.values())]
     assert len(bars) == 1, "one bar per label, named by id2label"
-    probs = dict(zip(bars[0]["data"][0]["y"], bars[0]["data"][0]["x"]))
+    probs = dict(zip(bars[0]["data"][0]["y"], array_of(bars[0]["data"][0]["x"]).tolist()))
     assert abs(sum(probs.values()) - 1) < 1e-4
     best = max(probs, key=probs.get)
     assert any(best in m.value and f"{probs[best]:.1%}"[:-1] in m.value for m in at.markdown)
