@@ -19,7 +19,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import machine, sync, table, write  # noqa: E402
-from bench.train_throughput import SIZES, make_step, ours  # noqa: E402
+from bench.train_throughput import SIZES, batch, make_step, ours  # noqa: E402
 from model.nn import fast  # noqa: E402
 
 VARIANTS = ("all fast", *(f"{trick} off" for trick in fast.WHERE), "all plain")
@@ -35,11 +35,7 @@ def configure(variant: str, where: dict) -> None:
 
 def run(size: str, device: torch.device, repeats: int, steps: int) -> list[dict]:
     s = SIZES[size]
-    torch.manual_seed(0)
-    B, L, V = s["batch"], s["length"], s["vocab"]
-    src = torch.randint(4, V, (B, L), device=device)
-    tgt = torch.randint(4, V, (B, L + 1), device=device)
-    tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
+    src, tgt_in, tgt_out, _ = batch(s, device)
     module, loss_fn = ours(s)
     module.to(device).train()
     step = make_step(module, loss_fn, device, bf16=False)

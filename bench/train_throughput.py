@@ -118,14 +118,18 @@ def make_step(module, loss_fn, device, bf16, fused_adam=True):
     return step
 
 
-def run(size: str, device, bf16: bool, repeats: int, steps: int, peak: float, fused_adam: bool = True) -> list[dict]:
-    s = SIZES[size]
+def batch(s: dict, device):
+    """The size's fixed batch (seed 0, no padding: ids from 4 up): src, tgt_in, tgt_out and its token count."""
     torch.manual_seed(0)
     B, L, V = s["batch"], s["length"], s["vocab"]
     src = torch.randint(4, V, (B, L), device=device)
     tgt = torch.randint(4, V, (B, L + 1), device=device)
-    tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
-    tokens = B * L * 2
+    return src, tgt[:, :-1], tgt[:, 1:], B * L * 2
+
+
+def run(size: str, device, bf16: bool, repeats: int, steps: int, peak: float, fused_adam: bool = True) -> list[dict]:
+    s = SIZES[size]
+    src, tgt_in, tgt_out, tokens = batch(s, device)
     contenders = {}
     for name, build in (("model.Transformer", ours), ("model.Transformer, whole logits + F.cross_entropy", ours_logits),
                         ("model.Transformer, explicit path", ours_explicit),
