@@ -74,6 +74,12 @@ def matmul_peak(device, dtype=torch.float32, n=1024, repeats=20) -> float:
     return 2 * n ** 3 / statistics.median(times)
 
 
+def pct(xs: list[float], q: float) -> float:
+    """The nearest-rank q-quantile of xs (q = 0.95: the value 95% of the list lies below); NaN for an empty list."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
 def write(name: str, payload: dict) -> Path:
     OUT.mkdir(exist_ok=True)
     path = OUT / f"{name}.json"

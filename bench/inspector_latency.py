@@ -17,7 +17,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from app.charts.heatmaps import attention_heatmap, head_grid  # noqa: E402
-from bench.common import machine, sync, table, write  # noqa: E402
+from bench.common import machine, pct, sync, table, write  # noqa: E402
 from model.training.checkpoint import load_model_dir  # noqa: E402
 from model.inference.decode import greedy_decode  # noqa: E402
 
@@ -34,11 +34,6 @@ def timed(fn, repeats, device):
         sync(device)
         out.append(time.perf_counter() - t0)
     return out
-
-
-def pct(xs, q):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
 def main():

@@ -35,7 +35,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 
-from bench.common import machine, table, write  # noqa: E402
+from bench.common import machine, pct, table, write  # noqa: E402
 from model.lessons.probe import example_groups  # noqa: E402
 from tests.streamlit_server import served  # noqa: E402
 
@@ -65,11 +65,6 @@ def cpu_seconds(pid: int) -> float | None:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None
-
-
-def pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
 _SERVED = itertools.count()

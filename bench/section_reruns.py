@@ -22,6 +22,8 @@ from tests.apptest_util import run_page  # noqa: E402
 
 
 def quantile(xs: list[float], q: float) -> float:
+    """bench.common.pct, written out: this script imports nothing of its own checkout's bench/, so that it runs
+    unchanged when copied into an older checkout."""
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
