@@ -38,6 +38,7 @@ WRITTEN = "_link_written"    # {name: the text this session's inputs last wrote 
 SEEN = "_link_seen"          # keys whose link value was already considered (a link applies once)
 DRAWN_IN = "_drawn_in"       # {key: the language its widget was last drawn in}
 LANG_PARAM = "lang"
+RUN_PARAM = "run"            # a training run that an in-app link opens (opened_run)
 MAX_URL_TEXT = 4000          # a link's value longer than this is refused (a sentence, a matrix)
 
 
@@ -245,6 +246,14 @@ def set_link(name: str, text: str | None) -> None:
     st.session_state.setdefault(LINK, {"clear": False, "set": {}})["set"][name] = text
     if _fragment_run():
         send_link()
+
+
+def opened_run() -> str | None:
+    """The run that a link of the training page opens here (?run=<id>, read once), or None. A link, not
+    st.switch_page: a server-side switch leaves the old page's run_every timers firing onto the new page."""
+    if (value := st.query_params.get(RUN_PARAM)) is not None:
+        set_link(RUN_PARAM, None)
+    return value
 
 
 def _clear_link() -> None:

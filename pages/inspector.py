@@ -9,11 +9,12 @@ from app.charts.curves import bar_chart
 from app.charts.export import csv_text
 from app.charts.headview import head_view
 from app.charts.heatmaps import attention_heatmap, head_grid, matrix_heatmap
+from app.format import code_span
 from app.i18n import UserError, options, t
 from app.resources import (available_models, card, fill_mask, forward_pass, lm_positions, load_model, next_token,
                            shared_figure, shared_table, shared_view, translation, vocabulary,
                            weights_stamp)
-from app.state import OneBased, between, keep, open_box, open_box_now, open_tabs
+from app.state import OneBased, between, keep, open_box, open_box_now, open_tabs, opened_run
 from app.ui import error, show_figure, show_matrix, table, text
 from model.training.checkpoint import CheckpointError
 from model.inference.decode import lm_sample, top_candidates
@@ -29,11 +30,12 @@ if not models:
     error(UserError("inspector.errors.no_models"))
     st.stop()
 names = list(models)
-wanted = st.session_state.pop("inspect_model_dir", None)
-if wanted:
-    match = [k for k, v in models.items() if Path(v).resolve() == Path(wanted).resolve()]
-    if match:
-        st.session_state["insp_model"] = match[0]
+opened = opened_run()  # "Open in inspector" on the training page
+if opened is not None:
+    if f"run: {opened}" in models:
+        st.session_state["insp_model"] = f"run: {opened}"
+    else:
+        st.warning(t("inspector.run_missing", id=code_span(opened[:100])))  # from the link: shown verbatim
 choice = st.selectbox(t("inspector.model"), names, **keep("insp_model", names[0], url="model", valid=names))
 hub_box()
 path = models[choice]

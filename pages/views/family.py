@@ -16,6 +16,7 @@ from model.training.checkpoint import CheckpointError
 from model.data.corpus import ASSETS
 
 SHIPPED = "shipped"  # the picker's id for the shipped model of a task
+MEMBER_OF_TASK = {"mlm": "mlm", "vit-digits": "vit", "detr-shapes": "detr"}  # a run's task -> the member showing it
 
 
 def family_models(task: str) -> dict[str, Path]:

@@ -13,15 +13,15 @@ from app.i18n import Message, UserError, options, t
 from app.jobs import COMPARE_METRICS, MB, compare_label
 from app.jobs.options import ALL_TASKS
 from app.pages_list import PAGES
-from app.state import keep
+from app.state import RUN_PARAM, keep
 from app.ui import error, plot
 from pages.views import study
+from pages.views.family import MEMBER_OF_TASK
 from pages.views.train_ui import fmt_duration, status_text
 
 ROOT = Path(__file__).resolve().parents[2]
 INSPECTOR = ROOT / "pages" / "inspector.py"
 FAMILY_PAGE = ROOT / "pages" / "family.py"
-FAMILY_MEMBER = {"mlm": "mlm", "vit-digits": "vit", "detr-shapes": "detr"}  # task -> the family page's section
 
 
 def labels(prefix: str, values):
@@ -78,21 +78,14 @@ def run_actions(mgr, owner: str, r: dict) -> None:
                 error(e)
             else:
                 st.rerun(scope="app")
-    inspect_label = t("train.open_family") if r["task"] in FAMILY_MEMBER else t("train.action.inspect")
-    if "inspect" in cols and cols["inspect"].button(inspect_label, icon=":material/search:", key=f"inspect-{rid}"):
-        path = mgr.model_dir(rid)
-        if path is None:
-            st.error(t("train.no_model"))
-        elif r["task"] in FAMILY_MEMBER:  # a member of the family opens in its own section
-            member = FAMILY_MEMBER[r["task"]]
-            st.session_state["fam_member"] = member
-            st.session_state[f"fam_{member}_model"] = f"run: {rid}"
-            st.switch_page(str(FAMILY_PAGE))
-        elif not inspector_registered():
-            st.info(t("train.no_inspector", path=path))
+    if "inspect" in cols:  # a link: the browser changes page itself (app.state.opened_run says why)
+        family = r["task"] in MEMBER_OF_TASK  # a member of the family opens in its own section
+        label = t("train.open_family") if family else t("train.action.inspect")
+        if family or inspector_registered():
+            cols["inspect"].page_link(str(FAMILY_PAGE if family else INSPECTOR), label=label, icon=":material/search:",
+                                      query_params={RUN_PARAM: rid})
         else:
-            st.session_state["inspect_model_dir"] = str(path)
-            st.switch_page(str(INSPECTOR))
+            cols["inspect"].info(t("train.no_inspector", path=mgr.model_dir(rid)))
     if "delete" in cols and cols["delete"].button(t("train.action.delete"), icon=":material/delete:",
                                                   key=f"delete-{rid}"):
         st.session_state["train_confirm_delete"] = rid
@@ -117,8 +110,8 @@ def run_actions(mgr, owner: str, r: dict) -> None:
 def score_names(task: str, where: str) -> tuple[str, str]:
     """The labels of the two validation scores: token accuracy and exact match for translation and LM, the
     family members' own scores (e.g. digit accuracy; objects found and mean IoU) for theirs."""
-    if task in FAMILY_MEMBER:
-        return t(f"train.family_score.{FAMILY_MEMBER[task]}.main"), t(f"train.family_score.{FAMILY_MEMBER[task]}.second")
+    if task in MEMBER_OF_TASK:
+        return t(f"train.family_score.{MEMBER_OF_TASK[task]}.main"), t(f"train.family_score.{MEMBER_OF_TASK[task]}.second")
     return t(f"train.{where}.token_accuracy"), t(f"train.{where}.exact_match")
 
 
@@ -160,7 +153,7 @@ def run_details(mgr, owner: str, r: dict) -> None:
     cols[1].metric(t("train.metric.validation_loss"), fmt.fixed(r["val_loss"]))
     main_name, second_name = score_names(r["task"], "metric")
     cols[2].metric(main_name, fmt.percent(r["val_token_acc"]))
-    if r["val_exact"] is not None or r["task"] not in FAMILY_MEMBER:  # a family member may have one score only
+    if r["val_exact"] is not None or r["task"] not in MEMBER_OF_TASK:  # a family member may have one score only
         cols[3].metric(second_name, fmt.percent(r["val_exact"]))
     cols[4].metric(t("train.metric.learning_rate"), f"{r['lr']:.2e}" if isinstance(r["lr"], float) else "–")
     cols[5].metric(t("train.metric.tokens_per_second"), fmt.count(r["tokens_per_second"]))

@@ -187,3 +187,45 @@ def test_browser_tests_open_pages_through_new_page(path):
     a second progress bar and metric beside those the speed test read)."""
     found = re.findall(r"[^\n]*(?<!\bnew_page\()\b\w+\.new_page\([^\n]*", path.read_text(encoding="utf-8"))
     assert not found, found
+
+
+def _calls(path: Path, name: str) -> bool:
+    """Whether the file calls `<something>.name(...)` or passes `name=` to a call."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr == name:
+                return True
+            if any(k.arg == name for k in node.keywords):
+                return True
+    return False
+
+
+def _page_code(page: Path) -> set[Path]:
+    """The page's file and every module of pages/ it imports, directly or through another (the family page
+    imports its members by name: all of pages/family/)."""
+    seen, todo = set(), [page]
+    if page.name == "family.py":
+        todo += sorted((ROOT / "pages" / "family").glob("*.py"))
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for module in imports(path):
+            if module.startswith("pages."):
+                target = ROOT / (module.replace(".", "/") + ".py")
+                if target.is_file():
+                    todo.append(target)
+    return seen
+
+
+@pytest.mark.parametrize("page", sorted((ROOT / "pages").glob("*.py")), ids=rel)
+def test_a_page_that_refreshes_itself_leaves_by_links(page):
+    """A page with a self-refreshing fragment (run_every) moves the learner to another page with st.page_link,
+    never st.switch_page: with a server-side switch the browser keeps the old page's fragment timers until the
+    new page's first message, and a timer that fires in that moment reruns the old page's fragment after the
+    new page has drawn, leaving it empty (app.state.opened_run)."""
+    code = _page_code(page)
+    refreshing = [rel(p) for p in code if _calls(p, "run_every")]
+    switching = [rel(p) for p in code if _calls(p, "switch_page")]
+    assert not (refreshing and switching), f"run_every in {refreshing}, st.switch_page in {switching}"

@@ -4,6 +4,7 @@ import shutil
 
 import pytest
 
+from app.i18n import LANGS, catalogue
 from tests.apptest_util import assert_clean, run_page
 from model.training.checkpoint import CheckpointError
 from model.data.corpus import ASSETS
@@ -58,3 +59,32 @@ def test_the_inspector_lists_translation_runs_but_not_family_runs(tmp_path, monk
     monkeypatch.setenv("ATLAS_RUNS_DIR", str(runs))
     names = set(available_models())
     assert "run: translation" in names and "run: vit-run" not in names
+
+
+@pytest.mark.parametrize("member, task", [("vit", "vit-digits"), ("detr", "detr-shapes"), ("mlm", "mlm")])
+def test_a_run_opened_from_the_training_page_opens_its_member_with_it_picked(member, task, tmp_path, monkeypatch):
+    """The training page's "Open on the family page" is a link with ?run=<id>: the page shows that run's member
+    with the run picked, whatever member was open before."""
+    runs = tmp_path / "runs"
+    shutil.copytree(ASSETS / "models" / task, runs / "mine" / "model")
+    monkeypatch.setenv("ATLAS_RUNS_DIR", str(runs))
+
+    def setup(at):
+        at.session_state["fam_member"] = "gpt"
+        at.query_params["run"] = "mine"
+    at = run_page("family.py", "en", setup=setup, timeout=180)
+    assert_clean(at)
+    assert at.session_state["fam_member"] == member
+    assert at.selectbox(key=f"fam_{member}_model").value == "run: mine"
+
+
+@pytest.mark.parametrize("lang", list(LANGS))
+@pytest.mark.parametrize("page, key", [("family.py", "family.run_missing"), ("inspector.py", "inspector.run_missing")])
+def test_a_link_to_a_run_that_is_gone_says_so(page, key, lang, tmp_path, monkeypatch):
+    """A link to a deleted run (or one with no weights): a notice naming the run, as text, and the page as usual."""
+    monkeypatch.setenv("ATLAS_RUNS_DIR", str(tmp_path / "runs"))
+    at = run_page(page, lang, setup=lambda a: a.query_params.__setitem__("run", "gone-**x**"), timeout=180)
+    assert_clean(at)
+    head = catalogue(lang)[key].split("{id}")[0]
+    shown = [w.value for w in at.warning if w.value.startswith(head)]
+    assert len(shown) == 1 and "`gone-**x**`" in shown[0], [w.value for w in at.warning]

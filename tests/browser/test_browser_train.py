@@ -94,7 +94,7 @@ def test_train_leave_return_inspect(tmp_path):
             inspector = ROOT / "pages" / "inspector.py"
             if not inspector.is_file():
                 pytest.skip("pages/inspector.py does not exist yet: 'open in inspector' not clicked")
-            page.get_by_role("button", name="인스펙터에서 열기").click()
+            page.get_by_role("link", name="인스펙터에서 열기").click()  # a link: the browser changes page itself
             page.wait_for_url("**/inspector?**", timeout=60_000)
             try:
                 settle(page, timeout=120_000)

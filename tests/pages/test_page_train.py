@@ -105,16 +105,16 @@ def test_start_a_tiny_run_and_follow_it(runs):
     assert_clean(ko)
     assert ko.dataframe[0].value.iloc[0]["상태"] == "완료"
     assert "20 스텝을" in texts(ko)
-    # Open in inspector: the page hands the model folder over in session state and switches page
-    # (the inspector consumes the key and selects the run's model).
-    at.button(key=f"inspect-{rid}").click().run()
+    # Open in inspector: a link to the inspector with the run in its query (the browser changes page itself,
+    # app.state.opened_run says why), which the inspector reads once and picks the run's model by.
+    links = [e.proto for e in at.get("page_link") if e.proto.label == "Open in inspector"]
+    assert len(links) == 1 and links[0].page.endswith("inspector") and links[0].query_string == f"run={rid}", links
+    at.query_params["run"] = rid
+    at.switch_page("../pages/inspector.py").run()
+    assert_clean(at)
     assert at.title[0].value == "Attention inspector"
-    model_dir = str((runs / rid / "model").resolve())
-    try:
-        handed = at.session_state["inspect_model_dir"]
-    except KeyError:
-        handed = None
-    assert handed == model_dir or rid in str(at.session_state["insp_model"])
+    assert at.session_state["insp_model"] == f"run: {rid}"
+    assert at.selectbox(key="insp_model").value == f"run: {rid}"
 
 
 @pytest.mark.slow
