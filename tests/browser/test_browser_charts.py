@@ -4,6 +4,7 @@ redraws what is seen, and a chart looks exactly as Streamlit's own chart element
 from __future__ import annotations
 
 import io
+import time
 
 import numpy as np
 import pytest
@@ -195,7 +196,9 @@ def test_charts_follow_the_pages_theme_dark_then_light():
 # figure on the same element, and keeps the cleanup the script returns for when the element goes; a call that a
 # newer figure overtook while the script was loading gets its cleanup called at once, before or after the newer
 # call. Each scenario: steps of ("call", figure) and ("cleanup", which call), on one element.
-CALLS_JS = """async ([stub, figures, scenarios]) => {
+CALLS_JS = """async ([stub, figures, scenarios, module]) => {
+  // a copy of the module of its own, which has not loaded Plotly yet (the page's warm-up may have)
+  window.__atlasChartModule = import(new URL(module + "&fresh=" + Date.now(), document.baseURI).href);
   const url = URL.createObjectURL(new Blob([stub], {type: "text/javascript"}));
   const script = (await import(url)).default;
   const main = document.querySelector('[data-testid="stMain"]');
@@ -207,6 +210,10 @@ CALLS_JS = """async ([stub, figures, scenarios]) => {
       if (step === "call") cleanups.push(script({parentElement: parent, data: figures[arg]}));
       else cleanups[arg]();
     }
+    // the stub hands each call to the module in a promise callback: let those run before drawing, then draw
+    // whatever is on the element now and wait for Plotly itself (its first load is slow on a busy machine)
+    await window.__atlasChartModule;
+    await new Promise((r) => setTimeout(r, 0));
     await window.atlasCharts.drawAll();
     await new Promise((r) => setTimeout(r, 500));  // whatever a stale call still draws, it has drawn
     seen[name] = {boxes: parent.querySelectorAll('.atlas-chart').length,
@@ -224,7 +231,8 @@ def test_a_chart_called_again_while_loading_keeps_one_plot_of_the_newest_figure(
     their cleanups come in, the element holds one plot, of the newest figure, and none once it is gone."""
     from playwright.sync_api import sync_playwright
 
-    from app.fast.chart import payload, stub_js
+    from app.fast.chart import MODULE, payload, stub_js
+    from app.fast.chart import url as url_of
     figures = [payload({"data": [{"type": "scatter", "y": y}], "layout": {"height": 200}}, {}, "failed").decode()
                for y in ([1, 2, 3], [3, 2, 1])]
     scenarios = {
@@ -235,9 +243,17 @@ def test_a_chart_called_again_while_loading_keeps_one_plot_of_the_newest_figure(
     with served() as (url, _), sync_playwright() as p:
         browser = _browser(p)
         page = new_page(browser, viewport={"width": 1400, "height": 1000})
+        slow = []  # Plotly's file comes late once the scenarios run, as on a busy machine's first chart
+
+        def late(route):
+            if slow:
+                time.sleep(1.5)
+            route.continue_()
+        page.route("**/app/static/plotly.min.js*", late)
         page.goto(f"{url}/?lang=en")
         _settle(page)
-        seen = page.evaluate(CALLS_JS, [stub_js(), figures, scenarios])
+        slow.append(True)
+        seen = page.evaluate(CALLS_JS, [stub_js(), figures, scenarios, url_of(MODULE)])
         browser.close()
     assert seen == {"overtaken": {"boxes": 1, "plots": [[3, 2, 1]]},
                     "late cleanup": {"boxes": 1, "plots": [[3, 2, 1]]},
