@@ -15,13 +15,15 @@ def _slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", s).strip("-").lower() or "figure"
 
 
-def show_figure(fig, *, name: str, key: str, csv: str | None = None) -> None:
+def show_figure(fig, *, name: str, key: str, csv: str | None = None, clickable: bool = False) -> dict | None:
     """Draw a plotly figure (app.fast.plot: PNG download from its toolbar) and a CSV download of its numbers.
-    `key` names the chart from one run to the next (the browser updates it in place); `name` its files."""
-    plot(fig, key=key)
+    `key` names the chart from one run to the next (the browser updates it in place); `name` its files.
+    Returns the point clicked in a clickable chart (app.fast.plot), in the run the click started."""
+    clicked = plot(fig, key=key, clickable=clickable)
     if csv is not None:
         st.download_button(t("common.download_csv"), csv, file_name=f"{_slug(name)}.csv", mime="text/csv",
                            key=f"csv-{key}")
+    return clicked
 
 
 def show_matrix(fig, values, *, name: str, key: str, row_labels=None, col_labels=None) -> None:

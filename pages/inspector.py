@@ -7,8 +7,9 @@ from pages.views import inspector as ins
 from pages.views.inspector_hub import hub_box
 from app.charts.curves import bar_chart
 from app.charts.export import csv_text
+from app.fast import uses_element
 from app.charts.headview import head_view
-from app.charts.heatmaps import attention_heatmap, head_grid, matrix_heatmap
+from app.charts.heatmaps import attention_heatmap, grid_cell, head_grid, matrix_heatmap
 from app.format import code_span
 from app.i18n import UserError, options, t
 from app.resources import (available_models, card, fill_mask, forward_pass, lm_positions, load_model, next_token,
@@ -407,8 +408,14 @@ def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx,
                 st.markdown(t("inspector.grid_intro", layers=n_layers, heads=n_heads, rows=n_q, cols=n_k))
                 if kind != "cross":  # the classic heads, named, so that nobody has to scroll through every map
                     st.markdown(ins.pattern_line(patterns_of(view, kind, weights, k_labels, tok)))
-                show_figure(shared_figure("grid", (*view, kind), lambda: head_grid(
-                    weights, layer_title=t("common.layer"), head_title=t("common.head"))), name=f"grid-{kind}", key="grid")
+                if uses_element():  # st.plotly_chart sends no clicks on a heatmap
+                    st.caption(t("inspector.grid_click"))
+                clicked = show_figure(shared_figure("grid", (*view, kind), lambda: head_grid(
+                    weights, layer_title=t("common.layer"), head_title=t("common.head"))), name=f"grid-{kind}", key="grid",
+                    clickable=True)
+                cell = grid_cell(clicked, weights.shape) if clicked else None
+                if cell is not None:  # a tile clicked: its layer and head open below (the pickers show them)
+                    st.session_state["insp_layer"], st.session_state["insp_head"] = cell
                 grid_detail(view, weights, kind, kind_names[kind], q_labels, k_labels, q_title, k_title)
             elif name == "head":
                 head_view_tab(view, weights, kind, q_labels, k_labels, q_title, k_title)

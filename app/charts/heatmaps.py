@@ -4,6 +4,7 @@ Rows are queries and columns keys in every attention figure."""
 from __future__ import annotations
 
 import html
+import math
 
 import numpy as np
 
@@ -156,6 +157,23 @@ def head_grid(weights, *, layer_title="layer", head_title="head", gap: int = 1, 
         margin=margins(top=40), height=height or min(900, 120 + 170 * n_layers), plot_bgcolor="white")
     return figure([dict(type="heatmap", z=canvas, colorscale=ATTN_SCALE, zmin=0, zmax=1, hoverongaps=False,
                         hovertemplate="%{z:.3f}<extra></extra>")], layout)
+
+
+def grid_cell(point, shape: tuple[int, int, int, int], gap: int = 1) -> tuple[int, int] | None:
+    """The (layer, head) whose tile of head_grid(weights of `shape`, gap=gap) holds the clicked `point`
+    ({"x": column, "y": row}, as the browser sent it), or None for a gap, a point outside or anything malformed."""
+    n_layers, n_heads, lq, lk = shape
+    try:
+        x, y = point["x"], point["y"]
+    except (TypeError, KeyError):
+        return None
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v == int(v) for v in (x, y)):
+        return None
+    layer, row = divmod(int(y), lq + gap)
+    head, col = divmod(int(x), lk + gap)
+    if not (0 <= layer < n_layers and 0 <= head < n_heads and row < lq and col < lk and x >= 0 and y >= 0):
+        return None
+    return layer, head
 
 
 def head_tiles(weights, query_labels, key_labels, *, head_title="head", query_title="query", key_title="key",

@@ -4,7 +4,8 @@ public APIs (docs/architecture.md, "The speed layer"; docs/benchmarks.md has eac
 - `plot(fig, key=...)` (chart.py): every chart of the app, drawn by the app's chart element (a
   st.components.v2 component that keeps a chart from one run to the next and updates it in place, drawing it
   when it comes near the screen) — or, with ATLAS_CHARTS=streamlit in the server's environment, by
-  st.plotly_chart: the one switch back to Streamlit's own chart.
+  st.plotly_chart: the one switch back to Streamlit's own chart. A chart drawn with clickable=True sends the
+  point a learner clicks back to the script (the element only).
 - browser_warm.py: while a learner reads the first page, their browser loads the chart element with Plotly
   and draws one element of each kind the next pages use, hidden.
 - warmup.py: the server's warm-up (imports and first builds in a background thread).

@@ -102,11 +102,12 @@ def _streamlit_template() -> dict:
     return default_template("streamlit")
 
 
-def payload(fig_dict: dict, config: dict, failed: str, fullscreen: tuple[str, str] = ("Fullscreen", "Close fullscreen")) -> bytes:
+def payload(fig_dict: dict, config: dict, failed: str, fullscreen: tuple[str, str] = ("Fullscreen", "Close fullscreen"),
+            clicks: bool = False) -> bytes:
     """What the browser gets for one chart: the figure (without Streamlit's template, which the browser
     replaces with the theme's), its height, the toolbar and its fullscreen button's two titles, the files to
-    load, a message for a chart that cannot be drawn, and a version that changes with all of these (an
-    unchanged chart is not drawn again)."""
+    load, a message for a chart that cannot be drawn, whether a click on it is sent back (`clicks`), and a
+    version that changes with all of these (an unchanged chart is not drawn again)."""
     layout = dict(fig_dict.get("layout") or {})
     template = layout.get("template")
     theme = template is None or template == _streamlit_template()
@@ -116,7 +117,7 @@ def payload(fig_dict: dict, config: dict, failed: str, fullscreen: tuple[str, st
     config = {**config, "modeBarButtonsToRemove": REMOVED_BUTTONS}  # width: the element follows its box
     spec = {"figure": figure, "theme": theme, "config": config, "height": int(layout.get("height") or DEFAULT_HEIGHT),
             "plotly": versioned(PLOTLY), "themeFile": versioned(THEME), "failed": failed,
-            "fullscreen": fullscreen[0], "closeFullscreen": fullscreen[1]}
+            "fullscreen": fullscreen[0], "closeFullscreen": fullscreen[1], "clicks": clicks}
     body = json.dumps(spec, separators=(",", ":"), ensure_ascii=False).encode()
     version = hashlib.sha1(body).hexdigest()[:16]
     return body[:-1] + b',"version":"' + version.encode() + b'"}'
@@ -137,19 +138,32 @@ def mount_hidden(key: str) -> None:
                      height="content")
 
 
-def plot(fig, *, key: str) -> None:
+def _clicked() -> None:
+    """The click's callback: nothing to do here, the value comes back as plot()'s return value."""
+
+
+def plot(fig, *, key: str, clickable: bool = False) -> dict | None:
     """Draw a plotly figure (or an app.charts.style.ReadyFigure) with the app's toolbar (PNG download), its
     margins fitted to its labels and its title clear of the toolbar (ready_figure; `fig` itself is not
     changed): with the chart element, or with st.plotly_chart (uses_element). `key` names the chart: the same
-    key from one run to the next is the same chart, updated in place in the browser."""
+    key from one run to the next is the same chart, updated in place in the browser.
+
+    clickable: a click on one of the figure's points reruns the script, and in that run plot() returns the
+    point, {"x": ..., "y": ...} as the browser sent it (check it before use); otherwise None. Only the chart
+    element sends clicks (st.plotly_chart's selections do not cover heatmaps)."""
     from app.charts.style import ready_figure
     from app.i18n import t
     ready = ready_figure(fig)
     if not uses_element():
         st.plotly_chart(ready, config=PLOT_CONFIG, key=key)
-        return
+        return None
     words = (t("common.chart_failed"), t("common.fullscreen"), t("common.close_fullscreen"))
-    data = ready.sent.get(words)  # made once per figure and language (ready figures are shared between reruns)
+    data = ready.sent.get((words, clickable))  # made once per figure and language (ready figures are shared between reruns)
     if data is None:
-        data = ready.sent[words] = payload(ready, PLOT_CONFIG, *words[:1], words[1:])
-    _component()(key=chart_key(key), data=data, height="content")
+        data = ready.sent[(words, clickable)] = payload(ready, PLOT_CONFIG, *words[:1], words[1:], clicks=clickable)
+    if not clickable:
+        _component()(key=chart_key(key), data=data, height="content")
+        return None
+    result = _component()(key=chart_key(key), data=data, height="content", on_click_change=_clicked)
+    click = getattr(result, "click", None)
+    return click if isinstance(click, dict) else None

@@ -12,6 +12,9 @@
 // tests before they read or photograph a page).
 
 const NEAR = "400px 0px";  // a chart is drawn when it comes this close to the screen
+// A chart that answers clicks (spec.clicks) shows a hand over its plot, not Plotly's crosshair.
+document.head.appendChild(Object.assign(document.createElement("style"),
+  {textContent: ".atlas-chart-clickable .nsewdrag {cursor: pointer !important}"}));
 const charts = new Map();  // the element's parent node -> its chart record
 let plotlyLoad = null;
 let themeLoad = null;
@@ -140,6 +143,14 @@ async function draw(rec) {
       if (rec.full) fig.layout.height = window.innerHeight;
       rec.message.hidden = true;
       await Plotly.react(rec.div, fig.data, fig.layout, config(rec));
+      if (!rec.listening) {  // a click on a clickable chart goes to Python (app.fast.chart.plot's return value)
+        rec.listening = true;
+        rec.div.on("plotly_click", (ev) => {
+          const p = ev && ev.points && ev.points[0];
+          if (rec.spec && rec.spec.clicks && p && rec.args.setTriggerValue) rec.args.setTriggerValue("click", {x: p.x, y: p.y});
+        });
+      }
+      rec.div.classList.toggle("atlas-chart-clickable", !!spec.clicks);
       rec.drawnVersion = spec.version;
       rec.dark = isDark();
       rec.width = rec.div.clientWidth;
@@ -198,7 +209,8 @@ const sized = new ResizeObserver((entries) => {
 });
 
 // `call`: the token of this call of the component's script (app/fast/chart.py, stub_js); its cleanup names it.
-export function render({data, parentElement}, call) {
+export function render(args, call) {
+  const {data, parentElement} = args;
   let rec = charts.get(parentElement);
   if (!rec) {
     const div = document.createElement("div");
@@ -215,6 +227,7 @@ export function render({data, parentElement}, call) {
     sized.observe(div);
   }
   rec.call = call;
+  rec.args = args;  // this call's setTriggerValue, for clicks
   const spec = decode(data);
   if (spec.version === rec.drawnVersion && rec.dark === isDark() && !rec.drawing) return;
   rec.pending = spec;

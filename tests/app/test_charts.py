@@ -500,3 +500,27 @@ def test_equal_peaks_close_together_get_labels_at_different_heights():
     assert fig.to_dict()["layout"]["yaxis"]["range"][1] > 4.94e-4
     far = checked(line_chart(steps, lr, markers={"peaks": ([4000, 90_000], [4.94e-4, 4.94e-4], ["x", "y"])}, height=430))
     assert len({n["ay"] for n in far.to_dict()["layout"]["annotations"]}) == 1  # apart already: one height
+
+
+def test_a_click_on_the_head_grid_names_the_tile_it_fell_in():
+    """grid_cell inverts head_grid's tiling: the centre of every tile gives its layer and head, a gap cell and
+    anything outside or malformed (the browser's values are not trusted) give None."""
+    import math
+
+    from app.charts.heatmaps import grid_cell, head_grid
+    shape = (3, 4, 5, 6)  # layers, heads, queries, keys
+    w = np.random.default_rng(0).random(shape)
+    z = np.asarray(head_grid(w)["data"][0]["z"])
+    for layer in range(3):
+        for head in range(4):
+            for r, c in ((0, 0), (4, 5), (2, 3)):
+                y, x = layer * 6 + r, head * 7 + c
+                assert z[y][x] == w[layer, head, r, c]
+                assert grid_cell({"x": x, "y": y}, shape) == (layer, head)
+                assert grid_cell({"x": float(x), "y": float(y)}, shape) == (layer, head)
+    gaps = [{"x": 6, "y": 0}, {"x": 0, "y": 5}]
+    outside = [{"x": -1, "y": 0}, {"x": 0, "y": 3 * 6}, {"x": 4 * 7, "y": 0}]
+    malformed = [None, {}, {"x": 1}, {"x": "1", "y": 1}, {"x": 1.5, "y": 1}, {"x": math.nan, "y": 1},
+                 {"x": True, "y": 1}, {"x": math.inf, "y": 0}, [1, 2]]
+    for point in gaps + outside + malformed:
+        assert grid_cell(point, shape) is None, point

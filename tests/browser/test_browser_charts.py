@@ -371,3 +371,51 @@ def test_dense_heatmaps_draw_every_label_readable():
         assert tiles["titles"] == 64, tiles
         _readable(page, "mh-one-head", 24, "multihead-64-one-head")
         browser.close()
+
+
+# The centre of the head grid's tile (layer, head), 0-based, in the page's pixels: its tick values are the tiles'
+# centres (app.charts.heatmaps.head_grid).
+TILE_JS = """([layer, head]) => { const gd = document.querySelector('.st-key-atlas-chart-grid .js-plotly-plot');
+  const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();
+  return {x: box.left + xa._offset + xa.d2p(xa.tickvals[head]), y: box.top + ya._offset + ya.d2p(ya.tickvals[layer]),
+          layers: ya.tickvals.length, heads: xa.tickvals.length}; }"""
+PICKED_JS = """() => [...document.querySelectorAll("[data-testid='stSelectbox']")].map((b) =>
+  [b.querySelector("[data-testid='stWidgetLabel']").innerText.trim(), b.querySelector("input").value || b.innerText.split("\\n").pop()])"""
+
+
+def test_a_click_on_a_tile_of_the_head_grid_opens_that_head_below():
+    """The inspector's grid of every layer × head: a click on a tile sets the layer and head pickers below it to
+    that tile's, draws its map and writes them to the link; they stay after a language switch."""
+    from playwright.sync_api import sync_playwright
+
+    from app.i18n import catalogue
+    with served() as (url, _), sync_playwright() as p:
+        browser = _browser(p)
+        page = new_page(browser, viewport={"width": 1400, "height": 1800})
+        page.goto(f"{url}/inspector?lang=en")
+        _settle(page)
+        page.locator(".st-key-atlas-chart-grid").scroll_into_view_if_needed()
+        page.wait_for_function("() => document.querySelector('.st-key-atlas-chart-grid .js-plotly-plot')", timeout=60_000)
+        assert page.get_by_text(catalogue("en")["inspector.grid_click"]).count() == 1
+        tile = page.evaluate(TILE_JS, [0, 0])
+        layer, head = tile["layers"] - 1, tile["heads"] - 1  # the last tile: far from the default (1, 1)
+        assert (layer, head) != (0, 0)
+        tile = page.evaluate(TILE_JS, [layer, head])
+        with rerun(page, draw_all=False):
+            page.mouse.click(tile["x"], tile["y"])
+        wait_idle(page)
+        picked = dict(page.evaluate(PICKED_JS))
+        assert picked.get("layer") == str(layer + 1) and picked.get("head") == str(head + 1), picked
+        assert f"layer={layer + 1}" in page.url and f"head={head + 1}" in page.url, page.url
+        detail = page.evaluate("() => document.querySelector('.st-key-atlas-chart-detail .js-plotly-plot')._fullLayout.title.text")
+        assert f"layer {layer + 1} · head {head + 1}" in detail, detail
+        page.locator(".st-key-atlas-chart-grid").screenshot(path=str(SHOTS / "inspector-grid-clicked-en.png"))
+        with rerun(page):
+            page.locator("[data-testid='stSidebar'] [data-testid='stRadio'] label").filter(has_text="한국어").click()
+        picked = dict(page.evaluate(PICKED_JS))
+        ko = catalogue("ko")
+        assert picked.get(ko["common.layer"]) == str(layer + 1) and picked.get(ko["common.head"]) == str(head + 1), picked
+        assert page.get_by_text(ko["inspector.grid_click"]).count() == 1
+        page.screenshot(path=str(SHOTS / "inspector-grid-clicked-ko.png"), full_page=True)
+        assert page.locator("[data-testid='stException']").count() == 0
+        browser.close()
