@@ -166,10 +166,15 @@ st.header(t("study.rerun.header"))
 text("study.rerun")
 
 
-@st.fragment(run_every=1.0)
+# While a study trains its progress is read every second; while none does, every few seconds, only to notice one
+# started in another tab or from the command line (a start in this tab redraws the page at once).
+WATCH_S = 1.0 if study.progress()["state"] == "running" else 3.0
+
+
+@st.fragment(run_every=WATCH_S)
 def rerun_watch() -> None:
-    """The rerun's progress and its stop button, read every second: a study started in this tab or another
-    shows here within a second, and when it ends the whole page runs again to show its table and the form."""
+    """The rerun's progress and its stop button: a study started in another tab shows here within WATCH_S, and
+    when it ends the whole page runs again to show its table and the form."""
     prog = study.progress()
     seen = st.session_state.get("study_seen_state")
     st.session_state["study_seen_state"] = prog["state"]
