@@ -230,7 +230,6 @@ def _load_pretrained(folder: Path, device, available: int | None, dtype) -> Load
                             "licence": licence(folder, hf), "folder": str(folder), **family.meta(hf)}
     if converted:  # what was converted on the way (float16 weights read as float32): {stored dtype: tensors}
         meta["converted"] = converted
-        meta["notes"] = [f"{n} tensors stored as {dtype} were converted to float32" for dtype, n in converted.items()]
     if pooling(outer):  # a sentence-embedding model: how its token vectors become one sentence vector
         meta["pooling"] = pooling(outer)
     if dtype is not None:

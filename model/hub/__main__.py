@@ -45,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.verbose and getattr(e, "detail", None):
             print(e.detail.rstrip(), file=sys.stderr)
         return 2
-    for note in loaded.meta.get("notes", []):  # what was converted on the way (float16 read as float32)
-        print(f"note: {note}")
+    for dtype, n in loaded.meta.get("converted", {}).items():  # what was converted on the way (float16 read as float32)
+        print(f"note: {n} tensors stored as {dtype} were converted to float32")
     cfg = loaded.config
     print(f"{loaded.meta['family']} {cfg.architecture}: {loaded.model.num_parameters():,} parameters, "
           f"d_model={cfg.d_model} heads={cfg.n_heads} layers={cfg.n_encoder_layers}+{cfg.n_decoder_layers}")

@@ -290,8 +290,8 @@ def test_weights_that_can_be_converted_load_with_a_note(bases, tmp_path, name, f
     folder = damaged(bases, tmp_path, family, damage)
     loaded = load_pretrained(folder)
     assert all(p.dtype == torch.float32 for p in loaded.model.parameters())
-    notes = loaded.meta.get("notes", [])
-    assert (note is None and not notes) or any(note in n and "float32" in n for n in notes), notes
+    converted = loaded.meta.get("converted", {})  # {stored dtype: tensors converted to float32}
+    assert (note is None and not converted) or (set(converted) == {note} and converted[note] > 0), converted
     ref = load_pretrained(bases / family)
     tol = {"float16": 2e-3, "bfloat16": 2e-2}.get(name, 1e-6)
     for (n, a), (_, b) in zip(ref.model.state_dict().items(), loaded.model.state_dict().items()):
