@@ -217,7 +217,7 @@ def dropout_section():
                 title=t("recipe.dropout.after_title", p=p_drop, seed=drop_seed))))
             show_matrix(fig, drop.dropped, name=f"dropout-p{p_drop:g}-seed{drop_seed}", row_labels=labels,
                         col_labels=dims, key="drop_after")
-        m1, m2, m3, m4 = st.columns(4)
+        (m1, m2), (m3, m4) = st.columns(2), st.columns(2)  # two a row: each label fits its box in both languages
         m1.metric(t("recipe.dropout.zero_share", p=p_drop), f"{drop.zero_share:.3f}")
         m2.metric(t("recipe.dropout.scale"), f"{drop.scale:.4g}")
         m3.metric(t("recipe.dropout.mean_before"), number(drop.mean_before, ".4f"))

@@ -209,3 +209,17 @@ def grown(fig: dict) -> dict:
     return {side: round(fig["drawn"][side] - fig["given"][side])
             for side in "lrtb" if fig["drawn"].get(side) is not None and fig["given"].get(side) is not None
             and fig["drawn"][side] - fig["given"][side] > 1}
+
+
+# Texts that Streamlit cuts with an ellipsis because their box is too narrow (a metric's value or label, a
+# button's or a link's label): what the learner would see as "3.28e-…". Each as [the element's kind, its text].
+CUT_JS = """() => [...document.querySelectorAll("[data-testid='stMain'] *")].filter((e) => {
+    if (getComputedStyle(e).textOverflow !== 'ellipsis' || !e.textContent.trim()) return false;
+    const box = e.getBoundingClientRect();
+    return box.width > 0 && box.height > 0 && e.scrollWidth > e.clientWidth + 1;
+  }).map((e) => [(e.closest('[data-testid]') || e).dataset.testid || '?', e.textContent.trim().slice(0, 80)])"""
+
+
+def cut_texts(page) -> list:
+    """The texts of the page's main area cut short with an ellipsis (CUT_JS)."""
+    return page.evaluate(CUT_JS)

@@ -61,8 +61,8 @@ def run_actions(mgr, owner: str, r: dict) -> None:
     """Stop, resume (or start again: a failed run with no checkpoint), open in the inspector (or the family page)
     and delete, as far as this session may."""
     rid, actions = r["id"], r["actions"]
-    cols = dict(zip(actions, st.columns([1] * len(actions) + [5 - len(actions)])[: len(actions)])) if actions else {}
-    if "stop" in cols and cols["stop"].button(t("train.action.stop"), icon=":material/stop:", key=f"stop-{rid}"):
+    row = st.container(horizontal=True, vertical_alignment="center")  # each action as wide as its label, in one row that wraps when narrow
+    if "stop" in actions and row.button(t("train.action.stop"), icon=":material/stop:", key=f"stop-{rid}"):
         try:
             mgr.stop(rid, owner=owner)
         except UserError as e:
@@ -71,23 +71,22 @@ def run_actions(mgr, owner: str, r: dict) -> None:
             st.toast(t("train.stopping"))
     for action, icon, do in (("resume", ":material/play_arrow:", mgr.resume),
                              ("restart", ":material/restart_alt:", mgr.restart)):  # go on, or start again
-        if action in cols and cols[action].button(t(f"train.action.{action}"), icon=icon, key=f"{action}-{rid}"):
+        if action in actions and row.button(t(f"train.action.{action}"), icon=icon, key=f"{action}-{rid}"):
             try:
                 do(rid, owner=owner)
             except UserError as e:
                 error(e)
             else:
                 st.rerun(scope="app")
-    if "inspect" in cols:  # a link: the browser changes page itself (app.state.opened_run says why)
+    if "inspect" in actions:  # a link: the browser changes page itself (app.state.opened_run says why)
         family = r["task"] in MEMBER_OF_TASK  # a member of the family opens in its own section
         label = t("train.open_family") if family else t("train.action.inspect")
         if family or inspector_registered():
-            cols["inspect"].page_link(str(FAMILY_PAGE if family else INSPECTOR), label=label, icon=":material/search:",
-                                      query_params={RUN_PARAM: rid})
+            row.page_link(str(FAMILY_PAGE if family else INSPECTOR), label=label, icon=":material/search:",
+                          query_params={RUN_PARAM: rid})
         else:
-            cols["inspect"].info(t("train.no_inspector", path=mgr.model_dir(rid)))
-    if "delete" in cols and cols["delete"].button(t("train.action.delete"), icon=":material/delete:",
-                                                  key=f"delete-{rid}"):
+            row.info(t("train.no_inspector", path=mgr.model_dir(rid)))
+    if "delete" in actions and row.button(t("train.action.delete"), icon=":material/delete:", key=f"delete-{rid}"):
         st.session_state["train_confirm_delete"] = rid
     if st.session_state.get("train_confirm_delete") == rid:
         st.warning(t("train.confirm_delete", id=rid))
@@ -148,7 +147,7 @@ def run_details(mgr, owner: str, r: dict) -> None:
     if r["message"]:
         box = {"failed": st.error, "stopped": st.warning, "done": st.success}.get(state, st.info)
         box(status_text(r["message"]))
-    cols = st.columns(6)
+    cols = st.columns(3) + st.columns(3)  # three a row: a label or a value such as 3.28e-03 fits its box
     cols[0].metric(t("train.metric.training_loss"), fmt.fixed(r["loss"]))
     cols[1].metric(t("train.metric.validation_loss"), fmt.fixed(r["val_loss"]))
     main_name, second_name = score_names(r["task"], "metric")

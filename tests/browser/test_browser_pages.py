@@ -12,8 +12,8 @@ from app.i18n import LANGS
 
 from app.pages_list import PAGES
 from tests.apptest_util import trace_types_in_app
-from tests.streamlit_server import (CHROMIUM, CHROMIUM_ARGS, MARGINS_JS, ROOT, grown, new_page, rerun, streamlit_server,
-                                    wait_idle)
+from tests.streamlit_server import (CHROMIUM, CHROMIUM_ARGS, MARGINS_JS, ROOT, cut_texts, grown, new_page, rerun,
+                                    streamlit_server, wait_idle)
 
 pytestmark = pytest.mark.browser
 playwright = pytest.importorskip("playwright.sync_api")
@@ -131,6 +131,7 @@ def test_every_page_in_browser(browser_page, lang):
         open_page(page, lang, info)
         assert_no_exception(page, f"{info.file} ({lang})")
         assert_charts_readable(page, f"{info.file} ({lang})")
+        assert cut_texts(page) == [], f"{info.file} ({lang}): texts cut short"
         heading = page.locator("[data-testid='stMain'] h1").first.inner_text()
         assert heading.strip()
         if lang == "ko":

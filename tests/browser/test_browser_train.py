@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from app.i18n import catalogue
-from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, new_page, rerun, streamlit_server
+from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, cut_texts, new_page, rerun, streamlit_server
 
 pytestmark = pytest.mark.browser
 playwright = pytest.importorskip("playwright.sync_api")
@@ -81,6 +81,7 @@ def test_train_leave_return_inspect(tmp_path):
             body_has(page, f"finished {STEPS} steps")
             page.wait_for_timeout(2500)  # the app rerun that switches the auto-refresh off
             no_exception(page, "train page, run done")
+            assert cut_texts(page) == [], "train page, run done: texts cut short"
             page.screenshot(path=str(SHOTS / "browser-train-done-en.png"), full_page=True)
 
             with rerun(page, draw_all=False):
@@ -89,6 +90,7 @@ def test_train_leave_return_inspect(tmp_path):
             body_has(page, "나만의 Transformer 학습하기")
             body_has(page, f"{STEPS} 스텝을")
             no_exception(page, "train page (ko)")
+            assert cut_texts(page) == [], "train page (ko): texts cut short"
             page.screenshot(path=str(SHOTS / "browser-train-done-ko.png"), full_page=True)
 
             inspector = ROOT / "pages" / "inspector.py"
