@@ -44,9 +44,9 @@ def plotted():
     keys: list[str] = []
     original = app.ui.plot
 
-    def plot(fig, *, key=None):
+    def plot(fig, *, key=None, **options):
         keys.append(key)
-        return original(fig, key=key)
+        return original(fig, key=key, **options)
 
     app.ui.plot = plot
     try:
