@@ -161,9 +161,7 @@ def plot(fig, *, key: str, clickable: bool = False) -> dict | None:
     data = ready.sent.get((words, clickable))  # made once per figure and language (ready figures are shared between reruns)
     if data is None:
         data = ready.sent[(words, clickable)] = payload(ready, PLOT_CONFIG, *words[:1], words[1:], clicks=clickable)
-    if not clickable:
-        _component()(key=chart_key(key), data=data, height="content")
-        return None
-    result = _component()(key=chart_key(key), data=data, height="content", on_click_change=_clicked)
-    click = getattr(result, "click", None)
+    callbacks = {"on_click_change": _clicked} if clickable else {}  # a click comes back as the run's result
+    result = _component()(key=chart_key(key), data=data, height="content", **callbacks)
+    click = getattr(result, "click", None) if clickable else None
     return click if isinstance(click, dict) else None
