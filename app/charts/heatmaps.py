@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from app.charts.style import (Figure, ATTN_SCALE, DIVERGING, OUTLINE, esc, figure, labels, lift_title, margins, to_np,
+from app.charts.style import (MODEBAR_ROOM, Figure, ATTN_SCALE, DIVERGING, OUTLINE, esc, figure, labels, lift_title, margins, to_np,
                               value_scale)
 from app.charts.text_width import text_px
 from app.format import compact, number
@@ -214,8 +214,9 @@ def head_tiles(weights, query_labels, key_labels, *, head_title="head", query_ti
         yaxis=dict(tickmode="array", tickvals=[br * (lq + gap) + i for br in range(n_block_rows) for i in range(lq)],
                    ticktext=[q for _ in range(n_block_rows) for q in q_labels], autorange="reversed",
                    title=dict(text=f"{query_title} ↓"), showgrid=False, zeroline=False),
-        annotations=annotations, plot_bgcolor="rgba(0,0,0,0)", margin=margins(top=40),
-        height=height or min(1000, 110 + n_block_rows * (lq * 34 + 40)))
+        # the heads' titles sit in the top margin, under the strip where Plotly's mode bar appears
+        annotations=annotations, plot_bgcolor="rgba(0,0,0,0)", margin=margins(top=40 + MODEBAR_ROOM),
+        height=(height or min(1000, 110 + n_block_rows * (lq * 34 + 40))) + MODEBAR_ROOM)
     return figure([dict(type="heatmap", z=canvas, text=_strings(text) if show_text else None,
                         texttemplate="%{text}" if show_text else None,
                         hovertext=_strings(hover), hovertemplate="%{hovertext}<extra></extra>", hoverongaps=False,
