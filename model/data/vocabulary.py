@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,35 @@ def words(text: str) -> list[str]:
 def unknown_words(text: str, known: frozenset[str]) -> list[str]:
     """The words of `text` that are not in `known` as written, each once, in the order they first appear."""
     return list(dict.fromkeys(w for w in words(text) if w not in known))
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a text, in order: split after ".", "!" or "?" followed by a space, and at line breaks
+    (a mark inside "3.5" ends nothing). The teaching models were trained on one sentence at a time."""
+    return [s.strip() for s in _SENTENCE_END.split(text or "") if s.strip()]
+
+
+def _script(ch: str) -> str | None:
+    """The script of a letter as the first word of its Unicode name ("HANGUL", "LATIN", "CJK"), None for what is
+    not a letter (digits, marks, emoji)."""
+    if not ch.isalpha():
+        return None
+    return unicodedata.name(ch, "").split(" ", 1)[0] or None
+
+
+def unseen_scripts(words_: list[str], known: frozenset[str]) -> dict[str, list[str]]:
+    """The words written in letters of a script that no known word uses, by script: Korean typed into a model
+    that read only English gives {"HANGUL": [...]}."""
+    read = {_script(c) for word in known for c in word} - {None}
+    out: dict[str, list[str]] = {}
+    for word in words_:
+        scripts = {_script(c) for c in word} - {None} - read
+        if scripts:
+            out.setdefault(sorted(scripts)[0], []).append(word)
+    return out
 
 
 def case_variant(word: str, known: frozenset[str]) -> str | None:
