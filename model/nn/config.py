@@ -5,14 +5,16 @@ import dataclasses
 from dataclasses import dataclass
 
 ARCHITECTURES = ("encoder-decoder", "decoder-only", "encoder-only")
-POSITIONALS = ("sinusoidal", "learned")
+POSITIONALS = ("sinusoidal", "learned", "rotary", "alibi")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swish")
 PE_LAYOUTS = ("interleaved", "halves")
+NORMS = ("layernorm", "rmsnorm")
 
 # The options after `pad_id` are the ways real pretrained Transformers differ from the paper's. Each
 # default is the paper's choice, so a config that does not name them is the paper's Transformer.
 PAPER_CHOICES = {"activation": "relu", "pe_layout": "interleaved", "embed_scale": True, "norm_eps": 1e-5,
-                 "output_bias": False, "segment_vocab": 0, "embed_norm": False, "mlm_transform": False}
+                 "output_bias": False, "segment_vocab": 0, "embed_norm": False, "mlm_transform": False,
+                 "norm": "layernorm", "ffn_gated": False, "ffn_bias": True, "qkv_bias": True, "attn_out_bias": True}
 
 
 def from_known_dict(cls, d: dict):
@@ -38,7 +40,7 @@ class TransformerConfig:
     max_len: int = 512
     architecture: str = "encoder-decoder"
     norm_first: bool = False  # False = post-LN, as in the paper: x = LN(x + Sublayer(x))
-    positional: str = "sinusoidal"
+    positional: str = "sinusoidal"  # added sinusoids (paper), learned table, or inside attention: rotary, alibi
     tie_embeddings: bool = True  # section 3.4: one matrix for both embeddings and the softmax
     label_smoothing: float = 0.1
     pad_id: int = 0
@@ -53,6 +55,17 @@ class TransformerConfig:
     mlm_transform: bool = False     # BERT's masked-LM head: dense -> activation -> LayerNorm before the output layer
     tie_output: bool = False        # with tie_embeddings=False: the output layer still reuses the TARGET embedding
                                     # (Marian models with separate source / target vocabularies, e.g. opus-mt-tc-big)
+    # --- since the paper (defaults: the paper; model/nn/positions.py, attention.py, layers.py) ---
+    norm: str = "layernorm"         # or "rmsnorm" (Llama): no mean subtracted, no bias; its eps is norm_eps
+    ffn_gated: bool = False         # FFN = (act(x W_gate) * x W1) W2: SwiGLU with swish (Llama), GeGLU with gelu
+    ffn_bias: bool = True           # biases of the FFN's matrices (Llama: none)
+    qkv_bias: bool = True           # biases of W^Q, W^K, W^V (Llama: none; Qwen2: kept)
+    attn_out_bias: bool = True      # bias of W^O (Llama, Qwen2: none)
+    n_kv_heads: int | None = None   # key/value heads: None = n_heads (paper); fewer = grouped-query, 1 = multi-query
+    window: int | None = None       # sliding window: a query sees keys fewer than `window` positions away
+                                    # (decoder: its last `window` keys, itself included, as Mistral); None = all
+    rope_theta: float = 10000.0     # rotary positions: the base of the frequencies 1 / theta^(2i/d)
+    rotary_dim: int | None = None   # rotary positions: how many of each head's d_k coordinates turn; None = all
     # --- per-head sizes (Table 3, rows A and B); None = d_model / n_heads, the paper's choice ---
     d_k: int | None = None          # size of each head's queries and keys
     d_v: int | None = None          # size of each head's values (the heads' outputs, concatenated: n_heads * d_v)
@@ -78,10 +91,41 @@ class TransformerConfig:
         if (self.d_k is None or self.d_v is None) and self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}) "
                              "unless d_k and d_v are both given")
+        self._check_since_the_paper()
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError("dropout must be in [0, 1)")
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError("label_smoothing must be in [0, 1)")
+
+    def _check_since_the_paper(self) -> None:
+        """The options real models added after the paper, each checked on its own with the value it got."""
+        if self.norm not in NORMS:
+            raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
+        for name in ("ffn_gated", "ffn_bias", "qkv_bias", "attn_out_bias"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        for name in ("n_kv_heads", "window", "rotary_dim"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ValueError(f"{name} must be a positive integer or null, got {value!r}")
+        if self.n_kv_heads is not None and self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_kv_heads ({self.n_kv_heads}) must divide n_heads ({self.n_heads}): "
+                             "each key/value head serves a whole group of query heads")
+        theta = self.rope_theta
+        if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not 1.0 < theta < float("inf"):
+            raise ValueError(f"rope_theta must be a finite number above 1, got {theta!r}")
+        if self.rotary_dim is not None:
+            head_k = self.d_k if self.d_k is not None else self.d_model // self.n_heads
+            if self.rotary_dim % 2 or self.rotary_dim > head_k:
+                raise ValueError(f"rotary_dim must be even and at most the head size d_k ({head_k}), "
+                                 f"got {self.rotary_dim}")
+        if self.positional == "rotary" and self.head_k % 2:
+            raise ValueError(f"rotary positions turn pairs of coordinates: d_k must be even, got {self.head_k}")
+
+    @property
+    def kv_heads(self) -> int:
+        """The number of key/value heads (n_heads unless grouped-query attention)."""
+        return self.n_kv_heads if self.n_kv_heads is not None else self.n_heads
 
     @property
     def head_k(self) -> int:
@@ -114,6 +158,14 @@ class TransformerConfig:
             out["norm_first"] = True
         if self.positional != "sinusoidal":
             out["positional"] = self.positional
+        if self.positional == "rotary":
+            out["rope_theta"] = self.rope_theta
+            if self.rotary_dim is not None and self.rotary_dim != self.head_k:
+                out["rotary_dim"] = self.rotary_dim
+        if self.kv_heads != self.n_heads:
+            out["n_kv_heads"] = self.n_kv_heads
+        if self.window is not None:
+            out["window"] = self.window
         for name in ("d_k", "d_v"):
             if getattr(self, name) is not None and getattr(self, name) != self.d_model // self.n_heads:
                 out[name] = getattr(self, name)
@@ -163,12 +215,14 @@ def parameter_formula(cfg: TransformerConfig) -> int:
     """The parameter count of `Transformer(cfg)` written out term by term (no model is built and torch is
     not needed, so it is instant; tests/model/test_table3.py checks it against `count_parameters` for every row of Table 3).
 
-    Per attention: W^Q, W^K (d_model x h d_k), W^V (d_model x h d_v), W^O (h d_v x d_model), with biases.
-    Per feed-forward: W1 (d_model x d_ff), W2 (d_ff x d_model), with biases. Per LayerNorm: 2 d_model."""
-    D, h, dk, dv, ff = cfg.d_model, cfg.n_heads, cfg.head_k, cfg.head_v, cfg.d_ff
-    ln = 2 * D
-    attention = 2 * (D * h * dk + h * dk) + D * h * dv + h * dv + h * dv * D + D
-    ffn = D * ff + ff + ff * D + D
+    Per attention: W^Q (d_model x h d_k), W^K (d_model x h_kv d_k), W^V (d_model x h_kv d_v), W^O (h d_v x
+    d_model), with biases (h_kv = h unless grouped-query). Per feed-forward: W1 (d_model x d_ff), W2 (d_ff x
+    d_model), with biases, and a gate like W1 when gated. Per LayerNorm: 2 d_model (RMSNorm: d_model)."""
+    D, h, dk, dv, ff, g = cfg.d_model, cfg.n_heads, cfg.head_k, cfg.head_v, cfg.d_ff, cfg.kv_heads
+    ln = D if cfg.norm == "rmsnorm" else 2 * D
+    q_k_v = D * (h * dk + g * dk + g * dv) + (h * dk + g * dk + g * dv) * cfg.qkv_bias
+    attention = q_k_v + h * dv * D + D * cfg.attn_out_bias
+    ffn = (3 if cfg.ffn_gated else 2) * D * ff + ((2 if cfg.ffn_gated else 1) * ff + D) * cfg.ffn_bias
     total = 0
     embeddings = 0  # token tables
     if cfg.has_encoder:
@@ -191,7 +245,7 @@ def parameter_formula(cfg: TransformerConfig) -> int:
     if not (cfg.tie_embeddings or cfg.tie_output):
         total += D * cfg.vocab_size  # the output layer (no bias)
     if cfg.mlm_transform:
-        total += D * D + D + ln
+        total += D * D + D + 2 * D  # its LayerNorm is always one
     if cfg.output_bias:
         total += cfg.vocab_size
     return total

@@ -1,5 +1,6 @@
 """Building blocks in the paper's order: embeddings + positional encoding (3.4, 3.5),
-position-wise feed-forward (3.3), encoder and decoder layers (3.1)."""
+position-wise feed-forward (3.3), encoder and decoder layers (3.1). Since-the-paper options beside them:
+RMSNorm instead of LayerNorm, gated feed-forward (SwiGLU, GeGLU)."""
 from __future__ import annotations
 
 import math
@@ -53,11 +54,13 @@ class Embedding(nn.Module):
         self.token = token if token is not None else nn.Embedding(vocab_size, d_model)
         if positional == "learned":
             self.position = nn.Embedding(max_len, d_model)
+        elif positional in ("rotary", "alibi"):
+            pass  # positions act inside attention (model/nn/positions.py): nothing is added here
         else:
             layout = cfg.pe_layout if cfg is not None else "interleaved"
             self.register_buffer("pe", positional_encoding(max_len, d_model, layout=layout), persistent=False)
         self.segment = nn.Embedding(cfg.segment_vocab, d_model) if cfg is not None and cfg.segment_vocab else None
-        self.norm = nn.LayerNorm(d_model, eps=cfg.norm_eps) if cfg is not None and cfg.embed_norm else None
+        self.norm = make_norm(cfg, d_model) if cfg is not None and cfg.embed_norm else None
         self.drop = Dropout(dropout)
         self.use_positions = True  # the permutation experiment switches this off
 
@@ -66,6 +69,8 @@ class Embedding(nn.Module):
             # a clear error instead of a shape mismatch (sinusoidal) or, for the learned table on
             # CUDA, a device-side assert that breaks the whole process's CUDA context
             raise ValueError(f"positions {offset}..{offset + L - 1} exceed the model's max_len={self.max_len}")
+        if self.positional in ("rotary", "alibi"):
+            return None  # nothing to add: attention turns q and k (RoPE) or biases the scores (ALiBi)
         if self.positional == "learned":
             idx = torch.arange(offset, offset + L, device=self.position.weight.device)
             return self.position(idx)  # (L, D)
@@ -74,7 +79,8 @@ class Embedding(nn.Module):
     def forward(self, ids: torch.Tensor, offset: int = 0, segments: torch.Tensor | None = None) -> torch.Tensor:
         x = self.token(ids) * self.scale if self.scale != 1.0 else self.token(ids)  # (B, L, D)
         if self.use_positions:
-            x = x + self.positions(ids.size(1), offset)
+            pe = self.positions(ids.size(1), offset)  # (L, D), or None for positions inside attention
+            x = x + pe if pe is not None else x
         if self.segment is not None:  # BERT: every token belongs to segment 0 unless told otherwise
             x = x + self.segment(segments if segments is not None else torch.zeros_like(ids))
         if self.norm is not None:
@@ -97,24 +103,70 @@ def activation(name: str):
 
 class FeedForward(nn.Module):
     """FFN(x) = max(0, x W1 + b1) W2 + b2, applied at every position alike (another activation than
-    max(0, ·) for pretrained models that use one)."""
+    max(0, ·) for pretrained models that use one).
 
-    def __init__(self, d_model: int, d_ff: int, act: str = "relu"):
+    gated (Shazeer 2020; Llama, Mistral, Qwen2): FFN(x) = (act(x W_gate) ⊙ x W1) W2, three matrices: the gate,
+    W1 "up" and W2 "down". act = swish is SwiGLU, gelu is GeGLU. bias=False drops b1, b2 (and the gate's)."""
+
+    def __init__(self, d_model: int, d_ff: int, act: str = "relu", gated: bool = False, bias: bool = True):
         super().__init__()
-        self.w1 = Linear(d_model, d_ff)
-        self.w2 = Linear(d_ff, d_model)
+        self.gate = Linear(d_model, d_ff, bias=bias) if gated else None
+        self.w1 = Linear(d_model, d_ff, bias=bias)
+        self.w2 = Linear(d_ff, d_model, bias=bias)
         self.act = activation(act)
 
     def forward(self, x):
-        return self.w2(self.act(self.w1(x)))
+        if self.gate is None:
+            return self.w2(self.act(self.w1(x)))  # (B, L, D)
+        return self.w2(self.act(self.gate(x)) * self.w1(x))  # (B, L, d_ff) gated, then (B, L, D)
+
+
+class RMSNorm(nn.Module):
+    """RMSNorm(x) = x / sqrt(mean(x²) + eps) * g (Zhang & Sennrich 2019; Llama): LayerNorm without subtracting
+    the mean and without a bias."""
+
+    def __init__(self, d_model: int, eps: float = 1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        rms = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)  # (B, L, 1)
+        return self.weight * (x * rms)  # (B, L, D)
+
+
+def make_norm(cfg, d_model: int) -> nn.Module:
+    """The normalisation a config names: LayerNorm (the paper) or RMSNorm, with cfg.norm_eps."""
+    if cfg is not None and cfg.norm == "rmsnorm":
+        return RMSNorm(d_model, eps=cfg.norm_eps)
+    return nn.LayerNorm(d_model, eps=cfg.norm_eps if cfg is not None else 1e-5)
+
+
+def feed_forward(cfg) -> FeedForward:
+    return FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, gated=cfg.ffn_gated, bias=cfg.ffn_bias)
+
+
+def self_attention(cfg) -> MultiHeadAttention:
+    """A layer's self-attention with every option the config names."""
+    return MultiHeadAttention(cfg.d_model, cfg.n_heads, self_attention=True, d_k=cfg.d_k, d_v=cfg.d_v,
+                              n_kv_heads=cfg.n_kv_heads, qkv_bias=cfg.qkv_bias, out_bias=cfg.attn_out_bias,
+                              positional=cfg.positional, rope_theta=cfg.rope_theta, rotary_dim=cfg.rotary_dim,
+                              window=cfg.window)
+
+
+def cross_attention(cfg) -> MultiHeadAttention:
+    """The decoder's attention over the encoder's output (no positions inside, no window)."""
+    return MultiHeadAttention(cfg.d_model, cfg.n_heads, self_attention=False, d_k=cfg.d_k, d_v=cfg.d_v,
+                              n_kv_heads=cfg.n_kv_heads, qkv_bias=cfg.qkv_bias, out_bias=cfg.attn_out_bias)
 
 
 class Residual(nn.Module):
-    """Post-LN (paper): LN(x + Dropout(f(x))).  Pre-LN: x + Dropout(f(LN(x)))."""
+    """Post-LN (paper): LN(x + Dropout(f(x))).  Pre-LN: x + Dropout(f(LN(x))). LN is RMSNorm where the config
+    says so (cfg given)."""
 
-    def __init__(self, d_model: int, dropout: float, norm_first: bool, eps: float = 1e-5):
+    def __init__(self, d_model: int, dropout: float, norm_first: bool, eps: float = 1e-5, cfg=None):
         super().__init__()
-        self.norm = nn.LayerNorm(d_model, eps=eps)
+        self.norm = make_norm(cfg, d_model) if cfg is not None else nn.LayerNorm(d_model, eps=eps)
         self.drop = Dropout(dropout)
         self.norm_first = norm_first
 
@@ -130,10 +182,10 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, cfg):
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, self_attention=True, d_k=cfg.d_k, d_v=cfg.d_v)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation)
-        self.res1 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.norm_eps)
-        self.res2 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.norm_eps)
+        self.self_attn = self_attention(cfg)
+        self.ffn = feed_forward(cfg)
+        self.res1 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg=cfg)
+        self.res2 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg=cfg)
 
     def forward(self, x, mask=None, need_weights=False, need_details=False):
         y, w, d = self.self_attn(self.res1.pre(x), mask=mask, need_weights=need_weights, need_details=need_details)
@@ -147,13 +199,12 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, cfg, cross: bool = True):
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, self_attention=True, d_k=cfg.d_k, d_v=cfg.d_v)
-        self.cross_attn = (MultiHeadAttention(cfg.d_model, cfg.n_heads, self_attention=False, d_k=cfg.d_k, d_v=cfg.d_v)
-                           if cross else None)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation)
-        self.res1 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.norm_eps)
-        self.res2 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.norm_eps) if cross else None
-        self.res3 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg.norm_eps)
+        self.self_attn = self_attention(cfg)
+        self.cross_attn = cross_attention(cfg) if cross else None
+        self.ffn = feed_forward(cfg)
+        self.res1 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg=cfg)
+        self.res2 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg=cfg) if cross else None
+        self.res3 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg=cfg)
 
     def forward(self, x, memory=None, self_mask=None, cross_mask=None, need_weights=False,
                 need_details=False, cache: dict | None = None):

@@ -15,6 +15,15 @@ def causal_mask(n_queries: int, n_keys: int | None = None, device=None) -> torch
     return torch.ones(n_queries, m, dtype=torch.bool, device=device).tril(m - n_queries)
 
 
+def window_mask(n_queries: int, n_keys: int, window: int, device=None) -> torch.Tensor:
+    """(n, m) True where key j lies fewer than `window` positions from query i: |pos_i - j| < window, the
+    queries at the END of the keys as in causal_mask. With the causal mask it leaves each query its last
+    `window` keys, itself included (Mistral's sliding window); alone (an encoder) window - 1 on either side."""
+    q_pos = torch.arange(n_keys - n_queries, n_keys, device=device)[:, None]  # (n, 1)
+    k_pos = torch.arange(n_keys, device=device)[None, :]  # (1, m)
+    return (q_pos - k_pos).abs() < window  # (n, m)
+
+
 def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     """(B, L) token ids -> (B, 1, 1, L): True for real tokens, False for padding keys."""
     return (ids != pad_id)[:, None, None, :]

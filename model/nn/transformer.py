@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from model.nn import fast
 from model.nn.attention import HeadDetails
 from model.nn.config import TransformerConfig, parameter_formula  # noqa: F401 (the count lives beside the config: no torch)
-from model.nn.layers import DecoderLayer, Embedding, EncoderLayer, activation
+from model.nn.layers import DecoderLayer, Embedding, EncoderLayer, activation, make_norm
 from model.nn.masks import as_key_mask
 
 KINDS = ("encoder_self", "decoder_self", "cross")
@@ -66,7 +66,7 @@ class Transformer(nn.Module):
         if cfg.has_encoder:
             self.src_embed = emb(token)
             self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
-            self.encoder_norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps) if cfg.norm_first else nn.Identity()
+            self.encoder_norm = make_norm(cfg, cfg.d_model) if cfg.norm_first else nn.Identity()
         if cfg.has_decoder:
             shared = token if (cfg.tie_embeddings or not cfg.has_encoder) else None
             self.tgt_embed = emb(shared)
@@ -74,7 +74,7 @@ class Transformer(nn.Module):
                 nn.init.normal_(self.tgt_embed.token.weight, std=cfg.d_model ** -0.5)
             cross = cfg.architecture == "encoder-decoder"
             self.decoder = nn.ModuleList(DecoderLayer(cfg, cross=cross) for _ in range(cfg.n_decoder_layers))
-            self.decoder_norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps) if cfg.norm_first else nn.Identity()
+            self.decoder_norm = make_norm(cfg, cfg.d_model) if cfg.norm_first else nn.Identity()
         # Output softmax projection: the shared embedding matrix when tied (section 3.4).
         self.generator = None if (cfg.tie_embeddings or cfg.tie_output) else nn.Linear(cfg.d_model, cfg.vocab_size,
                                                                                         bias=False)
@@ -122,6 +122,8 @@ class Transformer(nn.Module):
         for e in (self.src_embed, self.tgt_embed):
             if e is not None:
                 e.use_positions = enabled
+        for layer in [*(self.encoder or []), *(self.decoder or [])]:  # rotary and ALiBi act inside attention
+            layer.self_attn.use_positions = enabled
 
     # ------------------------------------------------------------------ stacks
     def encode(self, src, src_pad_mask=None, record: Intermediates | None = None, details: bool = False,
