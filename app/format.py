@@ -153,7 +153,7 @@ _NUMBER_LIKE = re.compile(r"^[\s+\-−]*[\d.,]+[\s\dMkGB%.,·⁰¹²³⁴⁵⁶�
 def markdown_table(rows: list[dict]) -> str:
     """Rows (dicts with the same keys) as a Markdown table: every cell escaped (a `|` or `*` in a name stays
     text), empty for None, and columns of numbers right-aligned. Drawn with st.markdown it needs neither pandas
-    nor the browser's data-grid code (0.4 s of the first page's server run)."""
+    nor the browser's data-grid code, which a first page would otherwise load."""
     columns: list[str] = []
     for row in rows:
         columns += [c for c in row if c not in columns]

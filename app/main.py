@@ -17,8 +17,9 @@ from app.fast.warmup import page_running, wait_for_warm_up, warm_up  # noqa: E40
 from app.jobs import apply_server_threads  # noqa: E402
 from app.pages_list import PAGES, SECTIONS  # noqa: E402
 from app.resources import device_description  # noqa: E402
+from app.ui import scroll_to_requested  # noqa: E402
 
-# A Material icon, not the 🧭 emoji: checking an emoji loads Streamlit's emoji catalogue (0.16 s of the first page)
+# A Material icon, not the 🧭 emoji: checking an emoji loads Streamlit's emoji catalogue on the first page
 st.set_page_config(page_title="Attention Atlas", page_icon=":material/explore:", layout="wide")
 settle_heap_at_start()  # what the imports above loaded lives as long as the server: out of the collector's way
 apply_server_threads()  # once torch is loaded: the server's torch keeps to its share of the cores, the trainers get theirs
@@ -64,6 +65,7 @@ with st.sidebar:
 try:
     with page_running():  # the warm-up waits for this run between its steps
         nav.run()
+        scroll_to_requested(current)  # a guided-tour stop opens its page at its section
 finally:  # the page has drawn (or stopped): its link in one message; torch's thread budget if the page loaded
     state.send_link()  # it; then, in the background, what the next pages import
     apply_server_threads()

@@ -9,7 +9,7 @@ from app.jobs import runs_dir  # one rule for where runs live: $ATLAS_RUNS_DIR o
 
 from app.fast.heap import settle_heap  # after each model load (app.fast.heap says why)
 from app.i18n import lang, t
-from model.nn.config import PRESETS, TransformerConfig, parameter_formula
+from model.nn.config import TransformerConfig, parameter_formula
 from model.nn.device import DeviceParts, best_device, cpu_only_machine, device_parts, parse_description
 
 
@@ -44,10 +44,6 @@ def parameter_count(config_dict: dict) -> int:
     """Exact parameter count of a configuration, term by term (model.nn.transformer.parameter_formula: instant,
     and checked against counting the tensors of a model built on the meta device in tests/model/test_table3.py)."""
     return parameter_formula(TransformerConfig.from_dict(config_dict))
-
-
-def preset_parameter_count(name: str) -> int:
-    return parameter_count(PRESETS[name].to_dict())
 
 
 @st.cache_resource(show_spinner=False)
@@ -229,8 +225,8 @@ def computed(fn, *args, **kwargs):
 
 def warm_first_model() -> None:
     """The first shipped model (the inspector's first choice, the masks page's demonstration), its card and
-    vocabulary, in the caches the pages read (app.fast.warmup.warm_up, while the learner reads the first page): they
-    were ~80 ms of the inspector's 160 ms first run here."""
+    vocabulary, in the caches the pages read (app.fast.warmup.warm_up, while the learner reads the first page): loading
+    them was most of the inspector's first run."""
     for path in SHIPPED.values():
         if (path / "config.json").is_file():
             load_model(path)
@@ -318,7 +314,7 @@ def shared_figure(name: str, key: tuple, build):
 
 def table_data(rows: list[dict]):
     """Table rows as a pyarrow Table: st.dataframe sends a Table as it is, where a list of rows goes through
-    pandas and back to Arrow on every draw (~8 ms a table here). Rows Arrow cannot type (a column mixing
+    pandas and back to Arrow on every draw. Rows Arrow cannot type (a column mixing
     text and numbers) stay rows."""
     import pyarrow as pa
     try:

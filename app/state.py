@@ -22,7 +22,6 @@ parameters when the learner moves to another page (each page owns its link)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
@@ -222,7 +221,7 @@ def begin_page(page: str) -> None:
 # ----------------------------------------------------------------------------- the link, sent once per run
 # Each write to st.query_params is a message to the browser, and each message there is a new entry in the
 # browser's history and a re-render of the whole app: opening the attention page wrote its 16 parameters one
-# by one (17 history entries: 17 presses of Back to leave it; 70-130 ms of the browser's work). So a run
+# by one (an entry per parameter, each a press of Back to leave it, and each a re-render). So a run
 # collects its changes here and main.py sends them at its end (send_link), in one message. A fragment's own
 # rerun has no such end: its changes (one control's) are sent at once.
 LINK = "_link_changes"       # this run's changes: {"clear": drop the other parameters first, "set": {name: text|None}}

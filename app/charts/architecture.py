@@ -1,8 +1,8 @@
 """The Transformer's architecture (the paper's Figure 1) as an SVG drawing in the page's language.
 
 Drawn here rather than by st.graphviz_chart: the browser lays a Graphviz graph out again (in WebAssembly) on
-every rerun whose labels changed, which made the overview's language switch take ~1.3 s longer in Chromium on a
-2-core machine (docs/benchmarks.md). The SVG is plain markup: the layout below is fixed, only the labels change."""
+every rerun whose labels changed, which made the overview's language switch visibly slower in Chromium
+(docs/benchmarks.md). The SVG is plain markup: the layout below is fixed, only the labels change."""
 from __future__ import annotations
 
 from dataclasses import dataclass

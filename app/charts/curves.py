@@ -164,7 +164,7 @@ def circle_figure(sin_vals, cos_vals, p: int, k: int, *, title="", pos_label="po
             traces.append(dict(type="scatter", x=[0, s[idx]], y=[0, c[idx]], mode="lines+markers+text",
                                line=dict(color=colour(i), width=3), marker=dict(size=[0, 12], color=colour(i)),
                                text=["", f"{pos_label} {idx}"], textposition="top center", showlegend=False))
-    # made in one go: each add_trace / update_* call would check the whole figure again (13 of its 15 ms)
+    # made in one go: each add_trace / update_* call would check the whole figure again
     return figure(traces, dict(
         xaxis=dict(title=dict(text="sin(p·ω)"), range=[-1.3, 1.3], zeroline=True),
         yaxis=dict(title=dict(text="cos(p·ω)"), range=[-1.3, 1.3], scaleanchor="x", zeroline=True),

@@ -15,7 +15,8 @@ HIDDEN_COLOUR = "#2ca02c"
 def mask_predictions(panels, *, x_title: str = "", per_row: int = 3, height_per_row: int = 230) -> Figure:
     """panels: [(title, pieces, probabilities, hidden piece or None)], best guess first. Bars on 0…1.
     The grid of panels is laid out here as plotly's make_subplots lays it out (the same axes, domains and panel
-    titles), in one draft figure (style.figure): make_subplots and a trace added per panel took 17–30 ms."""
+    titles), in one draft figure (style.figure): make_subplots and a trace added per panel took several times as
+    long."""
     n = max(1, len(panels))
     cols = max(1, min(per_row, n))
     rows = math.ceil(n / cols)

@@ -21,7 +21,7 @@ OVERLAY = [[0.0, "rgba(214,39,40,0)"], [1.0, "rgba(214,39,40,0.8)"]]  # transpar
 def _square_axes(size: int, ticks: bool = False) -> dict:
     """Both axes over the pixels (row 0 at the top), square cells whatever width the page gives: the layout's
     xaxis and yaxis, given when the figure is built (each update_xaxes / update_layout afterwards checks the whole
-    figure again: a member switch to the ViT spent ~30 ms in them)."""
+    figure again, and a member switch to the ViT spent most of its build in them)."""
     common = dict(showgrid=False, zeroline=False, showticklabels=ticks, ticks="", constrain="domain")
     return dict(xaxis=dict(range=[-0.5, size - 0.5], **common),
                 yaxis=dict(range=[size - 0.5, -0.5], scaleanchor="x", **common))

@@ -27,8 +27,8 @@ def head_view(weights, q_labels: list[str], k_labels: list[str], heads: list[int
             if not len(sel):
                 continue
             # One segment per (query, key) pair: query side, key side, a gap (NaN) before the next one. Float
-            # arrays go out as binary (an object array with None went through plotly's JSON value by value: 10
-            # ms of a head view's 17); plotly.js breaks a line at NaN as it does at null.
+            # arrays go out as binary (an object array with None went through plotly's JSON value by value,
+            # most of a head view's build); plotly.js breaks a line at NaN as it does at null.
             xs = np.tile(np.array([0.0, 1.0, np.nan]), len(sel))
             ys = np.full(3 * len(sel), np.nan)
             ys[0::3], ys[1::3] = yq[sel[:, 0]], yk[sel[:, 1]]

@@ -148,8 +148,8 @@ def _grid(label: str, options: list[str]) -> None:
         st.dataframe([{label: 1, t("common.key"): options[0]}], hide_index=True)
 
 
-# One group a run: all at once took 460-600 ms of the browser's main thread (bench notes), a wait for a learner
-# who clicks meanwhile; a group takes about a sixth of that.
+# One group a run: all at once held the browser's main thread long enough to delay a learner who clicks
+# meanwhile; one group at a time keeps each pause short.
 GROUPS = (_texts, _fields, _choices, _numbers, _boxes, _grid)
 
 

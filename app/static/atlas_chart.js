@@ -58,7 +58,7 @@ function loadTheme(file) {
 }
 
 // Read once per task: a rerun hands every chart of the page its figure in one go, and each reading of a computed
-// style makes the browser bring the page's styles up to date first (5 ms an action on the multi-head page).
+// style makes the browser bring the page's styles up to date first.
 let darkNow = null;
 function isDark() {
   if (darkNow !== null) return darkNow;

@@ -3,7 +3,7 @@ batches by tokens (`TokenBatches`: sentences of similar length together, at most
 
 The encoded splits of a built-in task are kept in a cache file (<cache>/task-<task>-...pt, <cache> =
 $ATLAS_CACHE_DIR or ~/.cache/attention-atlas, like model.data.corpus's): generating and splitting the en-ko
-grammar corpus costs ~10 s of CPU, reading the cache ~0.1 s, so a started run trains at once."""
+grammar corpus costs seconds of CPU, reading the cache a small fraction of that, so a started run trains at once."""
 from __future__ import annotations
 
 import hashlib

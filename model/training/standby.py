@@ -1,4 +1,4 @@
-"""A trainer started ahead of time, so that a run's first step does not wait for `import torch` (~2.5 s).
+"""A trainer started ahead of time, so that a run's first step does not wait for `import torch` (seconds).
 
     python -m model.training.standby [--idle-seconds 900]
 

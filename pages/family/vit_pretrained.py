@@ -15,7 +15,7 @@ from app.format import escape_md
 from app.i18n import UserError, t
 from app.resources import load_model, of_weights, pretrained_dir
 from app.state import keep, open_box
-from app.ui import error, show_figure, show_matrix, text
+from app.ui import error, show_matrix, text
 from model.errors import CheckpointError
 from model.hub import hub_cache_dir
 from model.hub.vit import image_models, see_picture, shipped_images

@@ -139,3 +139,48 @@ def test_benchmark_results_are_not_tracked():
     if tracked.returncode != 0:
         pytest.skip("not a git checkout")
     assert tracked.stdout.strip() == "", "bench/ writes its results to an ignored folder"
+
+
+# A measured timing in a comment goes stale with the next machine or the next change: the current numbers live in
+# docs/benchmarks.md (with their date and machine), comments say what and why.
+TIMING = re.compile(r"(?<![\w.])~?\d+(\.\d+)?\s?(ms|µs)\b|~\d+(\.\d+)?\s?s\b|\(\d+(\.\d+)?\s?s\b"
+                    r"|\b\d+(\.\d+)?\s?[×x]\s(faster|slower)")
+
+
+def comment_timings(path: Path) -> list[str]:
+    if path.suffix == ".py":
+        texts = [(line, s) for line, s in code_comments_and_docstrings(path)
+                 if s.startswith(('"""', "'''", "#")) or not s.startswith(("'", '"', "f", "r", "b"))]
+    else:  # JavaScript and TOML: line comments
+        texts = [(i, line.split(marker, 1)[1]) for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                 for marker in ("//" if path.suffix == ".js" else "#",) if marker in line]
+    return [f"{line}: {m.group(0)}" for line, s in texts for m in TIMING.finditer(s)]
+
+
+def commented_files():
+    own_js = [p for p in (ROOT / "app").rglob("*.js") if not p.name.endswith(".min.js")]
+    return python_files(*CODE_DIRS) + sorted(own_js) + [ROOT / ".streamlit" / "config.toml"]
+
+
+@pytest.mark.parametrize("path", commented_files(), ids=rel)
+def test_comments_carry_no_timings(path):
+    assert comment_timings(path) == [], "a measured time goes stale: put it in docs/benchmarks.md"
+
+
+def test_the_timing_rule_sees_a_timing():
+    assert TIMING.search("(0.16 s of the first page)") and TIMING.search("were ~80 ms of it")
+    assert not TIMING.search("model.nn v2, step 10 of 300")
+
+
+def test_every_top_level_definition_is_used():
+    """A function or class in model/, app/ or pages/ that no code, test, benchmark or script names is dead code."""
+    everything = "\n".join(p.read_text(encoding="utf-8") for p in python_files(*CODE_DIRS, "tests", "bench", "tools"))
+    everything += "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "app").rglob("*.js"))
+    unused = []
+    for path in python_files(*CODE_DIRS):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                    and not node.name.startswith("__") \
+                    and len(re.findall(rf"\b{re.escape(node.name)}\b", everything)) <= 1:
+                unused.append(f"{rel(path)}:{node.name}")
+    assert unused == [], unused

@@ -4,12 +4,9 @@ is missing, still importing or silent, a plain trainer starts instead. Real subp
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 

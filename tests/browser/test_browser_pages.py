@@ -2,7 +2,6 @@
 languages, check that no Streamlit exception box is shown, and save screenshots."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time

@@ -4,7 +4,6 @@ one sentence saying what it cannot show), a sequence classifier (its label and p
 given a second sentence; the head patterns named in the statistics tab; and what the page says when a result is
 empty or partial (an empty translation, a second sentence a model cannot read). Tiny random folders are put where
 a learner puts them."""
-import json
 
 import pytest
 from app.i18n import LANGS, catalogue

@@ -1,5 +1,4 @@
 """The positional-encoding page in both languages, driven through AppTest."""
-import json
 
 import pytest
 from app.i18n import LANGS
