@@ -14,7 +14,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from model.nn.linear import Linear
 from model.nn.masks import causal_mask, combine, window_mask
 from model.nn.positions import alibi_bias, apply_rotary, rotary_cos_sin
 
@@ -109,11 +108,11 @@ class MultiHeadAttention(nn.Module):
         gk, gv = self.n_kv_heads * self.d_k, self.n_kv_heads * self.d_v  # one key and value per key/value head
         self.self_attention = self_attention
         if self_attention:
-            self.qkv = Linear(d_model, hk + gk + gv, bias=qkv_bias)  # [W^Q | W^K | W^V] side by side
+            self.qkv = nn.Linear(d_model, hk + gk + gv, bias=qkv_bias)  # [W^Q | W^K | W^V] side by side
         else:
-            self.q = Linear(d_model, hk, bias=qkv_bias)
-            self.kv = Linear(d_model, gk + gv, bias=qkv_bias)
-        self.out = Linear(hv, d_model, bias=out_bias)  # W^O: (h d_v) -> d_model
+            self.q = nn.Linear(d_model, hk, bias=qkv_bias)
+            self.kv = nn.Linear(d_model, gk + gv, bias=qkv_bias)
+        self.out = nn.Linear(hv, d_model, bias=out_bias)  # W^O: (h d_v) -> d_model
         # Positions inside attention and the sliding window concern a sequence attending to itself.
         self.positional = positional if self_attention else "none"
         self.rotary_dim = (rotary_dim or self.d_k) if self.positional == "rotary" else 0

@@ -10,7 +10,6 @@ import torch.nn as nn
 
 from model.nn.attention import MultiHeadAttention
 from model.nn.dropout import Dropout
-from model.nn.linear import Linear
 
 
 def pe_frequencies(d_model: int) -> torch.Tensor:
@@ -110,9 +109,9 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, act: str = "relu", gated: bool = False, bias: bool = True):
         super().__init__()
-        self.gate = Linear(d_model, d_ff, bias=bias) if gated else None
-        self.w1 = Linear(d_model, d_ff, bias=bias)
-        self.w2 = Linear(d_ff, d_model, bias=bias)
+        self.gate = nn.Linear(d_model, d_ff, bias=bias) if gated else None
+        self.w1 = nn.Linear(d_model, d_ff, bias=bias)
+        self.w2 = nn.Linear(d_ff, d_model, bias=bias)
         self.act = activation(act)
 
     def forward(self, x):
