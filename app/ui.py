@@ -1,6 +1,7 @@
 """Small Streamlit helpers shared by pages: figures with their downloads, prose, errors, sliders."""
 from __future__ import annotations
 
+import json
 import re
 
 import streamlit as st
@@ -94,3 +95,28 @@ def error(problem: UserError | Message, detail: str | None = None, icon: str | N
         problem = problem.message
     st.error(say(plain_args(problem)) + (f"\n\n{code_span(detail)}" if detail else ""), icon=icon)
 
+
+
+SCROLL_TO = "_scroll_to"  # (page url, header anchor): the section the next run of that page opens at
+
+
+def open_at(page: str, anchor: str) -> None:
+    """Ask the next run of `page` (e.g. after st.switch_page) to scroll to the section whose header has `anchor`."""
+    st.session_state[SCROLL_TO] = (page, anchor)
+
+
+def scroll_to_requested(page: str) -> None:
+    """main.py, once the page has drawn: scroll to the section open_at asked for, once. The charts above it draw
+    after the page and push it down, so the section is brought back into view while they settle, unless the
+    learner scrolls first."""
+    want = st.session_state.get(SCROLL_TO)
+    if not want or want[0] != page:
+        return
+    del st.session_state[SCROLL_TO]
+    anchor = json.dumps(str(want[1]))
+    st.html("<script>(() => { const stop = () => clearInterval(timer); let n = 0;"
+            f" const go = () => {{ const el = document.getElementById({anchor}); if (el) el.scrollIntoView();"
+            " if (++n > 12) stop(); }; const timer = setInterval(go, 150); go();"
+            " for (const e of ['wheel', 'touchstart', 'keydown', 'mousedown'])"
+            " window.addEventListener(e, stop, {once: true, capture: true}); })()</script>",
+            unsafe_allow_javascript=True)
