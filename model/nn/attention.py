@@ -14,7 +14,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from model.nn.masks import causal_mask, combine, window_mask
+from model.nn.efficient import blockwise_attention, linformer_init, linformer_project
+from model.nn.masks import causal_mask, combine, longformer_mask
 from model.nn.positions import alibi_bias, apply_rotary, rotary_cos_sin
 
 
@@ -89,12 +90,18 @@ class MultiHeadAttention(nn.Module):
     - positional "rotary" (RoPE: q and k turned by their positions, base rope_theta, the first rotary_dim
       coordinates of each head) or "alibi" (a distance penalty on the scores); self-attention only.
     - window: each query sees only keys fewer than `window` positions away (with the causal mask: its last
-      `window` keys, Mistral's sliding window); self-attention only."""
+      `window` keys, Mistral's sliding window); self-attention only. global_tokens: the first positions see and
+      are seen by every position (Longformer).
+    - impl "blockwise": the same output a `block` of keys at a time (model/nn/efficient.py) when no weights are
+      asked for; "linformer" with linformer=(k, max_len): keys and values projected from n rows to k by learned
+      E and F (non-causal self-attention only; the weights then are over the k projected rows)."""
 
     def __init__(self, d_model: int, n_heads: int, self_attention: bool = True,
                  d_k: int | None = None, d_v: int | None = None, *, n_kv_heads: int | None = None,
                  qkv_bias: bool = True, out_bias: bool = True, positional: str = "none",
-                 rope_theta: float = 10000.0, rotary_dim: int | None = None, window: int | None = None):
+                 rope_theta: float = 10000.0, rotary_dim: int | None = None, window: int | None = None,
+                 global_tokens: int = 0, impl: str = "full", block: int = 64,
+                 linformer: tuple[int, int] | None = None):
         super().__init__()
         if d_k is None or d_v is None:
             assert d_model % n_heads == 0
@@ -118,6 +125,12 @@ class MultiHeadAttention(nn.Module):
         self.rotary_dim = (rotary_dim or self.d_k) if self.positional == "rotary" else 0
         self.rope_theta = rope_theta
         self.window = window if self_attention else None
+        self.global_tokens = global_tokens
+        self.impl, self.block = impl, block
+        if impl == "linformer":
+            assert self_attention and linformer is not None, "Linformer projects a self-attention's keys and values"
+            self.lin_e = nn.Parameter(linformer_init(*linformer))  # E: (k, max_len), for the keys
+            self.lin_f = nn.Parameter(linformer_init(*linformer))  # F: (k, max_len), for the values
         self.use_positions = True  # the permutation experiment switches this off
 
     def _split(self, x: torch.Tensor, heads: int) -> torch.Tensor:
@@ -172,16 +185,23 @@ class MultiHeadAttention(nn.Module):
         if self.positional == "alibi" and self.use_positions:
             bias = alibi_bias(self.n_heads, Lq, Lk, device=q.device).to(q.dtype)  # (H, Lq, Lk)
         if self.window is not None:
-            mask = combine(mask, window_mask(Lq, Lk, self.window, device=q.device))  # (…, Lq, Lk)
+            mask = combine(mask, longformer_mask(Lq, Lk, self.window, self.global_tokens, device=q.device))
         if is_causal and (mask is not None or bias is not None or Lq != Lk or need_weights or need_details):
             # new queries sit at the end of the key sequence: query i sees keys up to Lk-Lq+i
             causal = causal_mask(Lq, Lk, device=q.device)  # (Lq, Lk)
             mask = causal if mask is None else (mask & causal)
             is_causal = False
         k, v = self.repeat_kv(k), self.repeat_kv(v)  # (B, H, Lk, d_k), (B, H, Lk, d_v)
+        if self.impl == "linformer":
+            if is_causal or bias is not None:
+                raise ValueError("Linformer's projections mix every position: no causal mask, no ALiBi")
+            k, v = linformer_project(k, v, self.lin_e, self.lin_f, mask)  # (B, H, k, d_k), (B, H, k, d_v)
+            mask = None  # padding keys were zeroed before the projection
         if need_weights or need_details:
             o, w, s = scaled_dot_product_attention(q, k, v, mask, return_scores=True, bias=bias)
             details = HeadDetails(q, k, v, s) if need_details else None
+        elif self.impl == "blockwise":
+            o, w, details = blockwise_attention(q, k, v, mask, bias, block=self.block, is_causal=is_causal), None, None
         else:
             o, w, details = fused_attention(q, k, v, mask, is_causal=is_causal, bias=bias), None, None
         B, H, Lq, dh = o.shape

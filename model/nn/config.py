@@ -9,6 +9,7 @@ POSITIONALS = ("sinusoidal", "learned", "rotary", "alibi")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swish")
 PE_LAYOUTS = ("interleaved", "halves")
 NORMS = ("layernorm", "rmsnorm")
+ATTENTION_IMPLS = ("full", "blockwise", "linformer")  # full: the paper's; the others in model/nn/efficient.py
 
 # The options after `pad_id` are the ways real pretrained Transformers differ from the paper's. Each
 # default is the paper's choice, so a config that does not name them is the paper's Transformer.
@@ -66,6 +67,11 @@ class TransformerConfig:
                                     # (decoder: its last `window` keys, itself included, as Mistral); None = all
     rope_theta: float = 10000.0     # rotary positions: the base of the frequencies 1 / theta^(2i/d)
     rotary_dim: int | None = None   # rotary positions: how many of each head's d_k coordinates turn; None = all
+    global_tokens: int = 0          # with `window`: the first positions see and are seen by all (Longformer)
+    attention_impl: str = "full"    # "full" (paper), "blockwise" (exact, attn_block keys at a time: FlashAttention's
+                                    # idea), "linformer" (encoder keys/values projected to linformer_k rows)
+    attn_block: int = 64            # blockwise: keys per block (the largest temporary is n x attn_block)
+    linformer_k: int | None = None  # linformer: rows the n keys and values are projected to
     # --- per-head sizes (Table 3, rows A and B); None = d_model / n_heads, the paper's choice ---
     d_k: int | None = None          # size of each head's queries and keys
     d_v: int | None = None          # size of each head's values (the heads' outputs, concatenated: n_heads * d_v)
@@ -119,8 +125,31 @@ class TransformerConfig:
             if self.rotary_dim % 2 or self.rotary_dim > head_k:
                 raise ValueError(f"rotary_dim must be even and at most the head size d_k ({head_k}), "
                                  f"got {self.rotary_dim}")
+        self._check_attention_impl()
         if self.positional == "rotary" and self.head_k % 2:
             raise ValueError(f"rotary positions turn pairs of coordinates: d_k must be even, got {self.head_k}")
+
+    def _check_attention_impl(self) -> None:
+        """The answers to attention's quadratic cost (model/nn/efficient.py), each with the value it got."""
+        if self.attention_impl not in ATTENTION_IMPLS:
+            raise ValueError(f"attention_impl must be one of {ATTENTION_IMPLS}, got {self.attention_impl!r}")
+        for name in ("attn_block", "global_tokens"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < (1 if name == "attn_block" else 0):
+                raise ValueError(f"{name} must be a {'positive' if name == 'attn_block' else 'non-negative'} "
+                                 f"integer, got {value!r}")
+        if self.global_tokens and self.window is None:
+            raise ValueError(f"global_tokens ({self.global_tokens}) need a sliding window: set window")
+        if self.attention_impl == "linformer":
+            k = self.linformer_k
+            if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= self.max_len:
+                raise ValueError(f"linformer_k must be an integer from 1 to max_len ({self.max_len}), got {k!r}")
+            if not self.has_encoder:
+                raise ValueError("linformer projects an encoder's keys and values (every position, the future too): "
+                                 f"a {self.architecture} model has no encoder")
+        elif self.linformer_k is not None:
+            raise ValueError(f"linformer_k ({self.linformer_k}) is for attention_impl 'linformer', "
+                             f"got {self.attention_impl!r}")
 
     @property
     def kv_heads(self) -> int:
@@ -166,6 +195,14 @@ class TransformerConfig:
             out["n_kv_heads"] = self.n_kv_heads
         if self.window is not None:
             out["window"] = self.window
+        if self.global_tokens:
+            out["global_tokens"] = self.global_tokens
+        if self.attention_impl != "full":
+            out["attention_impl"] = self.attention_impl
+            if self.attention_impl == "blockwise":
+                out["attn_block"] = self.attn_block
+            if self.attention_impl == "linformer":
+                out["linformer_k"] = self.linformer_k
         for name in ("d_k", "d_v"):
             if getattr(self, name) is not None and getattr(self, name) != self.d_model // self.n_heads:
                 out[name] = getattr(self, name)
@@ -238,6 +275,8 @@ def parameter_formula(cfg: TransformerConfig) -> int:
     total += embeddings * cfg.vocab_size * D
     if cfg.positional == "learned":
         total += tables * cfg.max_len * D
+    if cfg.attention_impl == "linformer":
+        total += cfg.n_encoder_layers * 2 * cfg.linformer_k * cfg.max_len  # E and F of each encoder layer
     if cfg.segment_vocab:
         total += tables * cfg.segment_vocab * D
     if cfg.embed_norm:

@@ -145,12 +145,15 @@ def feed_forward(cfg) -> FeedForward:
     return FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, gated=cfg.ffn_gated, bias=cfg.ffn_bias)
 
 
-def self_attention(cfg) -> MultiHeadAttention:
-    """A layer's self-attention with every option the config names."""
+def self_attention(cfg, encoder: bool = False) -> MultiHeadAttention:
+    """A layer's self-attention with every option the config names (Linformer's projections: the encoder's only)."""
+    linformer = cfg.attention_impl == "linformer" and encoder
     return MultiHeadAttention(cfg.d_model, cfg.n_heads, self_attention=True, d_k=cfg.d_k, d_v=cfg.d_v,
                               n_kv_heads=cfg.n_kv_heads, qkv_bias=cfg.qkv_bias, out_bias=cfg.attn_out_bias,
                               positional=cfg.positional, rope_theta=cfg.rope_theta, rotary_dim=cfg.rotary_dim,
-                              window=cfg.window)
+                              window=cfg.window, global_tokens=cfg.global_tokens,
+                              impl="full" if cfg.attention_impl == "linformer" and not encoder else cfg.attention_impl,
+                              block=cfg.attn_block, linformer=(cfg.linformer_k, cfg.max_len) if linformer else None)
 
 
 def cross_attention(cfg) -> MultiHeadAttention:
@@ -181,7 +184,7 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, cfg):
         super().__init__()
-        self.self_attn = self_attention(cfg)
+        self.self_attn = self_attention(cfg, encoder=True)
         self.ffn = feed_forward(cfg)
         self.res1 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg=cfg)
         self.res2 = Residual(cfg.d_model, cfg.dropout, cfg.norm_first, cfg=cfg)

@@ -24,6 +24,17 @@ def window_mask(n_queries: int, n_keys: int, window: int, device=None) -> torch.
     return (q_pos - k_pos).abs() < window  # (n, m)
 
 
+def longformer_mask(n_queries: int, n_keys: int, window: int, global_tokens: int = 0, device=None) -> torch.Tensor:
+    """window_mask, plus Longformer's global tokens: the first `global_tokens` positions attend to every key and
+    every query attends to them. With global_tokens = 0 it is window_mask."""
+    keep = window_mask(n_queries, n_keys, window, device)  # (n, m)
+    if global_tokens:
+        q_pos = torch.arange(n_keys - n_queries, n_keys, device=device)[:, None]  # (n, 1)
+        k_pos = torch.arange(n_keys, device=device)[None, :]  # (1, m)
+        keep = keep | (q_pos < global_tokens) | (k_pos < global_tokens)
+    return keep
+
+
 def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     """(B, L) token ids -> (B, 1, 1, L): True for real tokens, False for padding keys."""
     return (ids != pad_id)[:, None, None, :]
