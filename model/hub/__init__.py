@@ -19,7 +19,6 @@ its "tokenizer" is the image processor."""
 from __future__ import annotations
 
 import importlib
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +35,11 @@ FAMILIES = ("marian", "gpt2", "bert", "distilbert", "roberta", "vit")
 IMAGE_FAMILIES = ("vit",)  # models that read pictures: the family page opens them, the inspector reads text
 SAFETENSORS, PICKLE_BIN = "model.safetensors", "pytorch_model.bin"
 LICENCE_FILES = ("LICENSE", "LICENSE.txt", "LICENSE.md", "README.md")
+# the files a loader reads whole (besides the weights): their size is checked first; any other file is never read
+# whole (a README or LICENSE only for its first lines)
+READ_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+              "vocab.json", "vocab.txt", "merges.txt", "source.spm", "target.spm", "target_vocab.json",
+              "generation_config.json", "preprocessor_config.json", "modules.json")
 
 
 class HubError(CheckpointError):
@@ -111,8 +115,12 @@ def stored_shapes(path: Path) -> tuple[dict, dict | None]:
     a memory-mapped weights-only read and that state (its data is paged in only when used). HubError when the
     file is damaged or would run code."""
     if path.suffix == ".safetensors":
-        return _guard().header(path), None
+        from model.hub.stored import header
+        return header(path), None
     import torch
+
+    from model.hub.stored import bin_header, check_bin_records
+    check_bin_records(path)  # every record holds what its tensors need, before torch maps any of it
     try:
         try:
             state = torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
@@ -128,7 +136,7 @@ def stored_shapes(path: Path) -> tuple[dict, dict | None]:
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
                                               for k, v in state.items()):
         raise HubError(f"{path.name}: not a dictionary of tensors")
-    return _guard().bin_header(state), state
+    return bin_header(state), state
 
 
 def read_weights(path: Path) -> dict[str, torch.Tensor]:
@@ -155,7 +163,7 @@ def licence(folder: Path, hf_config: dict) -> str | None:
         if not p.is_file():
             continue
         try:
-            text = p.read_text(encoding="utf-8", errors="replace")
+            text = _guard().peek(p)  # its first lines only: a licence file may be any size
         except OSError:
             continue
         if name == "README.md":
@@ -203,7 +211,7 @@ def _load_pretrained(folder: Path, device, available: int | None, dtype) -> Load
     if not folder.is_dir():
         raise HubError(f"{folder}: folder not found")
     outer, folder = folder, model_folder(folder)  # a sentence-transformers folder: its Transformer module
-    guard.check_folder(folder)  # every file a regular one of a sane size, before any is read
+    guard.check_folder(folder, READ_FILES)  # every file a regular one, those read of a sane size, before any is read
     hf = read_hf_config(folder)
     kind = known_family(hf["model_type"])
     guard.check_sizes(kind, hf)  # whole numbers, before any is used
@@ -225,6 +233,8 @@ def _load_pretrained(folder: Path, device, available: int | None, dtype) -> Load
     model = getattr(family, "build", build_with)(config, state, path)  # an image family builds its own model
     model.to(device=device, dtype=dtype).eval()
     tok = family.tokenizer(folder, hf)
+    if getattr(tok, "largest_id", None) is not None:  # every id the tokenizer gives has a row in the embedding
+        guard.check_vocabulary(tok.largest_id, config.vocab_size, getattr(tok, "source", "the tokenizer"))
     meta: dict[str, Any] = {"source": "pretrained", "family": family.__name__.rsplit(".", 1)[-1],
                             "model_type": hf["model_type"], "hf_name": hf.get("_name_or_path") or folder.name,
                             "licence": licence(folder, hf), "folder": str(folder), **family.meta(hf)}

@@ -48,6 +48,14 @@ def main(argv: list[str] | None = None) -> int:
     for dtype, n in loaded.meta.get("converted", {}).items():  # what was converted on the way (float16 read as float32)
         print(f"note: {n} tensors stored as {dtype} were converted to float32")
     cfg = loaded.config
+    if loaded.meta.get("task") == "image":  # a ViT: the family's own model and config (model.family.vit)
+        print(f"{loaded.meta['family']} image encoder: {loaded.model.num_parameters():,} parameters, "
+              f"d_model={cfg.d_model} heads={cfg.n_heads} layers={cfg.n_layers}")
+        head = f"a classifier of {cfg.n_classes} classes" if cfg.n_classes else "no classifier (attention only)"
+        print(f"reads {cfg.image_size}×{cfg.image_size}-pixel images of {cfg.channels} colour "
+              f"{'channel' if cfg.channels == 1 else 'channels'} in {cfg.patch_size}×{cfg.patch_size}-pixel "
+              f"patches; {head}")
+        return 0
     print(f"{loaded.meta['family']} {cfg.architecture}: {loaded.model.num_parameters():,} parameters, "
           f"d_model={cfg.d_model} heads={cfg.n_heads} layers={cfg.n_encoder_layers}+{cfg.n_decoder_layers}")
     print("differs from the paper in:", cfg.differences_from_paper())

@@ -24,12 +24,13 @@ import torch
 from model.nn.config import TransformerConfig
 from model.nn.transformer import Intermediates, Transformer
 from model.hub import HubError, heads
+from model.hub.guard import transformer_config
 from model.hub.wordpiece import WordPieceTokenizer
 
 MODEL_TYPES = ("bert",)
 
 # hidden_act -> our activation, only where the function is exactly the same
-ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
+ACTIVATIONS = {"gelu": "gelu", "gelu_python": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
                "relu": "relu", "silu": "swish", "swish": "swish"}
 
 # BertConfig's defaults (an old config.json may leave any of them out)
@@ -37,6 +38,11 @@ DEFAULTS = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "n
             "intermediate_size": 3072, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
             "max_position_embeddings": 512, "type_vocab_size": 2, "layer_norm_eps": 1e-12, "pad_token_id": 0,
             "tie_word_embeddings": True}
+
+# our TransformerConfig's fields -> BERT's config.json keys, for refusals in the checkpoint's own words
+FIELD_NAMES = {"d_model": "hidden_size", "n_heads": "num_attention_heads", "norm_eps": "layer_norm_eps",
+               "dropout": "hidden_dropout_prob", "d_ff": "intermediate_size", "max_len": "max_position_embeddings",
+               "segment_vocab": "type_vocab_size", "n_encoder_layers": "num_hidden_layers"}
 
 # checkpoint tensors we knowingly leave out: the pooler and next-sentence head (not used for
 # masked-LM), buffers some versions saved, and the output layer's copies of tied tensors
@@ -74,20 +80,17 @@ def _check(hf: dict) -> None:
 def config_from_hf(hf: dict) -> TransformerConfig:
     _check(hf)
     pad = _get(hf, "pad_token_id")
-    try:
-        return TransformerConfig(
-            vocab_size=int(_get(hf, "vocab_size")), d_model=int(_get(hf, "hidden_size")),
-            n_heads=int(_get(hf, "num_attention_heads")), d_ff=int(_get(hf, "intermediate_size")),
-            n_encoder_layers=int(_get(hf, "num_hidden_layers")), n_decoder_layers=0,
-            dropout=float(_get(hf, "hidden_dropout_prob")), max_len=int(_get(hf, "max_position_embeddings")),
-            architecture="encoder-only", norm_first=False, positional="learned",
-            tie_embeddings=bool(_get(hf, "tie_word_embeddings")), label_smoothing=0.0,
-            pad_id=int(pad) if pad is not None else 0,
-            activation=ACTIVATIONS[_get(hf, "hidden_act")], embed_scale=False,
-            norm_eps=float(_get(hf, "layer_norm_eps")), output_bias=True,
-            segment_vocab=int(_get(hf, "type_vocab_size")), embed_norm=True, mlm_transform=True)
-    except ValueError as e:
-        raise HubError(f"config.json: {e}") from None
+    return transformer_config(
+        FIELD_NAMES, vocab_size=int(_get(hf, "vocab_size")), d_model=int(_get(hf, "hidden_size")),
+        n_heads=int(_get(hf, "num_attention_heads")), d_ff=int(_get(hf, "intermediate_size")),
+        n_encoder_layers=int(_get(hf, "num_hidden_layers")), n_decoder_layers=0,
+        dropout=_get(hf, "hidden_dropout_prob"), max_len=int(_get(hf, "max_position_embeddings")),
+        architecture="encoder-only", norm_first=False, positional="learned",
+        tie_embeddings=bool(_get(hf, "tie_word_embeddings")), label_smoothing=0.0,
+        pad_id=int(pad) if pad is not None else 0,
+        activation=ACTIVATIONS[_get(hf, "hidden_act")], embed_scale=False,
+        norm_eps=_get(hf, "layer_norm_eps"), output_bias=True,
+        segment_vocab=int(_get(hf, "type_vocab_size")), embed_norm=True, mlm_transform=True)
 
 
 class _Weights:
@@ -138,7 +141,7 @@ def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[Transfor
     left = w.left()
     if left:
         raise heads.unsupported(hf_config, left, hf_config.get("_family", "BERT"))
-    _check_shapes(cfg, out)
+    _check_shapes(cfg, out, weights)
     return cfg, out
 
 
@@ -195,13 +198,24 @@ def build(config: TransformerConfig, state: dict[str, torch.Tensor], path: Path)
     return model
 
 
-def _check_shapes(cfg: TransformerConfig, state: dict[str, torch.Tensor]) -> None:
-    """Every tensor's shape against our model's (built on the meta device: no memory used)."""
+def _check_shapes(cfg: TransformerConfig, state: dict[str, torch.Tensor], weights: dict[str, torch.Tensor]) -> None:
+    """Every tensor's shape against our model's (built on the meta device: no memory used); a wrong one named as
+    the checkpoint names it (`weights`)."""
     with torch.device("meta"):
         want = {k: tuple(v.shape) for k, v in Transformer(cfg).state_dict().items()}
     for key, tensor in state.items():
         if key in want and tuple(tensor.shape) != want[key]:
-            raise HubError(f"weights: {key} has shape {tuple(tensor.shape)}, but config.json implies {want[key]}")
+            raise HubError(f"weights: {their_name(key, tensor, weights)} has shape {tuple(tensor.shape)}, but "
+                           f"config.json implies {want[key]}")
+
+
+def their_name(key: str, tensor: torch.Tensor, weights: dict[str, torch.Tensor]) -> str:
+    """The checkpoint's name for a tensor of our state `key` (a refusal names what the learner's file holds)."""
+    found = next((name for name, t in weights.items() if t is tensor), None)
+    if found:
+        return found
+    m = re.match(r"^(?:encoder|layers)\.(\d+)\.self_attn\.qkv\.(weight|bias)$", key)
+    return f"layer {m.group(1)}'s query, key and value {m.group(2)}s" if m else "a tensor"
 
 
 def meta(hf_config: dict) -> dict:

@@ -91,6 +91,13 @@ class ByteBPETokenizer:
     def vocab_size(self) -> int:
         return max(self.decoder) + 1
 
+    @property
+    def largest_id(self) -> int:
+        """The largest id this tokenizer gives (the model's embedding must have a row for it)."""
+        return max(self.decoder)
+
+    source = VOCAB_FILE  # the file its vocabulary came from, for refusals (tokenizer.json where that was read)
+
     def bpe(self, word: str) -> list[str]:
         """Merge the pair with the lowest rank, everywhere in the word, until no listed pair is left."""
         parts = list(word)
@@ -184,32 +191,51 @@ class ByteBPETokenizer:
 # -----------------------------------------------------------------------------
 # reading a folder
 
-def read_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
-        raise HubError(f"{path}: not readable JSON ({type(e).__name__}: {str(e)[:200]})") from None
+def read_json(path: Path, entries: int | None = None):
+    """A tokenizer's JSON file, its size bounded (model/hub/guard.py); with `entries`, refused unread when it holds
+    far more than that many entries (counted by their commas before anything is parsed)."""
+    from model.hub.guard import TEXT_LIMIT
+    from model.hub.guard import read_json as bounded
+    if entries is not None:
+        with open(path, "rb") as f:
+            commas = f.read(TEXT_LIMIT + 1).count(b",")
+        if commas > 4 * entries + 1000:
+            raise HubError(f"{path.name}: about {commas:,} entries, far more than the {entries:,} tokens of the "
+                           f"model's embedding")
+    return bounded(path, TEXT_LIMIT, name=path.name)
 
 
-def read_merges(path: Path) -> list[tuple[str, str]]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise HubError(f"{path}: not readable ({e})") from None
+def read_merges(path: Path, most: int) -> list[tuple[str, str]]:
+    """merges.txt's pairs; more lines than `most` are refused before any is split (model/hub/guard.py)."""
+    from model.hub.guard import lines as bounded_lines
     merges = []
-    for n, line in enumerate(lines, 1):
+    for n, line in enumerate(bounded_lines(path, most, "merges a vocabulary of this size can have"), 1):
+        line = line.rstrip("\r")
         if (n == 1 and line.startswith("#version")) or not line.strip():
             continue
         pair = line.split(" ")
         if len(pair) != 2 or not all(pair):
-            raise HubError(f"{path}:{n}: not a merge (two symbols separated by one space): {line[:80]!r}")
+            raise HubError(f"{path.name}:{n}: not a merge (two symbols separated by one space): {line[:40]!r}")
         merges.append((pair[0], pair[1]))
     return merges
 
 
-def _from_tokenizer_json(path: Path) -> tuple[dict[str, int], list[tuple[str, str]]]:
+def source(folder: Path) -> str:
+    """The file a folder's BPE vocabulary is read from (load's choice)."""
+    return VOCAB_FILE if (Path(folder) / VOCAB_FILE).is_file() or not (Path(folder) / TOKENIZER_JSON).is_file() \
+        else TOKENIZER_JSON
+
+
+def vocabulary_rows(hf_config: dict | None) -> int:
+    """The rows of the model's token embedding as config.json states them (checked against the weights first),
+    which bound every tokenizer file read; a generous bound when it does not say."""
+    rows = (hf_config or {}).get("vocab_size")
+    return rows if isinstance(rows, int) and not isinstance(rows, bool) and rows > 0 else 1 << 22
+
+
+def _from_tokenizer_json(path: Path, rows: int) -> tuple[dict[str, int], list[tuple[str, str]]]:
     """The BPE vocabulary and merges of a tokenizer.json; refused by name when it is not byte-level BPE."""
-    d = read_json(path)
+    d = read_json(path, entries=2 * rows)
     model = d.get("model") if isinstance(d, dict) else None
     if not isinstance(model, dict) or model.get("type") != "BPE":
         raise HubError(f"{path}: not a BPE tokenizer (model type {model.get('type') if isinstance(model, dict) else None!r})")
@@ -230,7 +256,7 @@ def _from_tokenizer_json(path: Path) -> tuple[dict[str, int], list[tuple[str, st
     return vocab, merges
 
 
-def added_tokens(folder: Path) -> tuple[dict[str, int], dict[str, tuple[bool, bool]], bool, dict]:
+def added_tokens(folder: Path, rows: int = 1 << 22) -> tuple[dict[str, int], dict[str, tuple[bool, bool]], bool, dict]:
     """Tokens added on top of the BPE vocabulary, with their (lstrip, rstrip), from added_tokens.json,
     tokenizer.json's added_tokens and tokenizer_config.json's added_tokens_decoder; add_prefix_space; and
     tokenizer_config.json itself ({} when absent)."""
@@ -250,7 +276,7 @@ def added_tokens(folder: Path) -> tuple[dict[str, int], dict[str, tuple[bool, bo
         if isinstance(d, dict):
             added.update({k: v for k, v in d.items() if isinstance(k, str) and isinstance(v, int)})
     if (folder / TOKENIZER_JSON).is_file():
-        d = read_json(folder / TOKENIZER_JSON)
+        d = read_json(folder / TOKENIZER_JSON, entries=2 * rows)
         if isinstance(d, dict):
             listed = d.get("added_tokens") if isinstance(d.get("added_tokens"), list) else []
             note((t.get("id"), t) for t in listed if isinstance(t, dict))
@@ -266,21 +292,22 @@ def added_tokens(folder: Path) -> tuple[dict[str, int], dict[str, tuple[bool, bo
     return added, strip, prefix, conf
 
 
-def load(folder: Path, family: str) -> tuple[dict[str, int], list[tuple[str, str]], dict[str, int],
-                                             dict[str, tuple[bool, bool]], bool, dict]:
+def load(folder: Path, family: str, hf_config: dict | None = None) -> tuple[
+        dict[str, int], list[tuple[str, str]], dict[str, int], dict[str, tuple[bool, bool]], bool, dict]:
     """(vocab, merges, added tokens, their strip flags, add_prefix_space, tokenizer_config) of a folder:
-    vocab.json + merges.txt, else tokenizer.json."""
+    vocab.json + merges.txt, else tokenizer.json; every file bounded by the embedding's rows (config.json)."""
     folder = Path(folder)
+    rows = vocabulary_rows(hf_config)
     if (folder / VOCAB_FILE).is_file() or (folder / MERGES_FILE).is_file() or not (folder / TOKENIZER_JSON).is_file():
         for name in (VOCAB_FILE, MERGES_FILE):
             if not (folder / name).is_file():
                 raise HubError(f"{folder / name}: file not found ({family}'s byte-level BPE needs {VOCAB_FILE} "
                                f"and {MERGES_FILE}, or {TOKENIZER_JSON})")
-        vocab = read_json(folder / VOCAB_FILE)
+        vocab = read_json(folder / VOCAB_FILE, entries=rows)
         if not isinstance(vocab, dict) or not all(isinstance(v, int) for v in vocab.values()):
             raise HubError(f"{folder / VOCAB_FILE}: not a {{piece: id}} dictionary")
-        merges = read_merges(folder / MERGES_FILE)
+        merges = read_merges(folder / MERGES_FILE, 2 * rows + 1000)
     else:
-        vocab, merges = _from_tokenizer_json(folder / TOKENIZER_JSON)
-    added, strip, prefix, conf = added_tokens(folder)
+        vocab, merges = _from_tokenizer_json(folder / TOKENIZER_JSON, rows)
+    added, strip, prefix, conf = added_tokens(folder, rows)
     return vocab, merges, added, strip, prefix, conf

@@ -28,6 +28,7 @@ import torch
 
 from model.nn.config import TransformerConfig
 from model.hub import HubError, bytebpe
+from model.hub.guard import transformer_config
 from model.hub.bytebpe import MERGES_FILE, PRETOKENIZE, VOCAB_FILE, ByteBPETokenizer, bytes_to_unicode  # noqa: F401
 
 MODEL_TYPES = ("gpt2",)
@@ -37,13 +38,18 @@ END_OF_TEXT = "<|endoftext|>"
 ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh",
                "gelu": "gelu", "gelu_python": "gelu", "relu": "relu", "silu": "swish", "swish": "swish"}
 
-# Options whose non-default value our attention cannot reproduce exactly: (default, why).
+# Options whose non-default value our attention cannot reproduce exactly: (default, why). (reorder_and_upcast_attn
+# is not one: it computes the same scaled dot products in float32, which is what we compute.)
 UNSUPPORTED = {
     "scale_attn_weights": (True, "attention without the 1/sqrt(d_k) scale"),
     "scale_attn_by_inverse_layer_idx": (False, "attention scaled by 1/(layer index + 1)"),
-    "reorder_and_upcast_attn": (False, "reordered, upcast attention"),
     "add_cross_attention": (False, "cross-attention layers in a GPT-2"),
 }
+# the classes (config.json's architectures) loaded: a language model, or the network without a head
+ARCHITECTURES = ("GPT2LMHeadModel", "GPT2Model")
+# our TransformerConfig's fields -> GPT-2's config.json keys, for refusals in the checkpoint's own words
+FIELD_NAMES = {"d_model": "n_embd", "n_heads": "n_head", "norm_eps": "layer_norm_epsilon", "dropout": "resid_pdrop",
+               "d_ff": "n_inner", "max_len": "n_positions", "n_decoder_layers": "n_layer"}
 
 # Checkpoint entries that are not weights: the causal-mask buffers of older checkpoints.
 BUFFER_SUFFIXES = (".attn.bias", ".attn.masked_bias")
@@ -75,6 +81,12 @@ def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[Transfor
         if bool(hf_config.get(option, default)) != default:
             raise HubError(f"config.json: {option}={hf_config[option]!r} ({what}) is not supported by our "
                            f"attention; only {option}={default} is")
+    archs = [a for a in hf_config.get("architectures") or [] if isinstance(a, str)] \
+        if isinstance(hf_config.get("architectures"), list) else []
+    other = [a for a in archs if a not in ARCHITECTURES]
+    if other:
+        raise HubError(f"config.json: architecture {other[0][:60]} is not supported (a GPT-2 loads as "
+                       f"{' or '.join(ARCHITECTURES)})")
     act = hf_config.get("activation_function", "gelu_new")
     if act not in ACTIVATIONS:
         raise HubError(f"config.json: activation_function={act!r} is not supported "
@@ -93,15 +105,12 @@ def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[Transfor
     tie = bool(hf_config.get("tie_word_embeddings", True))
     eos = _first_int(hf_config.get("eos_token_id", 50256))
     pad = eos if eos is not None and 0 <= eos < vocab else 0  # GPT-2 has no pad token (see the module doc)
-    try:
-        config = TransformerConfig(
-            vocab_size=vocab, d_model=d_model, n_heads=n_head, d_ff=d_ff, n_encoder_layers=0,
-            n_decoder_layers=n_layer, dropout=float(hf_config.get("resid_pdrop", 0.1)), max_len=n_positions,
-            architecture="decoder-only", norm_first=True, positional="learned", tie_embeddings=tie,
-            label_smoothing=0.0, pad_id=pad, activation=ACTIVATIONS[act], embed_scale=False,
-            norm_eps=float(hf_config.get("layer_norm_epsilon", 1e-5)))
-    except ValueError as e:
-        raise HubError(f"config.json: {e}") from None
+    config = transformer_config(
+        FIELD_NAMES, vocab_size=vocab, d_model=d_model, n_heads=n_head, d_ff=d_ff, n_encoder_layers=0,
+        n_decoder_layers=n_layer, dropout=hf_config.get("resid_pdrop", 0.1), max_len=n_positions,
+        architecture="decoder-only", norm_first=True, positional="learned", tie_embeddings=tie,
+        label_smoothing=0.0, pad_id=pad, activation=ACTIVATIONS[act], embed_scale=False,
+        norm_eps=hf_config.get("layer_norm_epsilon", 1e-5))
 
     state: dict[str, torch.Tensor] = {}
     used: set[str] = set()
@@ -164,7 +173,7 @@ def meta(hf_config: dict) -> dict:
 
 def tokenizer(folder: Path, hf_config: dict) -> ByteBPETokenizer:
     folder = Path(folder)
-    vocab, merges, added, strip, prefix, _ = bytebpe.load(folder, "GPT-2")
+    vocab, merges, added, strip, prefix, _ = bytebpe.load(folder, "GPT-2", hf_config)
     special = END_OF_TEXT
     if special not in vocab and special not in added:
         eos = _first_int(hf_config.get("eos_token_id"))
@@ -172,4 +181,6 @@ def tokenizer(folder: Path, hf_config: dict) -> ByteBPETokenizer:
         if eos is None or eos not in names:
             raise HubError(f"{folder / VOCAB_FILE}: no {END_OF_TEXT} and no eos_token_id in config.json")
         special = names[eos]
-    return ByteBPETokenizer(vocab, merges, special, added, prefix, strip=strip)
+    tok = ByteBPETokenizer(vocab, merges, special, added, prefix, strip=strip)
+    tok.source = bytebpe.source(folder)
+    return tok

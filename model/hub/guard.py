@@ -26,8 +26,13 @@ from pathlib import Path
 from model.errors import CheckpointError
 
 CONFIG_LIMIT = 16 * 2**20  # bytes of config.json (a config with 20k labels is about 1 MiB)
-TEXT_LIMIT = 256 * 2**20  # bytes of a tokenizer's file (the largest real tokenizer.json is about 20 MiB)
-HEADER_LIMIT = 100 * 2**20  # bytes of a safetensors header (safetensors' own limit)
+TEXT_LIMIT = 64 * 2**20  # bytes of a tokenizer's file (the largest real tokenizer.json, Gemma's, is about 35 MiB)
+SMALL_JSON_LIMIT = 2**20  # bytes of a settings file: tokenizer_config.json, preprocessor_config.json, ...
+HEADER_LIMIT = 16 * 2**20  # bytes of a safetensors header (a real one is under 1 MiB: about 150 bytes a tensor)
+MAX_TENSORS = 100_000  # entries of a weights file (a real one has a few thousand at most)
+PICKLE_LIMIT = 16 * 2**20  # bytes of a .bin's data.pkl, the pickle that lists its tensors (about 200 bytes each)
+PEEK = 64 * 2**10  # bytes read from the start of a file read only for its first lines (README.md, LICENSE)
+QUOTE = 60  # characters of a quoted value in a refusal
 MAX_SIZE = 2**31 - 1  # any one size: beyond it products of sizes leave what tensor code indexes safely
 MAX_COMPUTED_POSITIONS = 2**16  # rows of a position table built from the config alone (stored ones are in the file)
 BUDGET_SHARE = 0.75  # of the memory available now
@@ -54,6 +59,51 @@ def first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text.splitlines()[0][:200]}" if text else type(e).__name__
 
 
+def quote(value, most: int = QUOTE) -> str:
+    """A value as a refusal quotes it: repr, cut to `most` characters (a value can be megabytes long)."""
+    text = repr(value) if not isinstance(value, (list, tuple, dict)) or len(value) < 1000 else \
+        f"{type(value).__name__} of {len(value):,} entries"
+    return text if len(text) <= most else text[:most - 1] + "…"
+
+
+def peek(path: Path, limit: int = PEEK) -> str:
+    """The first `limit` bytes of a file as text (a file read only for its first lines is never read whole)."""
+    with open(path, "rb") as f:
+        return f.read(limit).decode("utf-8", errors="replace")
+
+
+def lines(path: Path, most: int, what: str) -> list[str]:
+    """A text file's lines (split at \\n, a last empty one dropped), refused when it has more than `most`: counted
+    in the bytes before any line is made (a file of millions of lines never becomes millions of strings)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(TEXT_LIMIT + 1)
+    except OSError as e:
+        raise _hub_error(f"{path.name}: cannot be read ({e.strerror or e})") from None
+    if len(data) > TEXT_LIMIT:
+        raise _hub_error(f"{path.name}: more than the {TEXT_LIMIT:,} bytes a tokenizer's file may have")
+    n = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    if n > most:
+        raise _hub_error(f"{path.name}: {n:,} lines, more than the {most:,} {what}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _hub_error(f"{path.name}: not UTF-8 text ({e.reason} at byte {e.start:,})") from None
+    out = text.split("\n")
+    if out and out[-1] == "":
+        out.pop()
+    return out
+
+
+def check_vocabulary(largest: int, rows: int, where: str) -> None:
+    """The tokenizer's largest id (`largest`) must have a row in the token embedding (`rows` rows): every id it
+    can give, the model can read."""
+    if largest >= rows:
+        raise _hub_error(f"{where}: the tokenizer gives ids up to {largest:,}, but the model's token embedding has "
+                         f"{rows:,} rows (ids 0 to {rows - 1:,}); the tokenizer and the weights do not belong "
+                         f"together")
+
+
 # -----------------------------------------------------------------------------
 # config.json
 
@@ -69,38 +119,42 @@ def parse_json(data: bytes | str, where: str):
     except RecursionError:
         raise _hub_error(f"{where}: nested too deeply to be read as JSON") from None
     except (UnicodeDecodeError, ValueError) as e:
-        raise _hub_error(f"{where}: not readable JSON ({str(e).splitlines()[0][:200]})") from None
+        raise _hub_error(f"{where}: not readable JSON ({str(e).splitlines()[0][:120]})") from None
 
 
-def read_json(path: Path, limit: int = CONFIG_LIMIT):
-    """A JSON file of at most `limit` bytes, or HubError naming the file."""
+def read_json(path: Path, limit: int = CONFIG_LIMIT, name: str | None = None):
+    """A JSON file of at most `limit` bytes, or HubError naming the file (as `name` when given: a refusal about a
+    tokenizer's file names it alone, not the folders above it)."""
     path = Path(path)
+    where = name or str(path)
     try:
         if not path.is_file():
-            raise _hub_error(f"{path}: not a file")
+            raise _hub_error(f"{where}: not a file")
         with open(path, "rb") as f:  # at most limit + 1 bytes, whatever the file system says its size is
             data = f.read(limit + 1)
         if len(data) > limit:
-            raise _hub_error(f"{path}: more than the {limit:,} bytes a JSON file of a model may have")
+            raise _hub_error(f"{where}: more than the {limit:,} bytes this file may have")
     except OSError as e:
-        raise _hub_error(f"{path}: cannot be read ({e.strerror or e})") from None
-    return parse_json(data, str(path))
+        raise _hub_error(f"{where}: cannot be read ({e.strerror or e})") from None
+    return parse_json(data, where)
 
 
-def check_folder(folder: Path) -> None:
+def check_folder(folder: Path, reads: tuple[str, ...] = ()) -> None:
     """Every entry of a model folder is a folder or a regular file (a link to /dev/zero or a pipe would be read
-    forever), and no file the tokenizers read whole (JSON, text, SentencePiece) is over TEXT_LIMIT bytes."""
+    forever), and no file the loader reads whole (`reads`: the tokenizers' files) is over TEXT_LIMIT bytes. Other
+    files (a README, a LICENSE, notes) are never read whole, whatever their size."""
     for entry in sorted(Path(folder).iterdir()):
         try:
             if entry.is_dir():
                 continue
             if not entry.is_file():
-                raise _hub_error(f"{entry}: not a regular file (a link to a device or a pipe cannot be a model file)")
-            if entry.suffix in (".json", ".txt", ".spm", ".model") and entry.stat().st_size > TEXT_LIMIT:
-                raise _hub_error(f"{entry}: {entry.stat().st_size:,} bytes, more than the {TEXT_LIMIT:,} a "
-                                 f"tokenizer or config file may have")
+                raise _hub_error(f"{entry.name}: not a regular file (a link to a device or a pipe cannot be a "
+                                 f"model file)")
+            if entry.name in reads and entry.stat().st_size > TEXT_LIMIT:
+                raise _hub_error(f"{entry.name}: {entry.stat().st_size:,} bytes, more than the {TEXT_LIMIT:,} a "
+                                 f"tokenizer's file may have")
         except OSError as e:
-            raise _hub_error(f"{entry}: cannot be read ({e.strerror or e})") from None
+            raise _hub_error(f"{entry.name}: cannot be read ({e.strerror or e})") from None
 
 
 def whole(hf: dict, key: str, least: int = 0):
@@ -115,7 +169,7 @@ def whole(hf: dict, key: str, least: int = 0):
         if isinstance(value, float) and math.isfinite(value) and value.is_integer():
             raise _hub_error(f"config.json: {key} is {value:g}, written as a decimal number where a whole number "
                              f"belongs")
-        raise _hub_error(f"config.json: {key} is {value!r}, not a whole number")
+        raise _hub_error(f"config.json: {key} is {quote(value)}, not a whole number")
     if not least <= value <= MAX_SIZE:
         raise _hub_error(f"config.json: {key} is {value}, outside {least} to {MAX_SIZE}")
     return value
@@ -175,72 +229,44 @@ def check_sizes(family: str, hf: dict) -> None:
         value = hf.get(key)
         if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)
                                         and not -1 <= value <= MAX_SIZE):
-            raise _hub_error(f"config.json: {key} is {value!r}, not a token id")
+            raise _hub_error(f"config.json: {key} is {quote(value)}, not a token id")
+
+
+def transformer_config(names: dict[str, str], **options):
+    """TransformerConfig(**options), with what it would refuse refused first in the checkpoint's own words:
+    `names` maps our field names to the config.json keys they come from (a learner's config says n_embd and
+    layer_norm_epsilon, never d_model or norm_eps)."""
+    from model.nn.config import TransformerConfig
+
+    def say(field: str) -> str:
+        return names.get(field, field)
+
+    def number(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    eps = options.get("norm_eps")
+    if eps is not None and not (number(eps) and 0 < eps < 1):
+        raise _hub_error(f"config.json: {say('norm_eps')} is {quote(eps)}; a LayerNorm's epsilon must be a number "
+                         f"between 0 and 1")
+    drop = options.get("dropout")
+    if drop is not None and not (number(drop) and 0 <= drop < 1):
+        raise _hub_error(f"config.json: {say('dropout')} is {quote(drop)}; a dropout probability must be at least 0 "
+                         f"and below 1")
+    d, h = options.get("d_model"), options.get("n_heads")
+    if isinstance(d, int) and isinstance(h, int) and h > 0 and d % h:
+        raise _hub_error(f"config.json: {say('d_model')} {d} is not divisible by {say('n_heads')} {h} (every "
+                         f"attention head takes an equal share of the width)")
+    try:
+        return TransformerConfig(**options)
+    except (TypeError, ValueError) as e:
+        text = str(e).splitlines()[0][:160] if str(e).strip() else type(e).__name__
+        for ours in sorted(names, key=len, reverse=True):
+            text = re.sub(rf"\b{ours}\b", names[ours], text)
+        raise _hub_error(f"config.json: these settings make no model this loader can build ({text})") from None
 
 
 # -----------------------------------------------------------------------------
-# the weights file's header: names, shapes and dtypes, no tensor data
-
-def header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """{name: (dtype, shape)} of a safetensors file, read from its header alone, every entry checked against
-    the file's length (a truncated file or a header that lies about offsets, shapes or dtypes: HubError)."""
-    def bad(reason: str):
-        return _hub_error(f"{path.name}: cannot be read safely ({reason})")
-
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        head = f.read(8)
-        if len(head) < 8:
-            raise bad(f"{size} bytes, too short to be a safetensors file")
-        n = int.from_bytes(head, "little")
-        if n > min(size - 8, HEADER_LIMIT):
-            raise bad(f"its header says it is {n:,} bytes long, but the file has {size - 8:,} "
-                             f"bytes after the length (truncated or not a safetensors file)")
-        raw = f.read(n)
-    try:
-        d = parse_json(raw, "its header")
-    except CheckpointError as e:
-        raise bad(str(e)) from None
-    if not isinstance(d, dict):
-        raise bad("its header is not a table of tensors")
-    data, out, spans = size - 8 - n, {}, []
-    for name, e in d.items():
-        if name == "__metadata__":
-            continue
-        dtype, shape, offsets = (e.get(k) for k in ("dtype", "shape", "data_offsets")) if isinstance(e, dict) \
-            else (None, None, None)
-        if dtype not in DTYPE_BYTES:
-            raise bad(f"tensor {name} has an unknown dtype {dtype!r}")
-        if not (isinstance(shape, list) and all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_SIZE
-                                                for s in shape)):
-            raise bad(f"tensor {name} has no valid shape ({shape!r})")
-        if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)
-                and 0 <= offsets[0] <= offsets[1]):
-            raise bad(f"tensor {name} has no valid data offsets ({offsets!r})")
-        if offsets[1] > data:
-            raise bad(f"tensor {name} ends at byte {offsets[1]:,} of the data, but the file "
-                             f"holds {data:,} bytes of data (truncated?)")
-        need = math.prod(shape) * DTYPE_BYTES[dtype]
-        if need != offsets[1] - offsets[0]:
-            raise bad(f"tensor {name} says shape {tuple(shape)} of {dtype} ({need:,} bytes) "
-                             f"but holds {offsets[1] - offsets[0]:,} bytes")
-        out[name] = (dtype, tuple(shape))
-        spans.append((offsets[0], offsets[1], name))
-    spans.sort()
-    for (_, end, a), (start, _, b) in zip(spans, spans[1:]):
-        if start < end:
-            raise bad(f"tensors {a} and {b} claim the same bytes")
-    return out
-
-
-_TORCH_DTYPES = {v: k for k, v in TORCH_NAMES.items()}
-
-
-def bin_header(state: dict) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """{name: (dtype, shape)} of a memory-mapped .bin's tensors (safetensors' dtype names for floats)."""
-    return {k: (_TORCH_DTYPES.get(str(v.dtype).removeprefix("torch."), str(v.dtype).removeprefix("torch.")),
-                tuple(v.shape)) for k, v in state.items()}
-
+# the config against the weights file's header (read by model/hub/stored.py)
 
 def _find(shapes: dict, pattern: str):
     rx = re.compile(rf"(?:^|\.){pattern}$")
@@ -268,12 +294,18 @@ def check_agreement(family: str, hf: dict, shapes: dict) -> None:
 
 
 def check_dtypes(shapes: dict, where: str) -> None:
-    """Weights that are not floating point are refused by name (integer buffers the converters drop are not
-    weights)."""
+    """Weights stored in a type that is not read are refused by name (integer buffers the converters drop are not
+    weights): integers and booleans are not weights at all; float8 is floating point, but a scaled format this
+    loader does not convert."""
     for name, (dtype, _) in shapes.items():
         if dtype not in FLOATS and not name.endswith(BUFFERS):
-            raise _hub_error(f"{where}: the weight {name} is stored as {TORCH_NAMES.get(dtype, dtype)}, not as "
-                             f"floating-point numbers")
+            kind = TORCH_NAMES.get(dtype, dtype)
+            if str(dtype).upper().startswith("F8") or "float8" in str(dtype):
+                raise _hub_error(f"{where}: the weight {quote(name)} is stored as {kind} (8-bit floating point), "
+                                 f"which this loader does not convert; it reads float32, float16, bfloat16 and "
+                                 f"float64")
+            raise _hub_error(f"{where}: the weight {quote(name)} is stored as {kind}, not as floating-point "
+                             f"numbers")
 
 
 # -----------------------------------------------------------------------------

@@ -28,7 +28,6 @@ into text. A target-language code such as >>kor<< at the start of the text is ke
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Iterable
@@ -140,7 +139,7 @@ def transformer_config(hf: dict, tie_embeddings: bool = True) -> TransformerConf
             activation=ACTIVATIONS[_get(hf, "activation_function")], pe_layout="halves",
             embed_scale=bool(_get(hf, "scale_embedding")), norm_eps=1e-5, output_bias=True)
     except (TypeError, ValueError) as e:
-        raise HubError(f"config.json: not a usable Marian config ({e})") from None
+        raise HubError(f"config.json: not a usable Marian config ({str(e)[:160]})") from None
 
 
 # -----------------------------------------------------------------------------
@@ -235,15 +234,15 @@ def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[Transfor
 # -----------------------------------------------------------------------------
 # tokenizer
 
-def _read_json(path: Path, required: bool = True):
+def _read_json(path: Path, required: bool = True, entries: int | None = None):
+    """A tokenizer's JSON file, bounded (model/hub/bytebpe.read_json): with `entries`, refused unread when it holds
+    far more than that many."""
+    from model.hub.bytebpe import read_json
     if not path.is_file():
         if required:
-            raise HubError(f"{path}: file not found (a Marian model folder has {path.name})")
+            raise HubError(f"{path.name}: file not found (a Marian model folder has {path.name})")
         return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise HubError(f"{path}: not readable JSON ({e})") from None
+    return read_json(path, entries)
 
 
 def _load_spm(path: Path):
@@ -318,10 +317,12 @@ class MarianTokenizer:
         tcfg = _read_json(folder / TOKENIZER_CONFIG, required=False) or {}
         if not isinstance(tcfg, dict):
             raise HubError(f"{folder / TOKENIZER_CONFIG}: not a JSON object")
-        vocab = _vocab(_read_json(folder / VOCAB_FILE), folder / VOCAB_FILE)
+        from model.hub.bytebpe import vocabulary_rows
+        rows = vocabulary_rows(hf_config)  # the embedding's rows bound the vocabularies read
+        vocab = _vocab(_read_json(folder / VOCAB_FILE, entries=rows), folder / VOCAB_FILE)
         target_vocab = None
         if tcfg.get("separate_vocabs"):
-            target_vocab = _vocab(_read_json(folder / TARGET_VOCAB_FILE), folder / TARGET_VOCAB_FILE)
+            target_vocab = _vocab(_read_json(folder / TARGET_VOCAB_FILE, entries=rows), folder / TARGET_VOCAB_FILE)
         source_sp, target_sp = _load_spm(folder / SOURCE_SPM), _load_spm(folder / TARGET_SPM)
         gen = _read_json(folder / GENERATION_CONFIG, required=False) or {}
         if not isinstance(gen, dict):
@@ -351,6 +352,13 @@ class MarianTokenizer:
     @property
     def vocab_size(self) -> int:
         return self._vocab_size
+
+    @property
+    def largest_id(self) -> int:
+        """The largest id this tokenizer gives (the model's embedding must have a row for it)."""
+        return max(max(self.encoder.values()), max(self.target_encoder.values()))
+
+    source = VOCAB_FILE  # the file its vocabulary came from, for refusals
 
     def _source_pieces(self, text: str) -> list[tuple[str, int]]:
         """(piece, id) for every source token, exactly as Hugging Face's MarianTokenizer cuts it."""

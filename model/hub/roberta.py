@@ -168,7 +168,7 @@ class RobertaTokenizer(ByteBPETokenizer):
 
 def tokenizer(folder: Path, hf_config: dict) -> RobertaTokenizer:
     folder = Path(folder)
-    vocab, merges, added, strip, prefix, conf = bytebpe.load(folder, "RoBERTa")
+    vocab, merges, added, strip, prefix, conf = bytebpe.load(folder, "RoBERTa", hf_config)
     roles = {}
     for role, default in SPECIALS.items():
         token = conf.get(f"{role}_token", default)
@@ -178,4 +178,6 @@ def tokenizer(folder: Path, hf_config: dict) -> RobertaTokenizer:
     missing = [f"{role} {token}" for role, token in roles.items() if token not in known]
     if missing:
         raise HubError(f"{folder}: the vocabulary has no {', '.join(missing)} (RoBERTa's special tokens)")
-    return RobertaTokenizer(vocab, merges, added=added, add_prefix_space=prefix, roles=roles, strip=strip)
+    tok = RobertaTokenizer(vocab, merges, added=added, add_prefix_space=prefix, roles=roles, strip=strip)
+    tok.source = bytebpe.source(folder)
+    return tok

@@ -16,17 +16,16 @@ PIL and numpy (`ImageProcessor`), the way transformers' PIL backend does them.""
 from __future__ import annotations
 
 import io
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn as nn
 
 from model.family.vit import ViT, ViTConfig, ViTOutput, cls_rollout
 from model.hub import HubError, cached_models, is_hf_folder, supported
+from model.hub.guard import SMALL_JSON_LIMIT, quote, read_json
 
 MODEL_TYPES = ("vit",)
 IMAGES = Path(__file__).resolve().parents[2] / "assets" / "images"  # pictures drawn for this app, to try a ViT on
@@ -38,10 +37,10 @@ MAX_IMAGE_PIXELS = 40_000_000  # an uploaded picture larger than this is refused
 TOP_K = 5
 
 
-def _int(hf: dict, key: str, default=None, least: int = 1, most: int = 1 << 20) -> int:
+def _int(hf: dict, key: str, default=None, least: int = 1, most: int = 1 << 20, where: str = "config.json") -> int:
     value = hf.get(key, default)
     if not isinstance(value, int) or isinstance(value, bool) or not least <= value <= most:
-        raise HubError(f"config.json: {key} must be a whole number from {least} to {most}, got {value!r}")
+        raise HubError(f"{where}: {key} must be a whole number from {least} to {most}, got {quote(value)}")
     return value
 
 
@@ -51,7 +50,7 @@ def _side(hf: dict, key: str, default: int) -> int:
     if isinstance(value, (list, tuple)) and len(value) == 2 and value[0] == value[1]:
         value = value[0]
     elif isinstance(value, (list, tuple)):
-        raise HubError(f"config.json: option {key}={value!r} is not supported (only square images and patches)")
+        raise HubError(f"config.json: option {key}={quote(value)} is not supported (only square images and patches)")
     return _int({key: value}, key, most=MAX_SIDE)
 
 
@@ -75,10 +74,11 @@ def config_from_hf(hf: dict, has_head: bool) -> ViTConfig:
         raise HubError(f"config.json: model_type {hf.get('model_type')!r} is not a ViT")
     act = hf.get("hidden_act", "gelu")
     if act not in ACTIVATIONS:
-        raise HubError(f"config.json: option hidden_act={act!r} is not supported (supported: {sorted(ACTIVATIONS)})")
+        raise HubError(f"config.json: option hidden_act={quote(act)} is not supported (supported: "
+                       f"{', '.join(sorted(ACTIVATIONS))})")
     eps = hf.get("layer_norm_eps", 1e-12)
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1:
-        raise HubError(f"config.json: layer_norm_eps must be a number between 0 and 1, got {eps!r}")
+        raise HubError(f"config.json: layer_norm_eps must be a number between 0 and 1, got {quote(eps)}")
     d, heads = _int(hf, "hidden_size", 768, most=1 << 14), _int(hf, "num_attention_heads", 12, most=1024)
     if d % heads:
         raise HubError(f"config.json: hidden_size {d} is not divisible by num_attention_heads {heads}")
@@ -139,21 +139,24 @@ def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[ViTConfi
         names = sorted(left)
         raise HubError(f"weights: tensors this ViT importer does not know how to use: {names[:5]}"
                        f"{' …' if len(names) > 5 else ''} (a variant we cannot run exactly)")
-    _check(cfg, out)
+    _check(cfg, out, weights)
     return cfg, out
 
 
-def _check(cfg: ViTConfig, state: dict[str, torch.Tensor]) -> None:
-    """Every tensor: a floating-point number type, finite, and the shape config.json implies."""
+def _check(cfg: ViTConfig, state: dict[str, torch.Tensor], weights: dict[str, torch.Tensor]) -> None:
+    """Every tensor: a floating-point number type, finite, and the shape config.json implies; a wrong one named as
+    the checkpoint names it."""
+    from model.hub.bert import their_name
     with torch.device("meta"):
         want = {k: tuple(v.shape) for k, v in PretrainedViT(cfg).state_dict().items()}
     for key, tensor in state.items():
+        name = lambda: their_name(key, tensor, weights)  # noqa: E731 (looked up only for a refusal)
         if key in want and tuple(tensor.shape) != want[key]:
-            raise HubError(f"weights: {key} has shape {tuple(tensor.shape)}, but config.json implies {want[key]}")
+            raise HubError(f"weights: {name()} has shape {tuple(tensor.shape)}, but config.json implies {want[key]}")
         if not tensor.is_floating_point():
-            raise HubError(f"weights: {key} holds {str(tensor.dtype).removeprefix('torch.')} numbers, not floats")
+            raise HubError(f"weights: {name()} holds {str(tensor.dtype).removeprefix('torch.')} numbers, not floats")
         if not bool(torch.isfinite(tensor).all()):
-            raise HubError(f"weights: {key} holds numbers that are not finite (NaN or infinity)")
+            raise HubError(f"weights: {name()} holds numbers that are not finite (NaN or infinity)")
 
 
 class PretrainedViT(ViT):
@@ -209,10 +212,7 @@ class ImageProcessor:
         path = Path(folder) / PROCESSOR_FILE
         if not path.is_file():  # ViTImageProcessor's defaults at the model's own size
             return cls(side, side, notes=[f"no {PROCESSOR_FILE}: ViTImageProcessor's defaults"])
-        try:
-            d = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
-            raise HubError(f"{PROCESSOR_FILE}: not readable JSON ({str(e)[:200]})") from None
+        d = read_json(path, SMALL_JSON_LIMIT, name=PROCESSOR_FILE)  # a few settings: its size bounded first
         if not isinstance(d, dict):
             raise HubError(f"{PROCESSOR_FILE}: not a JSON object")
         size = d.get("size", {"height": side, "width": side})
@@ -220,27 +220,29 @@ class ImageProcessor:
             size = {"height": size, "width": size}
         out = cls(side, side)
         if not isinstance(size, dict):
-            raise HubError(f"{PROCESSOR_FILE}: option size={size!r} is not supported")
+            raise HubError(f"{PROCESSOR_FILE}: option size={quote(size)} is not supported")
         if "shortest_edge" in size and len(size) == 1:
-            out.shortest_edge = _int(size, "shortest_edge", most=MAX_SIDE)
+            out.shortest_edge = _int(size, "shortest_edge", most=MAX_SIDE, where=PROCESSOR_FILE)
         elif {"height", "width"} <= set(size):
-            out.height, out.width = _int(size, "height", most=MAX_SIDE), _int(size, "width", most=MAX_SIDE)
+            out.height, out.width = (_int(size, "height", most=MAX_SIDE, where=PROCESSOR_FILE),
+                                     _int(size, "width", most=MAX_SIDE, where=PROCESSOR_FILE))
         else:
-            raise HubError(f"{PROCESSOR_FILE}: option size={size!r} is not supported")
+            raise HubError(f"{PROCESSOR_FILE}: option size={quote(size)} is not supported")
         out.do_resize = bool(d.get("do_resize", True))
         resample = d.get("resample", 2)
         if resample not in range(6):
-            raise HubError(f"{PROCESSOR_FILE}: option resample={resample!r} is not supported")
+            raise HubError(f"{PROCESSOR_FILE}: option resample={quote(resample)} is not supported")
         out.resample = int(resample)
         if d.get("do_center_crop"):
             crop = d.get("crop_size", {"height": side, "width": side})
             crop = {"height": crop, "width": crop} if isinstance(crop, int) else crop
             if not isinstance(crop, dict):
-                raise HubError(f"{PROCESSOR_FILE}: option crop_size={crop!r} is not supported")
-            out.crop = (_int(crop, "height", most=MAX_SIDE), _int(crop, "width", most=MAX_SIDE))
+                raise HubError(f"{PROCESSOR_FILE}: option crop_size={quote(crop)} is not supported")
+            out.crop = (_int(crop, "height", most=MAX_SIDE, where=PROCESSOR_FILE),
+                        _int(crop, "width", most=MAX_SIDE, where=PROCESSOR_FILE))
         factor = d.get("rescale_factor", 1 / 255)
         if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor):
-            raise HubError(f"{PROCESSOR_FILE}: rescale_factor must be a number, got {factor!r}")
+            raise HubError(f"{PROCESSOR_FILE}: rescale_factor must be a number, got {quote(factor)}")
         out.rescale = float(factor) if d.get("do_rescale", True) else None
         if d.get("do_normalize", True):
             channels = _int(hf_config, "num_channels", 3, most=16)
@@ -294,7 +296,8 @@ def _channel_values(value, name: str, channels: int) -> tuple[float, ...]:
     values = [value] * channels if isinstance(value, (int, float)) and not isinstance(value, bool) else value
     if (not isinstance(values, (list, tuple)) or len(values) != channels
             or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values)):
-        raise HubError(f"{PROCESSOR_FILE}: {name} must be {channels} numbers, got {value!r}")
+        raise HubError(f"{PROCESSOR_FILE}: {name} must be {channels} numbers (one a colour channel), got "
+                       f"{quote(value)}")
     return tuple(float(v) for v in values)
 
 
@@ -372,6 +375,11 @@ def see_image(loaded, image: np.ndarray, k: int = TOP_K) -> ImageAttention:
     [CLS] and the rollout; the full (T × T) maps are not kept (ViT-Base: 12 × 12 maps of 197 × 197)."""
     model, cfg = loaded.model, loaded.config
     pixels, shown = loaded.tokenizer(image)
+    if pixels.shape[0] != cfg.channels:
+        raise ValueError(f"this model reads pictures of {cfg.channels} colour "
+                         f"{'channel' if cfg.channels == 1 else 'channels'}, and the image processor gives "
+                         f"{pixels.shape[0]} (red, green and blue); such a model is loaded, but not run on a picture "
+                         f"here")
     if pixels.shape != (cfg.channels, cfg.image_size, cfg.image_size):
         raise ValueError(f"the image processor gives {pixels.shape[1]}×{pixels.shape[2]} pixels; this model reads "
                          f"{cfg.image_size}×{cfg.image_size}")

@@ -115,19 +115,16 @@ def _token_name(value, default: str) -> str:
     return value if isinstance(value, str) and value else default
 
 
-def read_vocab_txt(path: Path) -> list[str]:
+def read_vocab_txt(path: Path, most: int = 1 << 22) -> list[str]:
     """One token a line, as the tokenizers library reads it: lines split at \\n, trailing whitespace
-    trimmed; the line number is the id."""
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except OSError as e:
-        raise HubError(f"{path}: cannot be read ({e.strerror or e})") from None
-    except UnicodeDecodeError as e:
-        raise HubError(f"{path}: not UTF-8 text ({e})") from None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.rstrip("".join(WHITE_SPACE)) for line in lines]
+    trimmed; the line number is the id. More than `most` lines (the model's embedding rows) are refused before
+    any line is made: each would be an id the model has no row for."""
+    from model.hub.guard import lines
+    path = Path(path)
+    if not path.is_file():
+        raise HubError(f"{path.name}: file not found")
+    return [line.rstrip("".join(WHITE_SPACE))
+            for line in lines(path, most, "tokens the model's embedding has rows for")]
 
 
 class WordPieceTokenizer(_Base):
@@ -165,12 +162,10 @@ class WordPieceTokenizer(_Base):
         conf: dict = {}
         conf_path = folder / TOKENIZER_CONFIG
         if conf_path.is_file():
-            try:
-                conf = json.loads(conf_path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-                raise HubError(f"{conf_path}: not readable JSON ({e})") from None
+            from model.hub.guard import TEXT_LIMIT, read_json
+            conf = read_json(conf_path, TEXT_LIMIT, name=conf_path.name)  # size and nesting bounded
             if not isinstance(conf, dict):
-                raise HubError(f"{conf_path}: not a JSON object")
+                raise HubError(f"{conf_path.name}: not a JSON object")
         for where, d in ((conf_path.name, conf), ("config.json", hf_config or {})):
             name = d.get("tokenizer_class")
             if name is not None and name not in TOKENIZER_CLASSES:
@@ -180,10 +175,12 @@ class WordPieceTokenizer(_Base):
         extra = [_token_name(v, "") for v in (conf.get("added_tokens_decoder") or {}).values()
                  if isinstance(v, dict) and v.get("special")]
         max_chars, prefix = MAX_CHARS_PER_WORD, "##"
+        from model.hub.bytebpe import vocabulary_rows
+        rows = vocabulary_rows(hf_config)  # the embedding's rows bound every file read
         if (folder / VOCAB_FILE).is_file():
-            tokens = read_vocab_txt(folder / VOCAB_FILE)
+            tokens = read_vocab_txt(folder / VOCAB_FILE, rows)
         else:
-            tokens, model = cls._tokenizer_json_vocab(folder)
+            tokens, model = cls._tokenizer_json_vocab(folder, rows)
             if model is None:
                 raise HubError(f"{folder / VOCAB_FILE}: file not found (a BERT model folder has the "
                                f"WordPiece vocabulary {VOCAB_FILE})")
@@ -191,24 +188,30 @@ class WordPieceTokenizer(_Base):
             prefix = model.get("continuing_subword_prefix") or "##"
         if not tokens:
             raise HubError(f"{folder / VOCAB_FILE}: empty vocabulary")
-        return cls(tokens, lowercase=conf.get("do_lower_case", True) is not False,
-                   strip_accents=conf.get("strip_accents"),
-                   chinese_chars=conf.get("tokenize_chinese_chars", True) is not False,
-                   specials=specials, extra_specials=extra, max_chars=max_chars, prefix=prefix)
+        tok = cls(tokens, lowercase=conf.get("do_lower_case", True) is not False,
+                  strip_accents=conf.get("strip_accents"),
+                  chinese_chars=conf.get("tokenize_chinese_chars", True) is not False,
+                  specials=specials, extra_specials=extra, max_chars=max_chars, prefix=prefix)
+        tok.source = VOCAB_FILE if (folder / VOCAB_FILE).is_file() else TOKENIZER_JSON
+        return tok
 
     @staticmethod
-    def _tokenizer_json_vocab(folder: Path):
-        """(tokens by id, the model section) from a tokenizer.json with a WordPiece model, else ([], None)."""
+    def _tokenizer_json_vocab(folder: Path, rows: int = 1 << 22):
+        """(tokens by id, the model section) from a tokenizer.json with a WordPiece model, else ([], None); an id
+        past the embedding's `rows` is refused before the table of tokens is made."""
+        from model.hub.bytebpe import read_json
+        from model.hub.guard import check_vocabulary
         path = folder / TOKENIZER_JSON
         if not path.is_file():
             return [], None
-        try:
-            model = json.loads(path.read_text(encoding="utf-8")).get("model") or {}
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
-            return [], None
-        vocab = model.get("vocab")
+        d = read_json(path, entries=2 * rows)
+        model = (d.get("model") if isinstance(d, dict) else None) or {}
+        vocab = model.get("vocab") if isinstance(model, dict) else None
         if model.get("type") != "WordPiece" or not isinstance(vocab, dict) or not vocab:
             return [], None
+        if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in vocab.values()):
+            raise HubError(f"{TOKENIZER_JSON}: model.vocab is not a {{piece: id}} dictionary")
+        check_vocabulary(max(vocab.values()), rows, TOKENIZER_JSON)
         tokens = [""] * (max(vocab.values()) + 1)
         for token, i in vocab.items():
             tokens[i] = token
@@ -228,6 +231,13 @@ class WordPieceTokenizer(_Base):
     @property
     def vocab_size(self) -> int:
         return len(self.itos)
+
+    @property
+    def largest_id(self) -> int:
+        """The largest id this tokenizer gives (the model's embedding must have a row for it)."""
+        return len(self.itos) - 1
+
+    source = VOCAB_FILE  # the file its vocabulary came from, for refusals
 
     def pieces(self, text: str) -> list[str]:
         out: list[str] = []

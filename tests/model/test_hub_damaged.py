@@ -200,7 +200,7 @@ REFUSED = [
     ("positions disagree", "gpt2 bert", sized(4, 20_000_000), "20000000 but the weights have 64"),
     ("vocab disagrees", "marian gpt2 bert", config(vocab_size=5), "vocab_size 5 but the weights have"),
     ("nested 100k", "marian gpt2 bert", nested, "nested too deeply"),
-    ("config 20 MB", "bert", huge_config, "bytes a JSON file"),
+    ("config 20 MB", "bert", huge_config, "bytes this file may have"),
     ("config not JSON", "marian gpt2 bert", raw_config("{"), "not readable JSON"),
     ("config a list", "bert", raw_config("[1, 2]"), "no model_type"),
     ("config symlink /dev/zero", "bert", symlink("config.json", "/dev/zero"), "config.json"),
