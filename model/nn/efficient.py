@@ -79,3 +79,31 @@ def linformer_project(k, v, e, f, key_mask=None):
 def linformer_init(k_rows: int, max_len: int) -> torch.Tensor:
     """A (k_rows, max_len) projection, normal with std 1 / sqrt(k_rows), as in the Linformer paper's code."""
     return torch.randn(k_rows, max_len) / math.sqrt(k_rows)
+
+
+def banded_attention(q, k, v, window: int, global_tokens: int = 0):
+    """Full attention under masks.longformer_mask(n, n, window, global_tokens), computing only the kept scores:
+    the queries `window` at a time, each block against its neighbouring keys (at most 3 window - 2 of them) and the
+    global keys; the global queries against every key. The largest temporary is (window x 3 window) per head, so
+    memory grows with n w, not n^2. q, k: (..., n, d_k), v: (..., n, d_v); self-attention (Lq = Lk)."""
+    from model.nn.attention import masked_softmax
+    n, w, g = q.size(-2), window, min(global_tokens, q.size(-2))
+    scale = 1.0 / math.sqrt(q.size(-1))
+    out = q.new_zeros((*q.shape[:-1], v.size(-1)))  # (..., n, d_v)
+    for start in range(0, n, w):
+        stop = min(start + w, n)
+        lo, hi = max(g, start - w + 1), min(n, stop + w - 1)  # the band's keys beyond the global ones
+        cols = torch.cat([torch.arange(g), torch.arange(lo, hi)]) if g else torch.arange(lo, hi)
+        keep = _band_keep(start, stop, cols, w, g)  # (b, c): longformer_mask's cells, without the (n x n) mask
+        s = (q[..., start:stop, :] @ k[..., cols, :].transpose(-2, -1)) * scale  # (..., b, c)
+        out[..., start:stop, :] = masked_softmax(s, keep) @ v[..., cols, :]
+    if g:  # global queries see every key
+        s = (q[..., :g, :] @ k.transpose(-2, -1)) * scale  # (..., g, n)
+        out[..., :g, :] = torch.softmax(s, dim=-1) @ v
+    return out
+
+
+def _band_keep(start: int, stop: int, cols: torch.Tensor, window: int, global_tokens: int) -> torch.Tensor:
+    """longformer_mask's rows start..stop-1 at the columns `cols`, built for those cells only."""
+    rows = torch.arange(start, stop)[:, None]  # (b, 1)
+    return ((rows - cols[None, :]).abs() < window) | (cols[None, :] < global_tokens) | (rows < global_tokens)

@@ -127,3 +127,11 @@ def test_defaults_are_the_papers_and_options_are_validated():
     for changes, named in bad:
         with pytest.raises(ValueError, match=named):
             TransformerConfig(**changes)
+
+
+@pytest.mark.parametrize("n,window,global_tokens", [(10, 3, 0), (10, 3, 2), (50, 4, 1), (64, 64, 0), (7, 20, 3)])
+def test_banded_attention_equals_the_masked_full_attention(n, window, global_tokens):
+    from model.nn.efficient import banded_attention
+    q, k, v = _qkv(n, seed=n)
+    want, _ = scaled_dot_product_attention(q, k, v, longformer_mask(n, n, window, global_tokens))
+    assert (banded_attention(q, k, v, window, global_tokens) - want).abs().max() < 1e-6

@@ -1,0 +1,58 @@
+"""The limits page's numbers: attention cost measured (memory grows with n, block-wise stays below full), a size
+past memory refused before anything is allocated, decoding with and without the KV cache giving the same tokens,
+the cache's bytes per token from the configuration."""
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from model.lessons import decoding, limits
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_measured_memory_grows_with_n_and_blockwise_stays_below_full():
+    s = limits.Setting(n=128, d=64, heads=2, block=16, window=8, k=16)
+    small = {r["impl"]: r for r in limits.sweep(s, (128,))}
+    big = {r["impl"]: r for r in limits.sweep(s, (512,))}
+    assert big["full"]["peak_bytes"] > 10 * small["full"]["peak_bytes"]  # 16x the scores
+    assert big["blockwise"]["peak_bytes"] < big["full"]["peak_bytes"] / 3
+    for impl in limits.IMPLS:  # the estimate is the measurement's size, within a factor of two
+        assert 0.5 < big[impl]["estimate_bytes"] / big[impl]["peak_bytes"] < 2, impl
+
+
+def test_a_size_past_memory_is_refused_from_the_estimate():
+    s = limits.Setting(n=4096, d=64, heads=2)
+    assert limits.refusal("full", s, budget=10**6) == {"needed": limits.estimate_bytes("full", s), "allowed": 10**6}
+    assert limits.refusal("blockwise", replace(s, block=1), budget=10**9) is None
+    out = limits.measure("full", limits.Setting(n=10**6, d=64, heads=2))  # 8 TB of scores: never allocated
+    assert out["refused"]["needed"] > 10**12
+
+
+def test_blockwise_output_is_full_attention_and_linformer_k_n_is_exact():
+    s = limits.Setting(n=64, d=32, heads=2, block=8, k=64)
+    diff = limits.difference_from_full(s)
+    assert diff["blockwise"]["max"] < 1e-6 and diff["linformer"]["max"] < 1e-6
+    errors = limits.linformer_error(s, (4, 16, 64, 128))
+    assert [e["k"] for e in errors] == [4, 16, 64] and errors[-1]["relative"] < 1e-6
+
+
+def test_window_demo_share():
+    keep, share = limits.window_demo(10, 2, 1)
+    assert keep.shape == (10, 10) and share == pytest.approx(keep.mean())
+
+
+def test_kv_cache_gives_the_same_tokens_on_the_shipped_model():
+    from model.training.checkpoint import load_model_dir
+    loaded = load_model_dir(ROOT / "assets" / "models" / "en-ko")
+    out = decoding.decoding_demo(loaded, "I go to school.", 12)
+    assert out["same_tokens"] and len(out["cache"]) == len(out["no_cache"]) == 12
+    assert out["text"] == "나는 학교에 간다."
+
+
+def test_cache_bytes_per_token_from_the_configuration():
+    rows = decoding.cache_rows(context=1000)
+    assert [r["kv_heads"] for r in rows] == [8, 2, 1]
+    assert rows[0]["bytes_per_token"] == 6 * 8 * (64 + 64) * 2  # layers x heads x (d_k + d_v) x 2 bytes
+    assert rows[1]["bytes_per_token"] * 4 == rows[0]["bytes_per_token"]
+    assert rows[2]["bytes_context"] == rows[2]["bytes_per_token"] * 1000
