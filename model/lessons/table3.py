@@ -229,20 +229,24 @@ def verdicts(doc: dict, metric: str = "perplexity") -> list[Verdict]:
             continue
         ours = (statistics.median(a), statistics.median(b))
         ranges = ((min(a), max(a)), (min(b), max(b)))
-        worse_apart, better_apart = min(a) > max(b), max(a) < min(b)
-        p = separation_p_value(len(a), len(b)) if worse_apart or better_apart else None
-        if p is not None and p > ALPHA:
-            outcome = "unclear"
-        elif c.kind == "same":
-            outcome = "contradicted" if p is not None else "unclear"
-        elif worse_apart:
-            outcome = "reproduced"
-        elif better_apart:
-            outcome = "contradicted"
-        else:
-            outcome = "unclear"
-        out.append(Verdict(c, paper, ours, ranges, (len(a), len(b)), outcome, p))
+        result, p = outcome(a, b, c.kind)
+        out.append(Verdict(c, paper, ours, ranges, (len(a), len(b)), result, p))
     return out
+
+
+def outcome(a: list[float], b: list[float], kind: str = "worse") -> tuple[str, float | None]:
+    """The rule of `verdicts` for one claim: `a` the seeds of what is claimed worse (higher), `b` of what is
+    claimed better; kind "same" claims they are alike. Returns the outcome and the chance of the separation
+    (None when the seeds overlap)."""
+    worse_apart, better_apart = min(a) > max(b), max(a) < min(b)
+    p = separation_p_value(len(a), len(b)) if worse_apart or better_apart else None
+    if p is not None and p > ALPHA:
+        return "unclear", p
+    if kind == "same":
+        return ("contradicted" if p is not None else "unclear"), p
+    if worse_apart:
+        return "reproduced", p
+    return ("contradicted" if better_apart else "unclear"), p
 
 
 # Dev perplexity above this: the run has not learned to line up source and target words. On the loss plateau
