@@ -4,18 +4,20 @@ from pathlib import Path
 import streamlit as st
 
 from pages.views import inspector as ins
+from pages.views import inspector_reading as rd
 from pages.views.inspector_hub import hub_box
 from app.charts.curves import bar_chart
 from app.charts.export import csv_text
 from app.fast import uses_element
 from app.charts.headview import head_view
-from app.charts.heatmaps import attention_heatmap, grid_cell, head_grid, matrix_heatmap
+from app.charts.heatmaps import attention_heatmap, grid_cell, head_grid
 from app.format import code_span
 from app.i18n import UserError, options, t
 from app.resources import (available_models, card, fill_mask, forward_pass, lm_positions, load_model, next_token,
                            shared_figure, shared_table, shared_view, translation, vocabulary,
                            weights_stamp)
 from app.state import OneBased, between, keep, open_box, open_box_now, open_tabs, opened_run
+from app.page_inputs import INSPECTOR, SECTIONS
 from app.ui import error, show_figure, show_matrix, table, text
 from model.training.checkpoint import CheckpointError
 from model.inference.decode import lm_sample, top_candidates
@@ -37,7 +39,7 @@ if opened is not None:
         st.session_state["insp_model"] = f"run: {opened}"
     else:
         st.warning(t("inspector.run_missing", id=code_span(opened[:100])))  # from the link: shown verbatim
-choice = st.selectbox(t("inspector.model"), names, **keep("insp_model", names[0], url="model", valid=names))
+choice = st.selectbox(t("inspector.model"), names, **INSPECTOR.model.keep(names[0], valid=names))
 hub_box()
 path = models[choice]
 try:
@@ -89,9 +91,13 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
     cfg, tok, arch = loaded.config, loaded.tokenizer, loaded.config.architecture
     st.selectbox(t("inspector.examples"), choices, index=None, placeholder=t("inspector.pick_example"),
                  key="insp_example", on_change=lambda: st.session_state.update(insp_text=st.session_state["insp_example"] or st.session_state["insp_text"]))
-    raw = st.text_area(t("inspector.your_sentence"), height=80, **keep("insp_text", choices[0], url="text"))
+    raw = st.text_area(t("inspector.your_sentence"), height=80, **INSPECTOR.text.keep(choices[0]))
     sentence, cut = ins.clean_input(raw)
-    unknown = ins.unknown_in(sentence, vocab.words, tok) if vocab.found else []
+    # what the model reads: a translation model each sentence on its own (it was trained on single sentences),
+    # every part cut to the model's positions; the words it never saw are looked for in what it reads
+    limit = cfg.max_len - 2
+    reading = rd.read(sentence, tok, limit, by_sentence=arch == "encoder-decoder")
+    unknown = ins.unknown_in(" ".join(reading.parts), vocab.words, tok) if vocab.found else []
 
     # Words the model never saw open the box once (the palette offers the ones it knows); opened here, not by an
     # argument of the fragment, which its own reruns would pass again after the learner closed the box.
@@ -108,13 +114,14 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
     if not vocab.found:
         st.caption(t("inspector.no_training_data"))
     never = ins.unknown_list(unknown, vocab.words)
+    rd.say_cuts(reading, limit)
+    rd.say_scripts(unknown, vocab.words, facts.task)
+    if len(reading.parts) > 1:
+        st.info(t("inspector.sentences_each", n=len(reading.parts)))
+    part = rd.pick_sentence(reading)
 
     # ----------------------------------------------------------------------------- tokenization
-    ids = tok.encode(sentence)
-    limit = cfg.max_len - 2
-    if len(ids) > limit:
-        st.warning(t("inspector.too_many_tokens", n=len(ids), limit=limit))
-        ids = ids[:limit]
+    ids = reading.ids[part]
     pieces = [tok.id_to_piece(i) for i in ids]
     with open_box(t("inspector.tokenization_title", n=len(ids)), key="insp_tokens") as token_box:
         text("inspector.tokenization")
@@ -131,15 +138,16 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
         c1, c2 = st.columns([1, 2])
         methods = options("inspector.method", ("beam", "greedy"))
         method = c1.radio(t("inspector.decoding"), list(methods), horizontal=True, format_func=methods.get,
-                          **keep("insp_method", "beam", url="decoding", valid=methods))
+                          **INSPECTOR.method.keep("beam", valid=methods))
         beam = c2.slider(t("inspector.beam_size"), 2, 8, disabled=method == "greedy",
-                         **keep("insp_beam", 4, url="beam", valid=range(2, 9)))
+                         **INSPECTOR.beam.keep(4))
         source = ("translation", tok.decode(ids), method == "greedy", beam)
         result = translation(path, *source[1:])
         st.subheader(t("inspector.translation"))
         if unknown:
             st.warning(t("inspector.unknown_translation", words=never))
-        st.code(result.text or "∅", language=None)
+        every = [translation(path, tok.decode(p), method == "greedy", beam).text for p in reading.ids]
+        st.code(" ".join(x or "∅" for x in every) if len(every) > 1 else result.text or "∅", language=None)
         if not result.text:  # say why there is nothing
             st.info(t("inspector.empty_translation" if not result.out_ids else "inspector.empty_decoded"))
         if not result.finished:
@@ -201,7 +209,7 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
         if filled.one_segment:
             st.info(t("inspector.mlm.one_segment"))
         if facts.task != "mlm":
-            encoder_head(filled, loaded.meta, (str(path), stamp, *source))
+            rd.encoder_head(filled, loaded.meta, (str(path), stamp, *source))
         else:
             st.subheader(t("inspector.mlm.title", mask=ins.code(tok.id_to_piece(tok.mask_id))))
         if facts.task == "mlm" and not filled.predictions:
@@ -224,39 +232,9 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
     # What follows depends only on the model version, what was run on it (`source`), the language and the
     # controls below: every session asking for the same gets the same figures and tables, built once (shared_view).
     view = (str(path), stamp, *source)
-    st.subheader(t("inspector.attention"))
+    st.subheader(t("inspector.attention"), anchor=SECTIONS["inspector.attention"])
 
-    attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx, tok)
-
-
-def encoder_head(filled, meta: dict, view: tuple) -> None:
-    """What a BERT-family encoder without a masked-LM head shows: a class, a tag per token, or (no head) one
-    sentence on what it cannot show and its hidden states (how alike its output vectors are)."""
-    if filled.classes is not None:
-        st.subheader(t("inspector.classify.title"))
-        label, prob = filled.classes[0]
-        if len(filled.classes) == 1:  # a single output: a regression score, not a probability
-            st.markdown(t("inspector.classify.score", label=ins.code(label), score=prob))
-            return
-        st.markdown(t("inspector.classify.result", label=ins.code(label), prob=prob))
-        top = filled.classes[:ins.MAX_CLASSES]
-        show_figure(bar_chart([c for c, _ in top], [p for _, p in top], horizontal=True, y_range=[0, 1],
-                              x_title=t("inspector.probability"), y_title=t("inspector.classify.label")),
-                    name="classes", key="classes", csv=csv_text(["label", "probability"], top))
-    elif filled.tags is not None:
-        st.subheader(t("inspector.tag.title"))
-        table(ins.tag_rows(filled.tags, filled.pieces), key="insp-tags")
-    else:
-        st.info(t("inspector.no_head_mlm"))
-        if meta.get("pooling"):
-            st.caption(t("inspector.sentence_vectors", pooling=ins.code(str(meta["pooling"]))))
-        st.subheader(t("inspector.hidden.title"))
-        text("inspector.hidden")
-        names = ins.labels(filled.pieces)
-        show_matrix(shared_figure("similarity", view, lambda: matrix_heatmap(
-            filled.similarity, names, names, zmin=-1, zmax=1, zmid=0, x_title=t("inspector.token"),
-            y_title=t("inspector.token"), show_text=len(names) <= ins.MAX_CELL_TEXT)),
-                    filled.similarity, name="hidden-similarity", row_labels=names, col_labels=names, key="similarity")
+    attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx, tok, len(ids))
 
 
 def _add_word(key: str, known: frozenset[str] | None = None) -> None:
@@ -352,10 +330,10 @@ def positions_tab(path, ctx, tok):
 def steps_tab(view, steps, att, src_labels, tok, n_layers):
     """An encoder-decoder's greedy or beam decoding, step by step."""
     text("inspector.steps")
-    tstep = (st.slider(t("common.step"), 1, len(steps), **keep("insp_step", 1, url="step", valid=range(1, len(steps) + 1))) - 1
+    tstep = (st.slider(t("common.step"), 1, len(steps), **INSPECTOR.step.keep(1, valid=range(1, len(steps) + 1))) - 1
              if len(steps) > 1 else 0)
     sl = st.selectbox(t("common.layer"), range(n_layers), format_func=lambda i: f"{i + 1}",
-                      **keep("insp_step_layer", n_layers - 1, url="step_layer", valid=range(n_layers), codec=OneBased))
+                      **INSPECTOR.step_layer.keep(n_layers - 1, valid=range(n_layers)))
     chosen = tok.id_to_piece(steps[tstep].token)
     st.markdown(t("inspector.step_wrote", step=tstep + 1, token=ins.label(chosen).replace("`", "ʼ"),
                   prob=steps[tstep].prob))
@@ -383,7 +361,7 @@ def patterns_of(view, kind, weights, labels, tok):
 # model. Only the open tab is drawn (a tab's click reruns the section): the stats tab's data grid, the head view
 # and the decoding steps, drawn hidden, were a fifth of the browser's work of each new sentence.
 @st.fragment
-def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx, tok):
+def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx, tok, n_pieces):
     kinds = att.kinds()
     kind_names = options("inspector.kind", kinds)
     kind = st.radio(t("inspector.which_attention"), kinds, format_func=kind_names.get, horizontal=True,
@@ -400,12 +378,15 @@ def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx,
     steps_name = "positions" if arch == "decoder-only" else "steps"
     tabs = ("grid", "head", steps_name, "stats") if ctx is not None or arch != "decoder-only" else ("grid", "head", "stats")
     labels = {name: t(f"inspector.tab.{name}") for name in tabs}
-    for name, tab in open_tabs(labels, key="insp_tab", url="tab"):
+    for name, tab in open_tabs(labels, key=INSPECTOR.tab.key, url=INSPECTOR.tab.url):
         if not tab.open:
             continue
         with tab:
             if name == "grid":
                 st.markdown(t("inspector.grid_intro", layers=n_layers, heads=n_heads, rows=n_q, cols=n_k))
+                note = rd.map_note(n_pieces, k_labels, tok) if kind != "decoder_self" or ctx is not None else None
+                if note:  # the pieces above and the tokens the model adds ([CLS], </s>, a start token)
+                    st.caption(note)
                 if kind != "cross":  # the classic heads, named, so that nobody has to scroll through every map
                     st.markdown(ins.pattern_line(patterns_of(view, kind, weights, k_labels, tok)))
                 if uses_element():  # st.plotly_chart sends no clicks on a heatmap

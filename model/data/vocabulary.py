@@ -49,7 +49,7 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text or "") if s.strip()]
 
 
-def _script(ch: str) -> str | None:
+def script_of(ch: str) -> str | None:
     """The script of a letter as the first word of its Unicode name ("HANGUL", "LATIN", "CJK"), None for what is
     not a letter (digits, marks, emoji)."""
     if not ch.isalpha():
@@ -60,10 +60,10 @@ def _script(ch: str) -> str | None:
 def unseen_scripts(words_: list[str], known: frozenset[str]) -> dict[str, list[str]]:
     """The words written in letters of a script that no known word uses, by script: Korean typed into a model
     that read only English gives {"HANGUL": [...]}."""
-    read = {_script(c) for word in known for c in word} - {None}
+    read = {script_of(c) for word in known for c in word} - {None}
     out: dict[str, list[str]] = {}
     for word in words_:
-        scripts = {_script(c) for c in word} - {None} - read
+        scripts = {script_of(c) for c in word} - {None} - read
         if scripts:
             out.setdefault(sorted(scripts)[0], []).append(word)
     return out
