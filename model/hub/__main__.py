@@ -1,15 +1,34 @@
 """python -m model.hub list                      models we can run: the local hub cache and installed packages
 python -m model.hub fetch Helsinki-NLP/opus-mt-en-de   download only the files a model needs (online only); a bare
                                               id as the Hub takes it works too: fetch gpt2
-python -m model.hub check FOLDER [--verbose]  load a folder and print its card facts (a refusal is one line;
-                                              --verbose adds the original error behind it)"""
+python -m model.hub check FOLDER [--verbose] [--lang ko]  load a folder and print its card facts and each
+                                              difference from the paper in words (a refusal is one line; --verbose
+                                              adds the original error behind it)"""
 from __future__ import annotations
 
 import argparse
 import sys
+import tomllib
+from pathlib import Path
 
 from model.hub import HubError, cached_models, load_pretrained
 from model.hub.fetch import FetchError, fetch
+
+
+LOCALES = Path(__file__).resolve().parents[2] / "app" / "locales"
+
+
+def difference_languages() -> list[str]:
+    """The languages whose catalogue says the differences from the paper (app/locales/<lang>/differences.toml)."""
+    return sorted(p.parent.name for p in LOCALES.glob("*/differences.toml"))
+
+
+def differences_said(cfg, lang: str) -> list[str]:
+    """Each difference from the paper as a sentence in `lang` (model.nn.differences), read from the app's
+    catalogue as data: the command line runs without the app, and the words stay in one place."""
+    from model.nn.differences import differences_in_words
+    table = tomllib.loads((LOCALES / lang / "differences.toml").read_text(encoding="utf-8"))
+    return [table[m.code.split(".", 1)[1]].format(**m.args) for m in differences_in_words(cfg)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("check")
     c.add_argument("folder")
     c.add_argument("--verbose", action="store_true", help="on a refusal, also the original error behind it")
+    c.add_argument("--lang", default="en", choices=difference_languages(),
+                   help="the language of the differences from the paper, one sentence each")
     args = parser.parse_args(argv)
     if args.command == "list":
         for name, path in cached_models().items():
@@ -59,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{loaded.meta['family']} {cfg.architecture}: {loaded.model.num_parameters():,} parameters, "
           f"d_model={cfg.d_model} heads={cfg.n_heads} layers={cfg.n_encoder_layers}+{cfg.n_decoder_layers}")
     print("differs from the paper in:", cfg.differences_from_paper())
+    for sentence in differences_said(cfg, args.lang):
+        print(f"  - {sentence}")
     if loaded.meta.get("task") == "features":  # GPT2Model, RobertaModel: loaded, and nothing to predict with
         print("no head: attention and hidden states only (no next-token list, no filled mask)")
     elif loaded.meta.get("task") in ("classify", "tag"):  # a BERT-family classifier: what it names

@@ -11,7 +11,7 @@ from model.hub import hub_cache_dir
 
 NEEDED = ["config.json", "generation_config.json", "tokenizer_config.json", "special_tokens_map.json",
           "vocab.json", "vocab.txt", "merges.txt", "source.spm", "target.spm", "preprocessor_config.json", "*.md",
-          "LICENSE*"]
+          "LICENSE*", "tokenizer.json", "tokenizer.model"]  # the last two: Llama, Mistral, Qwen2 (model/hub/llama.py)
 # A Hub repository id: "name" (a bare id, as the Hub still serves gpt2 or bert-base-uncased) or "owner/name";
 # each part letters, digits, "-", "_", ".", starting and ending with a letter or digit, at most 96 characters.
 PART = r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9])?"
