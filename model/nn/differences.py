@@ -41,6 +41,12 @@ def differences_in_words(cfg: TransformerConfig) -> list[Message]:
             say(name, value=diff[name], paper=cfg.d_model // cfg.n_heads)
     if "window" in diff:
         say("window_causal" if cfg.has_decoder else "window", window=cfg.window)
+    if "global_tokens" in diff:
+        say("global_tokens", n=cfg.global_tokens)
+    if cfg.attention_impl == "blockwise":
+        say("blockwise", block=cfg.attn_block)
+    elif cfg.attention_impl == "linformer":
+        say("linformer", k=cfg.linformer_k)
     if "qkv_bias" in diff:
         say("no_qkv_bias")
     if "attn_out_bias" in diff:
