@@ -310,7 +310,7 @@ def _split_pattern(path: Path, d: dict) -> tuple[str | None, bool]:
                    "Split regex then ByteLevel) is supported")
 
 
-def _token(folder: Path, hf_config: dict, conf: dict, role: str, names: dict[int, str]) -> str | None:
+def _token(hf_config: dict, conf: dict, role: str, names: dict[int, str]) -> str | None:
     """The text of the bos / eos / pad token: config.json's <role>_token_id, else tokenizer_config.json's."""
     i = _first_int(hf_config.get(f"{role}_token_id"))
     if i is not None and i in names:
@@ -351,7 +351,7 @@ def tokenizer(folder: Path, hf_config: dict):
         merges.append((pair[0], pair[1]))
     added, strip, prefix, conf = bytebpe.added_tokens(folder, bytebpe.vocabulary_rows(hf_config))
     names = {i: s for s, i in {**vocab, **added}.items()}
-    roles = {role: _token(folder, hf_config, conf, role, names) for role in ("bos", "eos", "pad")}
+    roles = {role: _token(hf_config, conf, role, names) for role in ("bos", "eos", "pad")}
     roles["eos"] = roles["eos"] or roles["bos"]
     if roles["eos"] is None:
         raise HubError(f"{path}: no end-of-text token (config.json's eos_token_id names none of its tokens)")
