@@ -9,6 +9,7 @@ from app.charts.heatmaps import head_multiples, head_tiles, stage_figure
 from app.i18n import UserError, t
 from app.resources import computed, shared_figure, shared_view
 from app.state import OneBased, keep
+from app.page_inputs import MULTIHEAD, SECTIONS
 from app.ui import error, show_figure, show_matrix, table, text
 from model.lessons import multihead as mlab
 from model.lessons import layer_walk as mwalk
@@ -43,13 +44,13 @@ axis_titles = {"query_title": t("common.query"), "key_title": t("common.key")}
 
 # ---------------------------------------------------------------- 1. inputs
 st.header(t("multihead.input_header"))
-sentence = st.text_input(t("multihead.sentence"), **keep("mh_sentence", t("multihead.default_sentence"), url="sentence"))
+sentence = st.text_input(t("multihead.sentence"), **MULTIHEAD.sentence.keep(t("multihead.default_sentence")))
 c1, c2, c3, c4 = st.columns(4)
-D = c1.select_slider("D = d_model", mlab.D_CHOICES, **keep("mh_d", 64, url="d_model", valid=mlab.D_CHOICES))
+D = c1.select_slider("D = d_model", mlab.D_CHOICES, **MULTIHEAD.d_model.keep(64, valid=mlab.D_CHOICES))
 valid_h = mlab.head_choices(D)
-H = c2.selectbox(t("multihead.heads"), valid_h, **keep("mh_h", mlab.default_heads(valid_h), url="heads", valid=valid_h))
-seed = int(c3.number_input(t("multihead.seed"), 0, 10_000, **keep("mh_seed", 0, url="seed", valid=range(10_001))))
-use_pe = c4.toggle(t("multihead.positions"), **keep("mh_pe", True, url="positions"))
+H = c2.selectbox(t("multihead.heads"), valid_h, **MULTIHEAD.heads.keep(mlab.default_heads(valid_h), valid=valid_h))
+seed = int(c3.number_input(t("multihead.seed"), 0, 10_000, **MULTIHEAD.seed.keep(0)))
+use_pe = c4.toggle(t("multihead.positions"), **MULTIHEAD.positions.keep(True))
 
 words = sentence.split()
 if len(words) > mlab.MAX_TOKENS:
@@ -82,7 +83,7 @@ table(shared_view("mh-shapes", (*view, t("multihead.col_stage")), lambda: [{
 st.caption(t("multihead.shapes_note", L=L, D=D, H=H, d_h=d_h, gap=demo.module_gap))
 
 # ---------------------------------------------------------------- 3. heads
-st.header(t("multihead.maps.header"))
+st.header(t("multihead.maps.header"), anchor=SECTIONS["multihead.maps"])
 weights = demo.weights  # (H, L, L)
 st.caption(t("common.rows_cols") + " " + t("multihead.maps.untrained"))
 maps_csv = lambda: heads_csv(weights, labels)  # noqa: E731  written on click (H·L² numbers)
@@ -128,7 +129,7 @@ table(shared_view("mh-costs", (*view, t("multihead.cost.projections")), lambda: 
     t("multihead.cost.scores_shape"): str(list(c.scores_shape)),
     t("multihead.cost.projections"): f"{c.projections:,}",
     "QKᵀ": f"{c.scores:,}", t("multihead.cost.weighted_sum"): f"{c.weighted_sum:,}",
-    "W^O": f"{c.output_projection:,}", t("multihead.cost.matmul"): f"{c.matmul:,}",
+    "Wᴼ": f"{c.output_projection:,}", t("multihead.cost.matmul"): f"{c.matmul:,}",
     t("multihead.cost.softmax_entries"): f"{c.softmax_entries:,}",
     t("multihead.cost.parameters"): f"{c.parameters:,}",
 } for c in demo.costs]), key="mh-costs")
@@ -139,7 +140,7 @@ base = PRESETS["paper_base"]
 text("multihead.paper", d_model=base.d_model, n_heads=base.n_heads, d_head=base.d_head)
 
 # ---------------------------------------------------------------- 6. one layer, end to end
-st.header(t("multihead.layer.header"))
+st.header(t("multihead.layer.header"), anchor=SECTIONS["multihead.layer"])
 walk = computed(mwalk.layer_walk, words, D, H, seed, positions=use_pe)
 text("multihead.layer_intro", D=D, H=H, d_ff=walk.d_ff)
 st.latex(r"n_1=\mathrm{LayerNorm}(x+\mathrm{MultiHead}(x,x,x)),\quad "
