@@ -9,7 +9,8 @@ from app.charts.heatmaps import stage_figure
 from app.format import vector
 from app.i18n import UserError, t
 from app.resources import device_description, shared_figure, shared_view
-from app.state import OneBased, keep, open_tabs
+from app.state import keep, open_tabs
+from app.page_inputs import ATTENTION, SECTIONS
 from app.ui import error, show_figure, show_matrix, table, text
 from model.lessons import lab as mlab
 from model.lessons import worked_example as wx
@@ -50,19 +51,19 @@ st.header(t("attention.inputs_header"))
 text("attention.inputs", article=wx.EXAMPLE_SOURCE)
 c1, c2 = st.columns(2)
 tokens_q_text = c1.text_input(t("attention.tokens_q"),
-                              **keep("att_tokens_q", DEFAULTS["att_tokens_q"], url="tokens_q"))
+                              **ATTENTION.tokens_q.keep(DEFAULTS["att_tokens_q"]))
 tokens_k_text = c2.text_input(t("attention.tokens_k"),
-                              **keep("att_tokens_k", DEFAULTS["att_tokens_k"], url="tokens_k"))
+                              **ATTENTION.tokens_k.keep(DEFAULTS["att_tokens_k"]))
 cq, ck, cv = st.columns(3)
 q_text = cq.text_area(t("attention.matrix_q"), height=150,
-                      **keep("att_q", DEFAULTS["att_q"], url="q", check=_parses("Q")))
+                      **ATTENTION.q.keep(DEFAULTS["att_q"], check=_parses("Q")))
 k_text = ck.text_area(t("attention.matrix_k"), height=150,
-                      **keep("att_k", DEFAULTS["att_k"], url="k", check=_parses("K")))
+                      **ATTENTION.k.keep(DEFAULTS["att_k"], check=_parses("K")))
 v_text = cv.text_area(t("attention.matrix_v"), height=150,
-                      **keep("att_v", DEFAULTS["att_v"], url="v", check=_parses("V")))
+                      **ATTENTION.v.keep(DEFAULTS["att_v"], check=_parses("V")))
 o1, o2 = st.columns([1, 3])
 o1.button(t("attention.reset"), on_click=_reset_example, key="att_reset")
-causal = o2.toggle(t("attention.causal"), **keep("att_causal", False, url="causal"))
+causal = o2.toggle(t("attention.causal"), **ATTENTION.causal.keep(False))
 
 
 # Speed: every section below the inputs is a fragment with its own controls, so moving one of
@@ -101,7 +102,7 @@ if work is not None:
 def stages_section(work, view, q_labels, k_labels, causal):
     """2. Stage by stage: the stage picker and "show all stages" change only this section."""
     n, m, stages = work.n, work.m, work.stages
-    st.header(t("attention.stages_header"))
+    st.header(t("attention.stages_header"), anchor=SECTIONS["attention.stages"])
     stage_list = mlab.visible_stages(causal)
     names = {s: lab.stage_name(s) for s in stage_list}
     captions = {s: t(f"attention.stage.{s}.caption") for s in stage_list}
@@ -157,9 +158,9 @@ def cell_section(work, q_labels, k_labels):
     col_names = {x: f"{x + 1}: {k_labels[x]}" for x in range(m)}
     r1, r2 = st.columns(2)
     i = r1.selectbox(t("attention.cell.row"), list(row_names), format_func=row_names.get,
-                     **keep("att_row", 0, url="row", valid=row_names, codec=OneBased))
+                     **ATTENTION.row.keep(0, valid=row_names))
     j = r2.selectbox(t("attention.cell.col"), list(col_names), format_func=col_names.get,
-                     **keep("att_col", 0, url="col", valid=col_names, codec=OneBased))
+                     **ATTENTION.col.keep(0, valid=col_names))
     for line in lab.cell_lines(wx.cell_trace(work, i, j), q_labels[i], k_labels[j]):
         st.markdown(line)
     text("attention.cell_note")
@@ -336,12 +337,12 @@ else:
 @st.fragment(key="att-scaling")
 def scaling_section():
     """6. Why √dₖ: dₖ and the seed change only this section."""
-    st.header(t("attention.scaling.header"))
+    st.header(t("attention.scaling.header"), anchor=SECTIONS["attention.scaling"])
     text("attention.sqrt_intro")
     s1, s2 = st.columns([3, 1])
-    dk_demo = s1.slider("dₖ", 1, 512, **keep("att_dk", 64, url="dk", valid=range(1, 513)))
+    dk_demo = s1.slider("dₖ", 1, 512, **ATTENTION.dk.keep(64))
     demo_seed = int(s2.number_input(t("attention.scaling.seed"), 0, 10_000,
-                                    **keep("att_dk_seed", 0, url="dk_seed", valid=range(10_001))))
+                                    **ATTENTION.dk_seed.keep(0)))
     samples = shared_view("att-samples", (dk_demo, demo_seed), lambda: mlab.dot_product_samples(dk_demo, 4000, demo_seed))
     m1, m2, m3 = st.columns(3)
     m1.metric(t("attention.scaling.var_raw"), f"{samples.var_raw:.2f}",

@@ -6,7 +6,8 @@ import streamlit as st
 
 from app.format import code_span
 from app.i18n import t
-from app.state import keep, opened_run
+from app.state import opened_run
+from app.page_inputs import FAMILY
 from app.ui import text
 from pages.views.family import MEMBER_OF_TASK, family_models
 
@@ -24,6 +25,6 @@ if opened is not None:
     else:
         st.warning(t("family.run_missing", id=code_span(opened[:100])))  # from the link: shown verbatim
 member = st.segmented_control(t("family.member"), MEMBERS, format_func=lambda m: t(f"family.members.{m}"),
-                              **keep("fam_member", "mlm", url="member", valid=MEMBERS))
+                              **FAMILY.member.keep("mlm", valid=MEMBERS))
 member = member or "mlm"  # a segmented control can be cleared by clicking the selected option
 importlib.import_module(f"pages.family.{member}").render()

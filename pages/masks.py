@@ -3,58 +3,25 @@ an encoder-decoder model; encoder-only, decoder-only and encoder-decoder models 
 import streamlit as st
 
 from pages.views.attention_lab import valid_index
+from pages.views.masks import SEEDED, encoder_decoder_models, pick_model as _pick_model, tokenize as _tokenize
 from app.charts.export import rows_csv
 from app.charts.heatmaps import attention_heatmap, head_grid, matrix_heatmap
 from app.charts.style import amend, lift_title
-from app.inputs import piece_label
-from app.i18n import Message, UserError, options, say, t
-from app.resources import (available_models, demo_model, load_model, parameter_count, shared_figure,
-                           shared_tokenizer, shared_view, weights_stamp)
+from app.i18n import Message, UserError, options, t
+from app.resources import parameter_count, shared_figure, shared_view
 from app.state import OneBased, keep, open_tabs
+from app.page_inputs import MASKS, SECTIONS
 from app.ui import error, show_matrix, table, text
-from model.hub import is_hf_folder, read_hf_config
-from model.training.checkpoint import CheckpointError, load_config
 from model.nn.config import PRESETS
 from model.lessons.mask_demo import SCORES_OF, mask_demo_batch
 from model.lessons.probe import MASK_KINDS, all_heads_matrix, attention_maps, examples, max_future_weight
 
-MAX_TOKENS = 20
 MAX_SENTENCES = 6
 EXAMPLES = examples()["masks"]
-SEEDED = "seeded"  # the model picker's id for the seeded, untrained demo model
 KINDS = ("encoder_self", "decoder_self", "cross")
 PAIR_KEYS = {"causal": "m-causal", "padding": "m-pad", "causal_padding": "m-both"}  # widget keys of each tab
 ARCHITECTURES = {"encoder-only": "BERT, RoBERTa", "decoder-only": "GPT, LLaMA",  # with well-known models of each
                  "encoder-decoder": "Transformer (2017), T5, BART"}
-
-
-def _pick_model(choice: str, trained: dict):
-    """(model, tokenizer, description, seeded?, key) for the choice; falls back to the seeded model. The key
-    names the weights (the run folder and its version) for the results and figures cached below."""
-    if choice in trained:
-        try:
-            loaded = load_model(trained[choice])
-            if loaded.config.architecture == "encoder-decoder" and loaded.tokenizer is not None:
-                return loaded.model, loaded.tokenizer, choice, False, (str(trained[choice]),
-                                                                       weights_stamp(trained[choice]))
-            st.warning(t("masks.not_encoder_decoder", name=choice))
-        except CheckpointError as e:  # a broken checkpoint must not break the page
-            error(UserError("masks.errors.cannot_load", detail=str(e)[:300], name=choice))
-    tok = shared_tokenizer()
-    return demo_model(tok.vocab_size), tok, t("masks.seeded_desc"), True, (SEEDED, tok.vocab_size)
-
-
-def _encoder_decoder(path) -> bool:
-    """Whether a model folder holds an encoder-decoder, read from its config alone (no weights loaded): this page
-    shows the encoder's, the decoder's and the cross attention, which a decoder-only or encoder-only model does
-    not have. A folder whose config cannot be read is kept: loading it says what is wrong."""
-    try:
-        if is_hf_folder(path):
-            hf = read_hf_config(path)
-            return bool(hf.get("is_encoder_decoder")) or hf.get("model_type") == "marian"
-        return load_config(path).architecture == "encoder-decoder"
-    except (CheckpointError, OSError):  # the hub's HubError is a CheckpointError
-        return True
 
 
 def fig_once(name: str, key: tuple, build):
@@ -69,18 +36,6 @@ def _one_based(label: str, n: int, key: str, where, url: str) -> int:
         where.caption(f"{label}: 1 " + t("common.only_one"))
         return 1
     return where.slider(label, 1, n, **keep(key, 1, url=url, valid=range(1, n + 1)))
-
-
-def _tokenize(tok, sentence: str, what: Message) -> tuple[list[int], list[str]]:
-    """Ids and display labels of one sentence, cut to MAX_TOKENS (with a warning)."""
-    sentence = (sentence or "").strip()
-    if not sentence:
-        raise UserError("masks.errors.empty", what=what)
-    ids, pieces = tok.encode(sentence), tok.pieces(sentence)
-    if len(ids) > MAX_TOKENS:
-        st.warning(t("masks.too_many_tokens", what=say(what), n=len(ids), max=MAX_TOKENS))
-        ids, pieces = ids[:MAX_TOKENS], pieces[:MAX_TOKENS]
-    return ids, [piece_label(p) for p in pieces]
 
 
 def _sentences(batch_text: str) -> list[str]:
@@ -123,12 +78,12 @@ def _padding_figure(mb, rows, cols):
 st.title(t("masks.title"))
 text("masks.intro")
 
-trained = {name: path for name, path in available_models().items() if _encoder_decoder(path)}
+trained = encoder_decoder_models()
 model_ids = [SEEDED] + list(trained)
 # the shipped, trained EN→KO model (when the app has one) shows real alignments: prefer it
 model_names = {m: t("masks.seeded_option") if m == SEEDED else m for m in model_ids}
 choice = st.selectbox(t("masks.model"), model_ids, format_func=model_names.get, help=t("masks.model_help"),
-                      **keep("mask_model", "en-ko" if "en-ko" in trained else SEEDED, url="model", valid=model_ids))
+                      **MASKS.model.keep("en-ko" if "en-ko" in trained else SEEDED, valid=model_ids))
 model, tok, model_desc, seeded, model_key = _pick_model(choice, trained)
 cfg = model.config
 st.caption(t("masks.model_caption", desc=model_desc, d_model=cfg.d_model, heads=cfg.n_heads,
@@ -190,14 +145,14 @@ masks_section(model, tok, cfg)
 # ----------------------------------------------------------------------------- 2. three attentions
 @st.fragment(key="mask-kinds")
 def kinds_section(model, tok, seeded):
-    st.header(t("masks.kinds_header"))
+    st.header(t("masks.kinds_header"), anchor=SECTIONS["masks.kinds"])
     text("masks.kinds_intro")
     c1, c2 = st.columns(2)
-    src_text = c1.text_input(t("masks.what.source"), **keep("kind_src", EXAMPLES["source"], url="src"))
-    tgt_text = c2.text_input(t("masks.what.target"), **keep("kind_tgt", EXAMPLES["target"], url="tgt"))
+    src_text = c1.text_input(t("masks.what.source"), **MASKS.src.keep(EXAMPLES["source"]))
+    tgt_text = c2.text_input(t("masks.what.target"), **MASKS.tgt.keep(EXAMPLES["target"]))
     kind_names = options("masks.kind", KINDS)
     kind = st.radio(t("masks.attention"), KINDS, format_func=kind_names.get, horizontal=True,
-                    **keep("kind", KINDS[0], url="kind", valid=KINDS))
+                    **MASKS.kind.keep(KINDS[0], valid=KINDS))
     try:
         src_ids, src_labels = _tokenize(tok, src_text, Message("masks.what.source"))
         tgt_ids, tgt_labels = _tokenize(tok, tgt_text, Message("masks.what.target"))
@@ -210,8 +165,8 @@ def kinds_section(model, tok, seeded):
         q_title, k_title = t(f"masks.axis.{kind}.query"), t(f"masks.axis.{kind}.key")
         rule = t("common.rows_cols_cross") if kind == "cross" else t("common.rows_cols")
         c1, c2 = st.columns(2)
-        layer = _one_based(t("common.layer"), w.shape[0], "kind_layer", c1, "layer")
-        head = _one_based(t("common.head"), w.shape[1], "kind_head", c2, "kind_head")
+        layer = _one_based(t("common.layer"), w.shape[0], MASKS.layer.key, c1, MASKS.layer.url)
+        head = _one_based(t("common.head"), w.shape[1], MASKS.head.key, c2, MASKS.head.url)
         shown = (*ran, kind, tuple(q_labels), tuple(k_labels))
         left, right = st.columns([3, 2])
         with left:

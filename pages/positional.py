@@ -11,6 +11,7 @@ from app.i18n import Message, UserError, options, t
 from app.inputs import parse_int_list, split_words
 from app.resources import computed, shared_figure
 from app.state import keep
+from app.page_inputs import POSITIONAL, SECTIONS
 from app.ui import error, show_figure, show_matrix, table, text
 from model.lessons import positions as mpos
 from model.lessons.positions import (
@@ -75,12 +76,12 @@ def dot_figure(prof: dict, dots: dict, anchor: int, title: str):
 
 @st.fragment
 def dot_section(length: int, d_model: int) -> None:
-    st.header(t("positional.dot.header"))
+    st.header(t("positional.dot.header"), anchor=SECTIONS["positional.dot"])
     # the default length's middle, or the middle of a shorter table: "reset this page" restores the defaults
     # registered on the previous run, so this one must not follow a changed length
     anchor_default = ANCHOR if ANCHOR < length else length // 2
     anchor = st.slider(t("positional.dot.anchor"), 0, length - 1,
-                       **keep("pe_anchor", anchor_default, url="anchor", valid=range(length)))
+                       **POSITIONAL.anchor.keep(anchor_default, valid=range(length)))
     prof = computed(mpos.dot_profile, length, d_model, anchor)
     dots = {t("positional.dot.measured"): prof["measured"], t("positional.dot.formula"): prof["formula"]}
     title = t("positional.dot.title", anchor=anchor)
@@ -258,8 +259,8 @@ text("positional.intro")
 st.header(t("positional.picture.header"))
 c1, c2 = st.columns(2)
 length = c1.slider(t("positional.picture.length"), 8, 512,
-                   **keep("pe_len", LENGTH, url="length", valid=range(8, 513)))
-d_model = c2.slider("d_model", 4, 512, step=4, **keep("pe_d", 128, url="d_model", valid=range(4, 513, 4)))
+                   **POSITIONAL.length.keep(LENGTH))
+d_model = c2.slider("d_model", 4, 512, step=4, **POSITIONAL.d_model.keep(128))
 pe = computed(mpos.encoding_table, length, d_model)  # (L, D)
 pos_t, dim_t = t("positional.position"), t("positional.dimension")
 heat_title = t("positional.picture.title", length=length, d_model=d_model)

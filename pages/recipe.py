@@ -12,6 +12,7 @@ from app.i18n import UserError, t
 from app.inputs import parse_pairs, piece_label
 from app.resources import demo_model, shared_figure, shared_tokenizer, shared_view
 from app.state import between, keep
+from app.page_inputs import RECIPE, SECTIONS
 from app.ui import error, show_figure, show_matrix, table, text
 from model.nn.config import PRESETS
 from model.lessons.dropout_demo import MASKS_AVERAGED, PAPER_RATES, TABLE3_DROPOUT, residual_dropout
@@ -44,7 +45,7 @@ st.title(t("pages.recipe.title"))
 text("recipe.intro")
 
 # ----------------------------------------------------------------------------- 1. schedule
-st.header(t("recipe.schedule.header"))
+st.header(t("recipe.schedule.header"), anchor=SECTIONS["recipe.schedule"])
 st.latex(r"lrate = d_{model}^{-0.5}\cdot\min(step^{-0.5},\; step\cdot warmup^{-1.5})")
 text("recipe.schedule")
 
@@ -52,9 +53,9 @@ text("recipe.schedule")
 @st.fragment(key="recipe-schedule")
 def schedule_section():
     c1, c2, c3 = st.columns(3)
-    d_model = c1.slider("d_model", 64, 2048, step=64, **keep("sch_d", 512, url="d_model", valid=range(64, 2049, 64)))
+    d_model = c1.slider("d_model", 64, 2048, step=64, **RECIPE.d_model.keep(512))
     warmup = c2.slider("warmup_steps", 100, 20_000, step=100,
-                       **keep("sch_w", 4000, url="warmup", valid=range(100, 20_001, 100)))
+                       **RECIPE.warmup.keep(4000))
     lo, hi = c3.slider(t("recipe.schedule.range"), 1, 200_000,
                        **keep("sch_range", (1, 100_000), url="range", valid=between(1, 200_000),
                               check=lambda v: v[0] <= v[1]))
@@ -117,16 +118,16 @@ def adam_section():
 adam_section()
 
 # ----------------------------------------------------------------------------- 3. label smoothing
-st.header(t("recipe.smoothing.header"))
+st.header(t("recipe.smoothing.header"), anchor=SECTIONS["recipe.smoothing"])
 text("recipe.smoothing")
 
 
 @st.fragment(key="recipe-smoothing")
 def smoothing_section():
     c1, c2 = st.columns(2)
-    eps = c1.slider("ε (label_smoothing)", 0.0, 0.5, step=0.01, **keep("ls_eps", 0.1, url="eps", valid=between(0.0, 0.5)))
+    eps = c1.slider("ε (label_smoothing)", 0.0, 0.5, step=0.01, **RECIPE.eps.keep(0.1))
     V = int(c2.number_input(t("recipe.smoothing.vocab"), 2, 50_000,
-                            **keep("ls_V", 10, url="vocab", valid=range(2, 50_001))))
+                            **RECIPE.vocab.keep(10)))
     ls = shared_view("smoothing", (V, eps), lambda: smoothing_demo(V, eps))
     q = ls["target"]
     bars = min(V, BARS)

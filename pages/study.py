@@ -11,6 +11,7 @@ from app.charts.study import factor_figure
 from app.i18n import UserError, options, t
 from app.resources import computed, shared_figure
 from app.state import keep
+from app.page_inputs import SECTIONS, STUDY
 from app.ui import error, show_figure, text
 from model.lessons import table3
 from model.lessons.table3 import MINI_BASE, PAPER_TABLE3, STUDY_ROWS, paper_row
@@ -43,14 +44,14 @@ def mini_text(row: dict) -> str:
 @st.fragment(key="study-factor")
 def factor_section(doc: dict, rows: dict) -> None:
     """Section 2: one factor of Table 3 at a time (its own inputs: a change reruns this section only)."""
-    st.header(t("study.factor.header"))
+    st.header(t("study.factor.header"), anchor=SECTIONS["study.factor"])
     group_labels = options("study.group", GROUPS)
     group = st.segmented_control(t("study.factor.label"), GROUPS, format_func=group_labels.__getitem__,
-                                 **keep("study_group", "A", url="factor", valid=GROUPS)) or "A"
+                                 **STUDY.group.keep("A", valid=GROUPS)) or "A"
     metric_labels = options("study.metric", ("perplexity", "exact_match"))
     metric = st.radio(t("study.metric.label"), ("perplexity", "exact_match"), horizontal=True,
                       format_func=metric_labels.__getitem__,
-                      **keep("study_metric", "perplexity", url="metric", valid=("perplexity", "exact_match")))
+                      **STUDY.metric.keep("perplexity"))
     keys = ["base"] + [p.key for p in PAPER_TABLE3 if p.group == group]
     names = [t("study.table.base") if k == "base" else paper_row(k).label for k in keys]
     paper_values = [paper_row(k).perplexity if metric == "perplexity" else paper_row(k).bleu for k in keys]
@@ -90,7 +91,7 @@ if not sources:
 else:
     labels = options("study.source", sources)
     source = st.radio(t("study.source.label"), sources, format_func=labels.__getitem__, horizontal=True,
-                      **keep("study_source", sources[0], url="source", valid=sources))
+                      **STUDY.source.keep(sources[0], valid=sources))
     doc = shipped if source == "shipped" else mine
 
 if doc is not None:

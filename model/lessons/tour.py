@@ -15,9 +15,20 @@ def qkv_weights(q_text: str, k_text: str, v_text: str, causal: bool) -> np.ndarr
     return lab.checked_stages(q, k, v, causal).weights
 
 
+def _tops(values: np.ndarray) -> list[int]:
+    """The indices of the largest value, every one of them where several tie (to rounding error)."""
+    v = np.asarray(values, dtype=float)
+    return [int(i) for i in np.flatnonzero(np.isclose(v, v.max(), rtol=1e-9, atol=1e-12))]
+
+
 def top_key(weights: np.ndarray, query: int) -> int:
-    """The key (0-based) that query `query` gives the most weight."""
-    return int(np.argmax(weights[query]))
+    """The key (0-based) that query `query` gives the most weight (the first of a tie)."""
+    return top_keys(weights, query)[0]
+
+
+def top_keys(weights: np.ndarray, query: int) -> list[int]:
+    """Every key (0-based) that query `query` gives the most weight: several where they tie."""
+    return _tops(weights[query])
 
 
 def weight_at(weights: np.ndarray, row: int, col: int) -> float:
@@ -29,11 +40,14 @@ SCALE_CHOICES = ("one", "sqrt_dk", "dk")  # what the variance of q·k could grow
 
 def dot_variance(d_k: int, seed: int = 0) -> dict:
     """The measured variance of q·k for random unit-variance q, k (the attention page's √dₖ histogram) and
-    which of 1, √dₖ, dₖ it is nearest to (on a log scale)."""
+    which of 1, √dₖ, dₖ it is nearest to (on a log scale): `nearest` lists every candidate as near as the nearest,
+    first to last (at dₖ = 1 the three are the same number, so all three are nearest)."""
     s = lab.dot_product_samples(d_k, seed=seed)
     var = s.var_raw
     candidates = {"one": 1.0, "sqrt_dk": float(np.sqrt(d_k)), "dk": float(d_k)}
-    nearest = min(SCALE_CHOICES, key=lambda c: (abs(np.log(var) - np.log(candidates[c])), SCALE_CHOICES.index(c)))
+    distance = {c: abs(np.log(var) - np.log(candidates[c])) for c in SCALE_CHOICES}
+    best = min(distance.values())
+    nearest = tuple(c for c in SCALE_CHOICES if distance[c] <= best + 1e-12)
     return {"var": var, "var_scaled": s.var_scaled, "nearest": nearest, "candidates": candidates}
 
 
@@ -43,8 +57,13 @@ def head_weights(words: list[str], d_model: int, n_heads: int, seed: int, positi
 
 
 def top_head(weights: np.ndarray, query: int, key: int) -> int:
-    """The head (0-based) that puts the most weight from word `query` on word `key`."""
-    return int(np.argmax(weights[:, query, key]))
+    """The head (0-based) that puts the most weight from word `query` on word `key` (the first of a tie)."""
+    return top_heads(weights, query, key)[0]
+
+
+def top_heads(weights: np.ndarray, query: int, key: int) -> list[int]:
+    """Every head (0-based) that puts the most weight from word `query` on word `key`."""
+    return _tops(weights[:, query, key])
 
 
 def pe_neighbour_dot(length: int, d_model: int, anchor: int) -> dict:
@@ -82,13 +101,23 @@ def relu_zero_shares(words: list[str], d_model: int, n_heads: int, seed: int, po
 
 def best_row(rows: dict, keys: list[str], metric: str) -> dict:
     """Of Table 3's rows `keys`, the one our study scored best on `metric` (lowest perplexity, highest exact
-    match; the median over seeds, as the study page plots it). Rows without a score are left out."""
+    match; the median over seeds, as the study page plots it). Rows without a score are left out. `alike`: the
+    best row and every row whose seeds' range (min…max) overlaps the best row's: the seeds cannot tell those
+    apart from the best, so a learner who names one of them is as right."""
     scores = {k: table3.centre(rows.get(k, {}), metric) for k in keys}
     scores = {k: v for k, v in scores.items() if v is not None}
     if not scores:
-        return {"row": None, "scores": scores}
+        return {"row": None, "scores": scores, "alike": []}
     pick = min if metric == "perplexity" else max
-    return {"row": pick(scores, key=scores.__getitem__), "scores": scores}
+    best = pick(scores, key=scores.__getitem__)
+
+    def span(k):
+        seeds = table3.seed_values(rows.get(k), metric) or [scores[k]]
+        return min(seeds), max(seeds)
+
+    lo, hi = span(best)
+    alike = [k for k in scores if k == best or (span(k)[0] <= hi and span(k)[1] >= lo)]
+    return {"row": best, "scores": scores, "alike": alike}
 
 
 def visible_keys(weights: np.ndarray, kind: str, layer: int, head: int, query: int) -> dict:
@@ -97,17 +126,22 @@ def visible_keys(weights: np.ndarray, kind: str, layer: int, head: int, query: i
     network's own causal mask (model.nn.masks.causal_mask) in the decoder's self-attention, every key in the
     encoder's self-attention and in cross-attention (one sentence, no padding). A trained head may give an
     allowed key a weight that rounds to 0, so the count comes from the mask, not from the weights."""
-    from model.nn.masks import causal_mask
     one = np.asarray(weights)[layer, head]
-    n_q, n_k = one.shape
-    allowed = causal_mask(n_q, n_k).numpy() if kind == "decoder_self" else np.ones((n_q, n_k), dtype=bool)
+    allowed = allowed_keys(kind, *one.shape)
     return {"map": one, "allowed": allowed, "visible": int(allowed[query].sum())}
 
 
-def attention_of(model, src_ids: list[int], dec_ids: list[int], kind: str) -> np.ndarray:
-    """The masks page's maps of one attention kind for a (source, decoder input) pair."""
+def allowed_keys(kind: str, n_q: int, n_k: int) -> np.ndarray:
+    """Which keys each query may see (n_q, n_k) bool: the network's own causal mask (model.nn.masks.causal_mask)
+    in the decoder's self-attention, every key in the encoder's self-attention and in cross-attention."""
+    from model.nn.masks import causal_mask
+    return causal_mask(n_q, n_k).numpy() if kind == "decoder_self" else np.ones((n_q, n_k), dtype=bool)
+
+
+def attention_maps_of(model, src_ids: list[int], dec_ids: list[int]) -> dict:
+    """The masks page's maps of the three attentions for a (source, decoder input) pair."""
     from model.lessons.probe import attention_maps
-    return attention_maps(model, list(src_ids), list(dec_ids))[kind]
+    return attention_maps(model, list(src_ids), list(dec_ids))
 
 
 def cross_top_source(record, layer: int, step: int) -> dict:
@@ -125,12 +159,3 @@ def mlm_first_guess(loaded, text_a: str, text_b: str, positions: tuple[int, ...]
     from model.family.mlm import fill_masks
     p = fill_masks(loaded.model, loaded.extra, text_a, text_b or None, list(positions)).predictions[0]
     return {"position": p.position, "top": list(p.top), "guess": p.top[0][0], "hidden": p.hidden}
-
-
-def tight_range(values, spread=()) -> list[float]:
-    """A value axis that shows small differences: from the lowest to the highest of the values (and of any
-    seed spread around them), with a quarter of that span as margin on each side."""
-    allv = [float(v) for v in [*values, *spread]]
-    lo, hi = min(allv), max(allv)
-    pad = (hi - lo) * 0.25 or max(abs(hi) * 0.01, 1e-6)
-    return [lo - pad, hi + pad]

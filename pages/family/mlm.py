@@ -12,6 +12,7 @@ from app.charts.heatmaps import attention_heatmap, head_grid
 from app.i18n import UserError, prose, say, t
 from app.resources import of_weights, shared_figure, weights_stamp
 from app.state import OneBased, keep
+from app.page_inputs import FAMILY, SECTIONS
 from app.ui import error, show_figure, show_matrix, table, text
 from model.training.checkpoint import CheckpointError
 from model.family.mlm import fill_masks, later_share, tokens
@@ -20,21 +21,6 @@ from pages.views.inspector import label, labels
 from app.format import escape_md
 
 MAX_CHARS = 400  # per text box; the model reads at most max_len pieces anyway
-
-
-class Positions:
-    """Token positions in a link: `mlm_masked=4,11` (0 is [CLS], so the first word is 1)."""
-
-    @staticmethod
-    def encode(value) -> str:
-        return ",".join(str(int(v)) for v in value)
-
-    @staticmethod
-    def decode(text: str, default) -> list[int]:
-        parts = [p.strip() for p in text.split(",") if p.strip()]
-        if len(parts) > 64 or not all(p.isdigit() and len(p) < 4 for p in parts):
-            raise ValueError(text)
-        return sorted({int(p) for p in parts})
 
 
 def _fill(loaded, text_a: str, text_b: str, positions: tuple[int, ...]):
@@ -66,7 +52,7 @@ def _keep_masks_through_edits(seq) -> None:
 
 
 def render() -> None:
-    st.header(t("family_mlm.header"))
+    st.header(t("family_mlm.header"), anchor=SECTIONS["family.mlm"])
     text("family_mlm.intro")
     concept_link("masks.py", t("family_mlm.link_masks"), icon=":material/change_history:")
     loaded = pick_family_model("mlm", key="fam_mlm_model")
@@ -83,9 +69,9 @@ def render() -> None:
 
     # ------------------------------------------------------------------ inputs
     text_a = st.text_input(t("family_mlm.text"), max_chars=MAX_CHARS,
-                           **keep("fam_mlm_text", prose("family_mlm.default_text"), url="mlm_text"))
+                           **FAMILY.mlm_text.keep(prose("family_mlm.default_text")))
     text_b = st.text_input(t("family_mlm.pair"), max_chars=MAX_CHARS,
-                           **keep("fam_mlm_pair", prose("family_mlm.default_pair"), url="mlm_pair"))
+                           **FAMILY.mlm_pair.keep(prose("family_mlm.default_pair")))
     try:
         seq = tokens(tok, text_a, text_b, cfg.max_len)
     except UserError as e:
@@ -99,7 +85,7 @@ def render() -> None:
     if choices:  # nothing to click when every token is already [MASK]
         picked = st.pills(t("family_mlm.pick"), choices, selection_mode="multi",
                           format_func=lambda p: escape_md(label(seq.pieces[p])),
-                          **keep("fam_mlm_masked", [], url="mlm_masked", valid=choices, codec=Positions))
+                          **FAMILY.mlm_masked.keep([], valid=choices))
     try:
         result = of_weights(_fill, loaded.path, text_a, text_b, tuple(sorted(picked or ())), task="mlm")
     except UserError as e:

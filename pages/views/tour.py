@@ -1,6 +1,6 @@
-"""The guided tour's steps: which page each opens and with which inputs (the page's own session keys and link
-names, checked against the pages by tests/pages/test_page_tour.py), the question, the live answer
-(model.lessons.tour) and the figure that shows why (the page's own chart builder)."""
+"""The guided tour's steps: which page each opens, at which section and with which inputs (the pages' own
+declarations, app.page_inputs), the question, the live answer (model.lessons.tour) and the figure that shows why
+(the page's own chart builder)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -13,37 +13,46 @@ from pages.views import attention_lab as lab
 
 from app.charts.curves import bar_chart, line_chart
 from app.charts.heatmaps import head_tiles, stage_figure
-from app.i18n import UserError, catalogue, t
-from app.state import LANG_PARAM, OneBased, encode, open_tab
+from app.charts.study import factor_figure
+from app.charts.style import amend
+from app.format import number
+from app.i18n import Message, UserError, catalogue, t
+from app.inputs import piece_label
+from app.page_inputs import ATTENTION as A, FAMILY, INSPECTOR, MASKS, MULTIHEAD as MH, POSITIONAL, RECIPE, STUDY
+from app.page_inputs import SECTIONS, Input
+from app.state import LANG_PARAM, nearest, open_tab
 from model.lessons import multihead as mlab
-from model.lessons.table3 import PAPER_TABLE3, paper_row
+from model.lessons.table3 import PAPER_TABLE3, paper_row, seed_values
 from pages.views import study
-from pages.family.mlm import Positions
 from model.lessons import tour
 from model.lessons import worked_example as wx
 
-MASK_TOKENS = 20  # the masks page's cut (pages/masks.py MAX_TOKENS)
 EN_KO = "en-ko"  # the shipped translation model: the inspector's and the masks page's first choice
+MASKED = "✕"  # written in a masked cell of a map (its weight is exactly 0, drawn white like an open 0.00)
 
 
 @dataclass(frozen=True)
 class Setting:
-    """One input of the step's page: its session key, its name in the page's link, the value the step sets.
-    `tab`: the key of one of the page's open_tabs groups, and the value the tab to open."""
-    key: str
-    url: str
+    """One input of the step's page and the value the step sets. `fixed`: the question is always computed with
+    this value (it says so), whatever the page holds now."""
+    input: Input
     value: Any
-    codec: Any = None
-    tab: bool = False
+    fixed: bool = False
 
-    def text(self) -> str:
-        return self.codec.encode(self.value) if self.codec else encode(self.value)
+    @property
+    def key(self) -> str:
+        return self.input.key
+
+    def text(self, value=None) -> str:
+        return self.input.encode(self.value if value is None else value)
 
 
 @dataclass
 class Asked:
-    """A step's question for the current inputs: `kind` "choice" (options, labels) or "number" (tolerance);
-    `truth` the live answer; `args` for the question's text; `figure` the figure that shows why."""
+    """A step's question for the current inputs: `kind` "choice" (options, labels) or "number" (tolerance, and
+    `decimals`, the precision the question asks for); `truth` the live answer; `also` other options that are as
+    right (a tie, rows the seeds cannot tell apart); `args` for the question's text; `figure` the figure that
+    shows why; `note` a sentence shown with the real answer."""
     kind: str
     truth: Any
     args: dict
@@ -51,25 +60,61 @@ class Asked:
     options: list = field(default_factory=list)
     labels: dict = field(default_factory=dict)
     tol: float = 0.0
+    decimals: int = 0
+    also: frozenset = frozenset()
+    note: str = ""
 
     def right(self, answer) -> bool:
         if answer is None:
             return False
         if self.kind == "number":
             return tour.close_enough(answer, self.truth, self.tol)
-        return answer == self.truth
+        return answer == self.truth or answer in self.also
+
+    def shown(self, answer) -> str:
+        """An answer as the question asks for it: a number at the question's precision, an option by its label."""
+        if answer is None:
+            return "—"
+        if self.kind == "number":
+            return number(float(answer), f".{self.decimals}f")
+        return self.labels.get(answer, str(answer))
+
+    def decode(self, text: str):
+        """An answer from a link: a number, or the option whose link text it is (ValueError otherwise)."""
+        if self.kind == "number":
+            value = float(text)
+            if not -1e9 <= value <= 1e9:
+                raise ValueError(text)
+            return value
+        by_text = {encode_answer(o): o for o in self.options}
+        if text not in by_text:
+            raise ValueError(text)
+        return by_text[text]
+
+
+def encode_answer(value) -> str:
+    return number(value, "g") if isinstance(value, float) else str(value)
 
 
 @dataclass(frozen=True)
 class Step:
     id: str
     page: str  # the page's url (app.pages_list)
+    section: str  # app.page_inputs.SECTIONS: where the stop opens its page
     settings: tuple[Setting, ...]
     ask: Callable[[Callable[[str], Any]], Asked]  # called with value(key): the learner's current input
 
-    def link(self, lang: str) -> str:
-        """The page's address with the step's inputs in its query string."""
-        return f"./{self.page}?" + urlencode({**{s.url: s.text() for s in self.settings}, LANG_PARAM: lang})
+    def link(self, lang: str, value=None) -> str:
+        """The page's address with the step's inputs (their current values with `value`) in its query string,
+        opening at the stop's section."""
+        params = {s.input.url: s.text(None if value is None else value(s.key)) for s in self.settings}
+        return f"./{self.page}?" + urlencode({**params, LANG_PARAM: lang}) + f"#{SECTIONS[self.section]}"
+
+
+def _tok(piece: str) -> str:
+    """A model's piece as the learner reads it (SentencePiece's '▁' space marker dropped)."""
+    from pages.views.inspector import label
+    return label(piece_label(piece))
 
 
 def _axis() -> dict:
@@ -77,180 +122,204 @@ def _axis() -> dict:
 
 
 def _qkv_labels(value, n: int, m: int) -> tuple[list[str], list[str]]:
-    q = lab.parse_tokens(value("att_tokens_q"))
-    k = lab.parse_tokens(value("att_tokens_k")) or q
+    q = lab.parse_tokens(value(A.tokens_q.key))
+    k = lab.parse_tokens(value(A.tokens_k.key)) or q
     return lab.labels_for(q, n, "q")[0], lab.labels_for(k, m, "k")[0]
 
 
-def _qkv(value):
-    w = tour.qkv_weights(value("att_q"), value("att_k"), value("att_v"), value("att_causal"))
+def _mark_masked(fig, allowed):
+    """The map with MASKED written in every cell the mask forbids, so that a masked cell cannot be read as an
+    open one whose weight rounds to 0.00."""
+    cells = fig["data"][0].get("text")
+    if cells is None:
+        return fig
+    text = [[c if ok else MASKED for c, ok in zip(row, oks)] for row, oks in zip(cells, allowed.tolist())]
+    return amend(fig, traces={0: {"text": text}})
+
+
+def _weights_figure(w, ql, kl, causal: bool):
+    fig = stage_figure("weights", w, ql, kl, title=t("tour.fig.weights"), **_axis())
+    return _mark_masked(fig, tour.allowed_keys("decoder_self" if causal else "encoder_self", *w.shape))
+
+
+def _qkv(value, causal: bool):
+    w = tour.qkv_weights(value(A.q.key), value(A.k.key), value(A.v.key), causal)
     ql, kl = _qkv_labels(value, *w.shape)
     return w, ql, kl
 
 
 def ask_top_key(value) -> Asked:
-    w, ql, kl = _qkv(value)
-    row = min(value("att_row"), len(ql) - 1)
-    return Asked("choice", tour.top_key(w, row), {"query": ql[row], "row": row + 1},
-                 lambda: stage_figure("weights", w, ql, kl, title=t("tour.fig.weights"), **_axis()),
-                 options=list(range(len(kl))), labels={j: f"{j + 1}: {kl[j]}" for j in range(len(kl))})
+    causal = bool(value(A.causal.key))
+    w, ql, kl = _qkv(value, causal)
+    row = min(value(A.row.key), len(ql) - 1)
+    top = tour.top_keys(w, row)
+    return Asked("choice", top[0], {"query": ql[row], "row": row + 1, "mask": t(f"tour.mask_{'on' if causal else 'off'}")},
+                 lambda: _weights_figure(w, ql, kl, causal),
+                 options=list(range(len(kl))), labels={j: f"{j + 1}: {kl[j]}" for j in range(len(kl))},
+                 also=frozenset(top))
 
 
 def ask_scale(value) -> Asked:
-    dk = value("att_dk")
-    v = tour.dot_variance(dk, value("att_dk_seed"))
-    return Asked("choice", v["nearest"], {"dk": dk},
-                 lambda: bar_chart([t(f"tour.choices.{c}") for c in tour.SCALE_CHOICES] + [t("tour.choices.measured")],
-                                   [*v["candidates"].values(), v["var"]], decimals=2,
+    dk = value(A.dk.key)
+    v = tour.dot_variance(dk, value(A.dk_seed.key))
+    names = [t(f"tour.choices.{c}") for c in tour.SCALE_CHOICES]
+    return Asked("choice", v["nearest"][0], {"dk": dk},
+                 lambda: bar_chart(names + [t("tour.choices.measured")], [*v["candidates"].values(), v["var"]],
+                                   decimals=2, text_outside=True,
                                    title=t("tour.fig.variance", dk=dk), y_title=t("tour.fig.variance_y")),
-                 options=list(tour.SCALE_CHOICES), labels={c: t(f"tour.choices.{c}") for c in tour.SCALE_CHOICES})
+                 options=list(tour.SCALE_CHOICES), labels=dict(zip(tour.SCALE_CHOICES, names)),
+                 also=frozenset(v["nearest"]),
+                 note=t("tour.scale.tie", dk=dk) if len(v["nearest"]) > 1 else "")
 
 
 def ask_masked_weight(value) -> Asked:
-    w, ql, kl = _qkv(value)
-    row, col = min(value("att_row"), len(ql) - 1), min(value("att_col"), len(kl) - 1)
+    w, ql, kl = _qkv(value, True)  # the question says "with the causal mask on": it is computed so
+    row, col = min(value(A.row.key), len(ql) - 1), min(value(A.col.key), len(kl) - 1)
     return Asked("number", tour.weight_at(w, row, col), {"row": row + 1, "col": col + 1},
-                 lambda: stage_figure("weights", w, ql, kl, title=t("tour.fig.weights"), **_axis()), tol=0.01)
+                 lambda: _weights_figure(w, ql, kl, True), tol=0.005, decimals=2)
+
+
+def _words(value) -> list[str]:
+    return value(MH.sentence.key).split()[:mlab.MAX_TOKENS]  # as the multi-head page reads its sentence
+
+
+def _heads(value) -> int:
+    """The number of heads the multi-head page shows for the learner's choice (the nearest that divides d_model)."""
+    choices = mlab.head_choices(value(MH.d_model.key))
+    return nearest(value(MH.heads.key), choices, mlab.default_heads(choices))
 
 
 def ask_top_head(value) -> Asked:
-    words = value("mh_sentence").split()[:mlab.MAX_TOKENS]  # as the multi-head page reads its sentence
-    w = tour.head_weights(words, value("mh_d"), value("mh_h"), value("mh_seed"), value("mh_pe"))
+    words = _words(value)
+    w = tour.head_weights(words, value(MH.d_model.key), _heads(value), value(MH.seed.key), value(MH.positions.key))
     q, k = 0, min(1, len(words) - 1)
     heads = list(range(w.shape[0]))
-    return Asked("choice", tour.top_head(w, q, k), {"first": words[q], "second": words[k]},
+    top = tour.top_heads(w, q, k)
+    return Asked("choice", top[0], {"first": words[q], "second": words[k], "i": q + 1, "j": k + 1},
                  lambda: head_tiles(w, words, words, head_title=t("common.head"), **_axis()),
-                 options=heads, labels={h: f"{t('common.head')} {h + 1}" for h in heads})
+                 options=heads, labels={h: f"{t('common.head')} {h + 1}" for h in heads}, also=frozenset(top))
 
 
 def ask_pe_dot(value) -> Asked:
-    length, d, anchor = value("pe_len"), value("pe_d"), value("pe_anchor")
+    length, d, anchor = value(POSITIONAL.length.key), value(POSITIONAL.d_model.key), value(POSITIONAL.anchor.key)
     anchor = min(anchor, length - 1)
     r = tour.pe_neighbour_dot(length, d, anchor)
     prof = r["profile"]
     return Asked("number", r["dot"], {"anchor": anchor, "other": r["other"], "d_model": d},
                  lambda: line_chart(prof["q"], {t("tour.fig.dot"): prof["measured"]}, x_title=t("tour.fig.position"),
-                                    y_title=t("tour.fig.dot"), title=t("tour.fig.dot_title", anchor=anchor)), tol=0.5)
+                                    y_title=t("tour.fig.dot"), title=t("tour.fig.dot_title", anchor=anchor)),
+                 tol=0.05, decimals=1)
 
 
 def ask_warmup(value) -> Asked:
-    d, w = value("sch_d"), value("sch_w")
+    d, w = value(RECIPE.d_model.key), value(RECIPE.warmup.key)
     r = tour.warmup_peak(d, w)
-    return Asked("number", r["step"], {"d_model": d},
+    return Asked("number", r["step"], {"d_model": d, "warmup": w},
                  lambda: line_chart(r["steps"], {f"d_model={d}, warmup={w}": r["lr_curve"]}, x_title=t("tour.fig.step"),
                                     y_title=t("tour.fig.lr"), title=t("tour.fig.schedule")), tol=0)
 
 
 def ask_smoothing(value) -> Asked:
-    eps, vocab = value("ls_eps"), value("ls_V")
+    eps, vocab = value(RECIPE.eps.key), value(RECIPE.vocab.key)
     r = tour.smoothed_target(vocab, eps)
     bars = min(vocab, 12)
-    return Asked("number", r["correct"], {"eps": eps, "vocab": vocab},
+    return Asked("number", r["correct"], {"eps": number(eps, ".2f"), "vocab": vocab},
                  lambda: bar_chart([t("tour.fig.correct")] + [f"#{i}" for i in range(1, bars)], r["target"][:bars],
-                                   decimals=4, y_title=t("tour.fig.probability"), title=t("tour.fig.target")), tol=0.005)
+                                   decimals=4, text_outside=True, y_title=t("tour.fig.probability"),
+                                   title=t("tour.fig.target")), tol=0.005, decimals=2)
 
 
 def ask_relu(value) -> Asked:
-    words = value("mh_sentence").split()[:mlab.MAX_TOKENS]
-    shares = tour.relu_zero_shares(words, value("mh_d"), value("mh_h"), value("mh_seed"), value("mh_pe"))
-    return Asked("number", float(shares[0]), {"word": words[0], "d_ff": 4 * value("mh_d")},
-                 lambda: bar_chart(words, shares, decimals=2, y_range="fit", x_title=t("tour.fig.word"),
-                                   y_title=t("tour.fig.zero_share"), title=t("tour.fig.relu")), tol=0.02)
+    words = _words(value)
+    shares = tour.relu_zero_shares(words, value(MH.d_model.key), _heads(value), value(MH.seed.key),
+                                   value(MH.positions.key))
+    return Asked("number", float(shares[0]), {"word": words[0], "d_ff": 4 * value(MH.d_model.key)},
+                 lambda: bar_chart(words, shares, decimals=2, y_range="fit", text_outside=True, x_title=t("tour.fig.word"),
+                                   y_title=t("tour.fig.zero_share"), title=t("tour.fig.relu")), tol=0.005, decimals=2)
 
 
 def ask_table3(value) -> Asked:
-    doc = study.load_table(study.SHIPPED) if value("study_source") == "shipped" else \
+    doc = study.load_table(study.SHIPPED) if value(STUDY.source.key) == "shipped" else \
         study.load_table(study.study_dir() / "table3.json")
     if doc is None:
         raise UserError("tour.table3.missing")
-    group, metric = value("study_group") or "A", value("study_metric")
+    group, metric = value(STUDY.group.key) or "A", value(STUDY.metric.key)
     keys = ["base"] + [p.key for p in PAPER_TABLE3 if p.group == group]
-    best = tour.best_row({r["row"]: r for r in doc["rows"]}, keys, metric)
+    by_row = {r["row"]: r for r in doc["rows"]}
+    best = tour.best_row(by_row, keys, metric)
     if best["row"] is None:
         raise UserError("tour.table3.missing")
     names = {k: t("study.table.base") if k == "base" else paper_row(k).label for k in best["scores"]}
     scale = 100 if metric == "exact_match" else 1  # as the study page
-    by_row = {r["row"]: r for r in doc["rows"]}
-    spread = [x * scale for k in best["scores"] for x in ((by_row[k].get(metric) or {}).get(e) for e in ("min", "max"))
-              if isinstance(x, (int, float))]
-    bars = [v * scale for v in best["scores"].values()]
-    return Asked("choice", best["row"], {"group": group, "metric": t(f"study.metric.{metric}")},
-                 lambda: bar_chart(list(names.values()), bars, decimals=3, y_range=tour.tight_range(bars, spread),
-                                   y_title=t(f"study.metric.{metric}"), title=t("tour.fig.table3", group=group)),
-                 options=list(names), labels=names)
-
-
-def _mask_model(choice: str):
-    """The masks page's model for its picker's choice: the trained encoder-decoder (cached loader), else the
-    seeded demonstration model; (model, tokenizer, cache path or None)."""
-    from app.resources import available_models, demo_model, load_model, shared_tokenizer
-    path = available_models().get(choice) if choice != "seeded" else None
-    if path is not None:
-        loaded = load_model(path)
-        if loaded.config.architecture == "encoder-decoder" and loaded.tokenizer is not None:
-            return loaded.model, loaded.tokenizer, path
-    tok = shared_tokenizer()
-    return demo_model(tok.vocab_size), tok, None
-
-
-def _mask_tokens(tok, text: str, what: str) -> tuple[list[int], list[str]]:
-    """Ids and labels of one sentence as the masks page tokenizes it (cut to its MAX_TOKENS)."""
-    from app.inputs import piece_label
-    from app.i18n import Message
-    text = (text or "").strip()
-    if not text:
-        raise UserError("masks.errors.empty", what=Message(f"masks.what.{what}"))
-    return tok.encode(text)[:MASK_TOKENS], [piece_label(p) for p in tok.pieces(text)][:MASK_TOKENS]
+    per_seed = {k: [x * scale for x in seed_values(by_row.get(k), metric)] or [best["scores"][k] * scale]
+                for k in names}
+    rows = list(names)
+    label = t(f"study.metric.{metric}")
+    alike = [names[k] for k in best["alike"] if k != best["row"]]
+    return Asked("choice", best["row"], {"group": group, "metric": label},
+                 lambda: factor_figure(
+                     [names[k] for k in rows], [paper_row(k).perplexity if metric == "perplexity" else paper_row(k).bleu
+                                                for k in rows],
+                     [best["scores"][k] * scale for k in rows], [min(per_seed[k]) for k in rows],
+                     [max(per_seed[k]) for k in rows], [len(per_seed[k]) for k in rows],
+                     title=t("tour.fig.table3", group=group), paper_title=t(f"study.factor.paper_{metric}"),
+                     ours_title=t(f"study.factor.ours_{metric}"), y_title=label, seeds_label=t("study.factor.seeds"),
+                     per_seed=[per_seed[k] for k in rows], seed_title=t("study.factor.seed")),
+                 options=rows, labels=names, also=frozenset(best["alike"]),
+                 note=t("tour.table3.alike", rows=", ".join(alike)) if alike else t("tour.table3.apart"))
 
 
 def ask_visible(value) -> Asked:
     from app.charts.heatmaps import attention_heatmap
-    from app.resources import of_weights
-    model, tok, path = _mask_model(value("mask_model"))
-    src_ids, src_labels = _mask_tokens(tok, value("kind_src"), "source")
-    tgt_ids, tgt_labels = _mask_tokens(tok, value("kind_tgt"), "target")
+    from app.resources import shared_view
+    from pages.views.masks import encoder_decoder_models, pick_model, tokenize
+    model, tok, _, _, model_key = pick_model(value(MASKS.model.key), encoder_decoder_models())
+    src_ids, src_labels = tokenize(tok, value(MASKS.src.key), Message("masks.what.source"))
+    tgt_ids, tgt_labels = tokenize(tok, value(MASKS.tgt.key), Message("masks.what.target"))
     dec_ids, dec_labels = [tok.bos_id] + tgt_ids, ["<s>"] + tgt_labels  # shifted right, as the page feeds it
-    kind = value("kind")
-    w = (of_weights(tour.attention_of, path, src_ids, dec_ids, kind, network=True) if path is not None
-         else tour.attention_of(model, src_ids, dec_ids, kind))
+    kind = value(MASKS.kind.key)
+    maps = shared_view("masks-maps", (model_key, tuple(src_ids), tuple(dec_ids)),
+                       lambda: tour.attention_maps_of(model, src_ids, dec_ids))  # the masks page's own cache entry
+    w = maps[kind]
     q_labels = src_labels if kind == "encoder_self" else dec_labels
     k_labels = dec_labels if kind == "decoder_self" else src_labels
-    layer, head = min(value("kind_layer"), w.shape[0]) - 1, min(value("kind_head"), w.shape[1]) - 1
+    layer, head = min(value(MASKS.layer.key), w.shape[0]) - 1, min(value(MASKS.head.key), w.shape[1]) - 1
     query = min(3, len(q_labels)) - 1
     r = tour.visible_keys(w, kind, layer, head, query)
     name = t(f"masks.kind.{kind}")
     return Asked("number", r["visible"], {"kind": name, "query": query + 1, "label": q_labels[query],
                                           "keys": len(k_labels)},
-                 lambda: attention_heatmap(r["map"], q_labels, k_labels, query_title=t(f"masks.axis.{kind}.query"),
-                                           key_title=t(f"masks.axis.{kind}.key"),
-                                           title=f"{name} · {t('common.layer')} {layer + 1} · {t('common.head')} {head + 1}"),
+                 lambda: _mark_masked(attention_heatmap(
+                     r["map"], q_labels, k_labels, query_title=t(f"masks.axis.{kind}.query"),
+                     key_title=t(f"masks.axis.{kind}.key"),
+                     title=f"{name} · {t('common.layer')} {layer + 1} · {t('common.head')} {head + 1}"), r["allowed"]),
                  tol=0)
 
 
 def ask_cross(value) -> Asked:
     from app.resources import available_models, load_model, translation
     from pages.views import inspector as ins
-    path = available_models().get(value("insp_model"))
+    path = available_models().get(value(INSPECTOR.model.key))
     if path is None:
         raise UserError("tour.cross.no_model")
     loaded = load_model(path)
     if loaded.config.architecture != "encoder-decoder" or loaded.tokenizer is None:
         raise UserError("tour.cross.no_model")
     tok = loaded.tokenizer
-    sentence, _ = ins.clean_input(value("insp_text"))
+    sentence, _ = ins.clean_input(value(INSPECTOR.text.key))
     ids = tok.encode(sentence)[:loaded.config.max_len - 2]  # as the inspector cuts it
     if not sentence or not ids:
         raise UserError("tour.cross.no_sentence")
-    result = translation(path, tok.decode(ids), value("insp_method") == "greedy", value("insp_beam"))
+    result = translation(path, tok.decode(ids), value(INSPECTOR.method.key) == "greedy", value(INSPECTOR.beam.key))
     if not result.steps or result.attention is None:
         raise UserError("tour.cross.no_sentence")
-    step = min(value("insp_step"), len(result.steps)) - 1
-    layer = min(value("insp_step_layer"), loaded.config.n_decoder_layers - 1)
+    step = min(value(INSPECTOR.step.key), len(result.steps)) - 1
+    layer = min(value(INSPECTOR.step_layer.key), loaded.config.n_decoder_layers - 1)
     r = tour.cross_top_source(result.attention, layer, step)
-    src = ins.labels(result.src_pieces)
-    wrote = ins.label(tok.id_to_piece(result.steps[step].token))
+    src = [_tok(p) for p in result.src_pieces]
+    wrote = _tok(tok.id_to_piece(result.steps[step].token))
     return Asked("choice", r["top"], {"step": step + 1, "token": wrote, "layer": layer + 1},
-                 lambda: bar_chart(src, r["row"], horizontal=True, y_range=[0, 1],
+                 lambda: bar_chart(src, r["row"], horizontal=True, y_range=[0, 1], text_outside=True,
                                    title=t("inspector.cross_title", layer=layer + 1), x_title=t("common.weight"),
                                    y_title=t("inspector.source_key")),
                  options=list(range(len(src))), labels={j: f"{j + 1}: {src[j]}" for j in range(len(src))})
@@ -260,75 +329,73 @@ def ask_family(value) -> Asked:
     from app.charts.family_mlm import mask_predictions
     from app.resources import of_weights
     from pages.views.family import family_models
-    from pages.views.inspector import label, labels
     models = family_models("mlm")
     if not models:
         raise UserError("tour.family.no_model")
     path = next(iter(models.values()))
     try:
-        r = of_weights(tour.mlm_first_guess, path, value("fam_mlm_text"), value("fam_mlm_pair"),
-                       tuple(sorted(value("fam_mlm_masked") or ())), task="mlm")
+        r = of_weights(tour.mlm_first_guess, path, value(FAMILY.mlm_text.key), value(FAMILY.mlm_pair.key),
+                       tuple(sorted(value(FAMILY.mlm_masked.key) or ())), task="mlm")
     except (UserError, IndexError):  # nothing masked: no prediction to ask about
         raise UserError("tour.family.no_mask") from None
     pieces = [pc for pc, _ in r["top"]]
-    options = sorted(pieces, key=lambda pc: label(pc).lower())  # not in the model's order: that is the answer
-    title = (t("family_mlm.panel_hidden", position=r["position"], hidden=label(r["hidden"])) if r["hidden"] is not None
+    options = sorted(pieces, key=lambda pc: _tok(pc).lower())  # not in the model's order: that is the answer
+    hidden = _tok(r["hidden"]) if r["hidden"] is not None else None
+    title = (t("family_mlm.panel_hidden", position=r["position"], hidden=hidden) if hidden is not None
              else t("family_mlm.panel", position=r["position"]))
     return Asked("choice", r["guess"], {"position": r["position"]},
-                 lambda: mask_predictions([(title, labels(pieces), [p for _, p in r["top"]],
-                                            label(r["hidden"]) if r["hidden"] is not None else None)],
+                 lambda: mask_predictions([(title, [_tok(pc) for pc in pieces], [p for _, p in r["top"]], hidden)],
                                           x_title=t("family_mlm.probability")),
-                 options=options, labels={pc: label(pc) for pc in options})
+                 options=options, labels={pc: _tok(pc) for pc in options})
 
 
-_QKV = (Setting("att_q", "q", wx.matrix_text(wx.EXAMPLE_Q)), Setting("att_k", "k", wx.matrix_text(wx.EXAMPLE_K)),
-        Setting("att_v", "v", wx.matrix_text(wx.EXAMPLE_V)), Setting("att_tokens_q", "tokens_q", ", ".join(wx.EXAMPLE_TOKENS)),
-        Setting("att_tokens_k", "tokens_k", ""))
+_QKV = (Setting(A.q, wx.matrix_text(wx.EXAMPLE_Q)), Setting(A.k, wx.matrix_text(wx.EXAMPLE_K)),
+        Setting(A.v, wx.matrix_text(wx.EXAMPLE_V)), Setting(A.tokens_q, ", ".join(wx.EXAMPLE_TOKENS)),
+        Setting(A.tokens_k, ""))
+_SENTENCE = (Setting(MH.sentence, "the cat sat on the mat"), Setting(MH.d_model, 64), Setting(MH.heads, 8),
+             Setting(MH.seed, 0), Setting(MH.positions, True))
 
 STEPS: list[Step] = [
-    Step("qkv", "attention", _QKV + (Setting("att_causal", "causal", False), Setting("att_row", "row", 1, OneBased)),
-         ask_top_key),
-    Step("scale", "attention", (Setting("att_dk", "dk", 64), Setting("att_dk_seed", "dk_seed", 0)), ask_scale),
-    Step("mask", "attention", _QKV + (Setting("att_causal", "causal", True), Setting("att_row", "row", 0, OneBased),
-                                      Setting("att_col", "col", 2, OneBased)), ask_masked_weight),
-    Step("heads", "multihead", (Setting("mh_sentence", "sentence", "the cat sat on the mat"), Setting("mh_d", "d_model", 64),
-                                Setting("mh_h", "heads", 8), Setting("mh_seed", "seed", 0), Setting("mh_pe", "positions", True)),
-         ask_top_head),
-    Step("attentions", "masks", (Setting("mask_model", "model", EN_KO), Setting("kind_src", "src", "the cat sees the sky."),
-                                 Setting("kind_tgt", "tgt", catalogue("en")["tour.preset_tgt"]), Setting("kind", "kind", "decoder_self"),
-                                 Setting("kind_layer", "layer", 1), Setting("kind_head", "kind_head", 1)), ask_visible),
-    Step("layer", "multihead", (Setting("mh_sentence", "sentence", "the cat sat on the mat"), Setting("mh_d", "d_model", 64),
-                                Setting("mh_h", "heads", 8), Setting("mh_seed", "seed", 0), Setting("mh_pe", "positions", True)),
-         ask_relu),
-    Step("positions", "positional", (Setting("pe_len", "length", 64), Setting("pe_d", "d_model", 128),
-                                     Setting("pe_anchor", "anchor", 20)), ask_pe_dot),
-    Step("cross", "inspector", (Setting("insp_model", "model", EN_KO),
-                                Setting("insp_text", "text", "My friend did not buy a red apple."),
-                                Setting("insp_method", "decoding", "beam"), Setting("insp_beam", "beam", 4),
-                                Setting("insp_tab", "tab", "steps", tab=True), Setting("insp_step", "step", 2), Setting("insp_step_layer", "step_layer", 1, OneBased)),
-         ask_cross),
-    Step("warmup", "recipe", (Setting("sch_d", "d_model", 256), Setting("sch_w", "warmup", 4000)), ask_warmup),
-    Step("smoothing", "recipe", (Setting("ls_eps", "eps", 0.1), Setting("ls_V", "vocab", 10)), ask_smoothing),
-    Step("table3", "study", (Setting("study_source", "source", "shipped"), Setting("study_group", "factor", "A"),
-                             Setting("study_metric", "metric", "perplexity")), ask_table3),
-    Step("family", "family", (Setting("fam_member", "member", "mlm"),
-                              Setting("fam_mlm_text", "mlm_text", "I drank hot [MASK] in the park today."),
-                              Setting("fam_mlm_pair", "mlm_pair", catalogue("en")["tour.preset_pair"]),
-                              Setting("fam_mlm_masked", "mlm_masked", [], Positions)), ask_family),
+    Step("qkv", "attention", "attention.stages", _QKV + (Setting(A.causal, False), Setting(A.row, 1)), ask_top_key),
+    Step("scale", "attention", "attention.scaling", (Setting(A.dk, 64), Setting(A.dk_seed, 0)), ask_scale),
+    Step("mask", "attention", "attention.stages",
+         _QKV + (Setting(A.causal, True, fixed=True), Setting(A.row, 0), Setting(A.col, 2)), ask_masked_weight),
+    Step("heads", "multihead", "multihead.maps", _SENTENCE, ask_top_head),
+    Step("attentions", "masks", "masks.kinds",
+         (Setting(MASKS.model, EN_KO), Setting(MASKS.src, "the cat sees the sky."),
+          Setting(MASKS.tgt, catalogue("en")["tour.preset_tgt"]), Setting(MASKS.kind, "decoder_self"),
+          Setting(MASKS.layer, 1), Setting(MASKS.head, 1)), ask_visible),
+    Step("layer", "multihead", "multihead.layer", _SENTENCE, ask_relu),
+    Step("positions", "positional", "positional.dot",
+         (Setting(POSITIONAL.length, 64), Setting(POSITIONAL.d_model, 128), Setting(POSITIONAL.anchor, 20)), ask_pe_dot),
+    Step("cross", "inspector", "inspector.attention",
+         (Setting(INSPECTOR.model, EN_KO), Setting(INSPECTOR.text, "My friend did not buy a red apple."),
+          Setting(INSPECTOR.method, "beam"), Setting(INSPECTOR.beam, 4), Setting(INSPECTOR.tab, "steps"),
+          Setting(INSPECTOR.step, 2), Setting(INSPECTOR.step_layer, 1)), ask_cross),
+    Step("warmup", "recipe", "recipe.schedule", (Setting(RECIPE.d_model, 256), Setting(RECIPE.warmup, 4000)), ask_warmup),
+    Step("smoothing", "recipe", "recipe.smoothing", (Setting(RECIPE.eps, 0.1), Setting(RECIPE.vocab, 10)), ask_smoothing),
+    Step("table3", "study", "study.factor", (Setting(STUDY.source, "shipped"), Setting(STUDY.group, "A"),
+                                             Setting(STUDY.metric, "perplexity")), ask_table3),
+    Step("family", "family", "family.mlm",
+         (Setting(FAMILY.member, "mlm"), Setting(FAMILY.mlm_text, "I drank hot [MASK] in the park today."),
+          Setting(FAMILY.mlm_pair, catalogue("en")["tour.preset_pair"]), Setting(FAMILY.mlm_masked, [])), ask_family),
 ]
 
 
-def value_of(step: Step) -> Callable[[str], Any]:
-    """The learner's current value of a step's input: what the page holds now, or the step's setting where the
-    learner has not opened that page in this session."""
+def value_of(step: Step, state=None) -> Callable[[str], Any]:
+    """The value a step's question is computed from: the step's own where it fixes one, else what the page holds
+    now (`state`, the session's by default), else the step's setting (a page not opened in this session)."""
+    state = st.session_state if state is None else state
     preset = {s.key: s.value for s in step.settings}
-    return lambda key: st.session_state.get(key, preset[key])
+    fixed = {s.key for s in step.settings if s.fixed}
+    tabs = {s.key for s in step.settings if s.input.tab}  # an open_tabs group: the open tab's name
+    return lambda key: preset[key] if key in fixed else state.get(f"{key}__open" if key in tabs else key, preset[key])
 
 
 def set_up(step: Step) -> None:
     """Give the step's page the step's inputs (as a link would), before switching to it."""
     for s in step.settings:
-        if s.tab:
+        if s.input.tab:
             open_tab(st.session_state, s.key, s.value)
         else:
             st.session_state[s.key] = s.value

@@ -103,7 +103,8 @@ def test_every_input_is_kept(path):
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in INPUTS):
             continue
-        kept = any(k.arg is None and isinstance(k.value, ast.Call) and getattr(k.value.func, "id", "") == "keep"
+        kept = any(k.arg is None and isinstance(k.value, ast.Call)  # keep(...) or a declared input's .keep(...)
+                   and (getattr(k.value.func, "id", "") == "keep" or getattr(k.value.func, "attr", "") == "keep")
                    for k in node.keywords)
         key = next((k.value for k in node.keywords if k.arg == "key"), None)
         key_text = ast.unparse(key) if key is not None else ""

@@ -33,8 +33,20 @@ def test_dot_variance_grows_like_dk():
     for dk in (16, 64, 256):
         v = tour.dot_variance(dk)
         assert v["var"] == pytest.approx(lab.dot_product_samples(dk).var_raw)
-        assert v["nearest"] == "dk" and v["var_scaled"] == pytest.approx(1.0, rel=0.15)
-    assert tour.dot_variance(1)["nearest"] == "one"  # 1 = √1 = 1: the first candidate
+        assert v["nearest"] == ("dk",) and v["var_scaled"] == pytest.approx(1.0, rel=0.15)
+
+
+def test_a_tie_between_the_candidates_makes_each_of_them_nearest():
+    """At dₖ = 1 the three candidates 1, √dₖ and dₖ are all 1: none is nearer than another."""
+    assert tour.dot_variance(1)["nearest"] == tour.SCALE_CHOICES
+    assert len(tour.dot_variance(4)["nearest"]) == 1
+
+
+def test_tied_keys_and_heads_are_all_top():
+    w = np.array([[0.4, 0.4, 0.2], [0.1, 0.2, 0.7]])
+    assert tour.top_keys(w, 0) == [0, 1] and tour.top_keys(w, 1) == [2]
+    heads = np.stack([np.eye(2) * 0.5 + 0.25, np.eye(2) * 0.5 + 0.25])  # two heads with the same map
+    assert tour.top_heads(heads, 0, 1) == [0, 1]
 
 
 def test_top_head_is_the_pages_weights_and_follows_the_seed():
@@ -92,6 +104,18 @@ def test_best_row_follows_the_metric_and_the_scores():
     assert tour.best_row({}, keys, "perplexity")["row"] is None
 
 
+def test_rows_the_seeds_cannot_tell_from_the_best_are_alike():
+    """1.142 against 1.148 with seeds spread over 1.13…1.16: the seeds do not tell the two rows apart."""
+    rows = {"base": {"perplexity": {"median": 1.148, "values": [1.13, 1.148, 1.16]}},
+            "A-h1": {"perplexity": {"median": 1.142, "values": [1.135, 1.142, 1.155]}},
+            "A-h4": {"perplexity": {"median": 1.30, "values": [1.28, 1.30, 1.31]}}}
+    best = tour.best_row(rows, ["base", "A-h1", "A-h4"], "perplexity")
+    assert best["row"] == "A-h1" and best["alike"] == ["base", "A-h1"]
+    rows["base"]["perplexity"]["values"] = [1.147, 1.148, 1.149]
+    rows["A-h1"]["perplexity"]["values"] = [1.141, 1.142, 1.143]
+    assert tour.best_row(rows, ["base", "A-h1", "A-h4"], "perplexity")["alike"] == ["A-h1"]
+
+
 def test_best_row_on_the_shipped_study_is_what_its_medians_say():
     from pages.views import study
     doc = study.load_table(study.SHIPPED)
@@ -120,7 +144,7 @@ def test_visible_keys_follow_the_kind_of_attention_and_the_query(en_ko):
     dec = [tok.bos_id] + tgt
     maps = attention_maps(en_ko.model, src, dec)
     for kind, keys in (("decoder_self", None), ("encoder_self", len(src)), ("cross", len(src))):
-        w = tour.attention_of(en_ko.model, src, dec, kind)
+        w = tour.attention_maps_of(en_ko.model, src, dec)[kind]
         np.testing.assert_allclose(w, maps[kind])  # the masks page's maps
         for q in range(min(4, w.shape[2])):
             r = tour.visible_keys(w, kind, 0, 0, q)
@@ -130,7 +154,7 @@ def test_visible_keys_follow_the_kind_of_attention_and_the_query(en_ko):
             assert (r["map"][q][~r["allowed"][q]] == 0).all()
             assert r["map"][q][r["allowed"][q]].sum() == pytest.approx(1.0, abs=1e-5)
     longer = tok.encode("the teacher bought a red apple in the park yesterday.")
-    w = tour.attention_of(en_ko.model, longer, dec, "cross")
+    w = tour.attention_maps_of(en_ko.model, longer, dec)["cross"]
     assert tour.visible_keys(w, "cross", 0, 0, 2)["visible"] == len(longer) != len(src)
 
 
@@ -163,9 +187,3 @@ def test_mlm_first_guess_is_the_family_pages_prediction_and_follows_the_sentence
     assert other["guess"] != got["guess"] or other["position"] != got["position"]
     with pytest.raises(Exception):
         tour.mlm_first_guess(mlm, "no mask here", "", ())
-
-
-def test_tight_range_shows_small_differences():
-    lo, hi = tour.tight_range([1.14, 1.15, 1.17], spread=[1.13, 1.19])
-    assert 1.0 < lo < 1.13 and 1.19 < hi < 1.3  # not from zero: a 0.03 difference fills the axis
-    assert tour.tight_range([2.0, 2.0]) == pytest.approx([1.98, 2.02])
