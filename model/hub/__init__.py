@@ -5,12 +5,15 @@ tokenizer's files) becomes a `LoadedModel` whose `model` is our `Transformer`: t
 the checkpoint's config to a `TransformerConfig` (every difference from the paper is a named option)
 and renames its weights to ours. Nothing here touches the network; see `model.hub.fetch` for downloads.
 
-Family modules (model/hub/marian.py, gpt2.py, bert.py, distilbert.py, roberta.py, vit.py) each provide:
+A family is one module, listed once in FAMILIES, that declares everything about it (model/hub/families.py reads the
+declarations: model types, title, config size keys, the guard's shape rules, the tokenizer's files, what the size
+table leaves out) and provides:
 
-    MODEL_TYPES: tuple[str, ...]                      # config.json "model_type" values handled
-    def convert(hf_config: dict, weights: dict[str, Tensor]) -> tuple[TransformerConfig, dict[str, Tensor]]
+    def convert(hf_config: dict, weights: dict[str, Tensor]) -> (TransformerConfig, state[, found])
+        # found: what convert learnt from the weights (a BERT's head: {"task": ..., "labels": ...}); convert never
+        # writes into hf_config
     def tokenizer(folder: Path, hf_config: dict)      # our tokenizer interface (see model/data/tokenizer.py)
-    def meta(hf_config: dict) -> dict                 # task ("translation"/"lm"/"mlm"/"features": no head), extra facts
+    def meta(hf_config: dict[, found: dict]) -> dict  # task ("translation"/"lm"/"mlm"/"features": no head), facts
 
 Weights load safely: safetensors, or a PyTorch .bin with torch.load(weights_only=True) (a pickle that
 would run code is refused). A model too large for this machine is refused with an estimate first.
@@ -31,15 +34,14 @@ if TYPE_CHECKING:  # torch loads when weights do: listing folders and sizes (the
     from model.training.checkpoint import LoadedModel
     from model.nn.transformer import Transformer
 
+# the family modules, model/hub/<name>.py, each declaring its model types and everything else (model/hub/families.py)
 FAMILIES = ("marian", "gpt2", "bert", "distilbert", "roberta", "vit")
-IMAGE_FAMILIES = ("vit",)  # models that read pictures: the family page opens them, the inspector reads text
 SAFETENSORS, PICKLE_BIN = "model.safetensors", "pytorch_model.bin"
 LICENCE_FILES = ("LICENSE", "LICENSE.txt", "LICENSE.md", "README.md")
-# the files a loader reads whole (besides the weights): their size is checked first; any other file is never read
-# whole (a README or LICENSE only for its first lines)
-READ_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
-              "vocab.json", "vocab.txt", "merges.txt", "source.spm", "target.spm", "target_vocab.json",
-              "generation_config.json", "preprocessor_config.json", "modules.json")
+# the files every loader reads whole besides the weights and the families' own (their READS): their size is checked
+# first; any other file is never read whole (a README or LICENSE only for its first lines)
+READ_FILES = ("config.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+              "generation_config.json", "modules.json")
 
 
 class HubError(CheckpointError):
@@ -52,17 +54,24 @@ class HubError(CheckpointError):
 
 
 def known_family(model_type: str) -> str:
-    """The config.json model_type if a family module handles it, else HubError (without importing the module,
-    which loads torch)."""
-    if model_type not in FAMILIES:
-        raise HubError(f"unsupported architecture {model_type!r} (supported: Marian/opus-mt, GPT-2, BERT, DistilBERT, "
-                       "RoBERTa, ViT)")
-    return model_type
+    """The name of the family module whose declared MODEL_TYPES has config.json's model_type, else HubError
+    (read from the modules' declarations, without importing them: they load torch)."""
+    from model.hub import families
+    name = families.family_of(model_type) if isinstance(model_type, str) else None
+    if name is None:
+        raise HubError(f"unsupported architecture {_guard().quote(model_type, 40)} (supported: {families.titles()})")
+    return name
 
 
 def family_module(model_type: str):
     """The module that handles a config.json model_type (its MODEL_TYPES lists the values it takes)."""
     return importlib.import_module(f"{__name__}.{known_family(model_type)}")
+
+
+def declaration(model_type: str) -> dict:
+    """What the family module of a config.json model_type declares (model/hub/families.py)."""
+    from model.hub import families
+    return families.declaration(known_family(model_type))
 
 
 def read_hf_config(folder: Path) -> dict:
@@ -211,20 +220,23 @@ def _load_pretrained(folder: Path, device, available: int | None, dtype) -> Load
     if not folder.is_dir():
         raise HubError(f"{folder}: folder not found")
     outer, folder = folder, model_folder(folder)  # a sentence-transformers folder: its Transformer module
-    guard.check_folder(folder, READ_FILES)  # every file a regular one, those read of a sane size, before any is read
+    from model.hub import families
+    # every file a regular one, those read of a sane size, before any is read
+    guard.check_folder(folder, READ_FILES + families.reads())
     hf = read_hf_config(folder)
     kind = known_family(hf["model_type"])
-    guard.check_sizes(kind, hf)  # whole numbers, before any is used
+    declared = families.declaration(kind)
+    guard.check_sizes(declared, hf)  # whole numbers, before any is used
     path = weights_file(folder)
     shapes, state = stored_shapes(path)  # the header only (safetensors), or a memory-mapped .bin
     guard.check_dtypes(shapes, path.name)
-    guard.check_agreement(kind, hf, shapes)
+    guard.check_agreement(declared, hf, shapes)
     guard.check_budget(guard.stored_need(shapes), path.name, available)
     weights, converted = guard.check_values(read_weights(path) if state is None else state, path.name,
                                         copy=state is not None)
-    family = family_module(kind)
+    family = families.module(kind)
     try:
-        config, state = family.convert(hf, weights)
+        config, state, *found = family.convert(hf, weights)  # found: what the weights showed (a head, labels)
     except (KeyError, ValueError, TypeError, IndexError) as e:
         raise HubError(f"{folder.name}: config or weights not as expected for {hf['model_type']} "
                        f"({guard.first_line(e)})", repr(e)) from None
@@ -237,7 +249,8 @@ def _load_pretrained(folder: Path, device, available: int | None, dtype) -> Load
         guard.check_vocabulary(tok.largest_id, config.vocab_size, getattr(tok, "source", "the tokenizer"))
     meta: dict[str, Any] = {"source": "pretrained", "family": family.__name__.rsplit(".", 1)[-1],
                             "model_type": hf["model_type"], "hf_name": hf.get("_name_or_path") or folder.name,
-                            "licence": licence(folder, hf), "folder": str(folder), **family.meta(hf)}
+                            "licence": licence(folder, hf), "folder": str(folder),
+                            **(family.meta(hf, found[0]) if found else family.meta(hf))}
     if converted:  # what was converted on the way (float16 weights read as float32): {stored dtype: tensors}
         meta["converted"] = converted
     if pooling(outer):  # a sentence-embedding model: how its token vectors become one sentence vector
@@ -304,18 +317,9 @@ def supported(folder: Path, images: bool = False) -> bool:
     """A text model we can run (the inspector's), or with images=True an image model (the family page's ViT)."""
     from model.hub.layout import model_folder
     try:
-        return (known_family(read_hf_config(model_folder(folder))["model_type"]) in IMAGE_FAMILIES) == images
+        return declaration(read_hf_config(model_folder(folder))["model_type"])["IMAGE"] == images
     except HubError:
         return False
-
-
-# The sizes of a Hugging Face config, by family: (layers, d_model, d_ff, heads) keys; GPT-2's d_ff defaults to 4 d.
-_SIZE_KEYS = {"marian": ("encoder_layers", "d_model", "encoder_ffn_dim", "encoder_attention_heads"),
-              "gpt2": ("n_layer", "n_embd", "n_inner", "n_head"),
-              "bert": ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads"),
-              "distilbert": ("n_layers", "dim", "hidden_dim", "n_heads"),
-              "roberta": ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads"),
-              "vit": ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads")}
 
 
 def size_summary(folder: str | os.PathLike) -> dict:
@@ -324,13 +328,15 @@ def size_summary(folder: str | os.PathLike) -> dict:
     shapes in the weights file's header (safetensors) or a memory-mapped, weights-only read (.bin); a
     tied tensor is counted once (safetensors stores it once; a .bin shares its storage). HubError when
     unreadable."""
+    import re
+
     from model.hub.layout import model_folder
     folder = model_folder(folder)
     hf = read_hf_config(folder)
     kind = hf["model_type"]
-    known_family(kind)  # unsupported families are refused here
-    layers, d, ff, heads = (hf.get(k) for k in _SIZE_KEYS[kind])
-    if kind == "gpt2" and ff is None and isinstance(d, int):
+    declared = declaration(kind)  # unsupported families are refused here
+    layers, d, ff, heads = (hf.get(k) for k in declared["SIZES"])
+    if ff is None and isinstance(d, int):  # the feed-forward width most configs default to (GPT-2's n_inner: null)
         ff = 4 * d
     path = weights_file(folder)
     shapes: dict[str, tuple] = {}
@@ -352,19 +358,27 @@ def size_summary(folder: str | os.PathLike) -> dict:
     except Exception as e:
         raise HubError(f"{path.name}: cannot be read safely ({str(e).strip()[:200] or type(e).__name__})") from None
     counted = 0
-    classifier = any(k.startswith("classifier.") for k in shapes)  # a sequence classifier reads the pooler
+    skip = [re.compile(pattern) for pattern, when in declared["UNCOUNTED"].items() if _applies(when, hf, shapes)]
+    offset = declared["POSITION_OFFSET"]
     for name, shape in shapes.items():
-        if name.endswith(("position_ids", ".attn.bias", ".attn.masked_bias", "embed_positions.weight")):
-            continue  # buffers and fixed sinusoids, not parameters
-        if kind == "distilbert" and hf.get("sinusoidal_pos_embds") and name.endswith("position_embeddings.weight"):
-            continue  # DistilBERT's sinusoids, stored as a table, computed by our model (distilbert.convert)
-        if kind == "roberta" and name.endswith("position_embeddings.weight") and len(shape) == 2:
-            pad = hf.get("pad_token_id") if isinstance(hf.get("pad_token_id"), int) else 1
+        if name.endswith(("position_ids", "rotary_emb.inv_freq")) or any(rx.search(name) for rx in skip):
+            continue  # buffers, computed tables, heads no task here reads: the family's UNCOUNTED
+        if offset and name.endswith("position_embeddings.weight") and len(shape) == 2:
+            pad = hf.get(offset) if isinstance(hf.get(offset), int) else 1
             shape = (shape[0] - min(shape[0], max(pad, 0) + 1), shape[1])  # rows no sentence reads (roberta.py)
-        if (".pooler.dense." in f".{name}" and not classifier) or name.startswith("cls.seq_relationship."):
-            continue  # a pooler or next-sentence head no task here reads (bert.convert leaves them out)
         n = 1
         for s in shape:
             n *= int(s)
         counted += n
     return {"family": kind, "layers": layers, "d_model": d, "d_ff": ff, "heads": heads, "parameters": counted}
+
+
+def _applies(when, hf: dict, shapes: dict) -> bool:
+    """Whether an UNCOUNTED rule applies: always (None), when a config key is true ("config:key"), or when no
+    stored tensor starts with a prefix ("unless:prefix": a pooler is read by a classifier)."""
+    if when is None:
+        return True
+    kind, _, what = str(when).partition(":")
+    if kind == "config":
+        return bool(hf.get(what))
+    return not any(name.startswith(what) for name in shapes)

@@ -27,7 +27,21 @@ from model.hub import HubError, heads
 from model.hub.guard import transformer_config
 from model.hub.wordpiece import WordPieceTokenizer
 
+# The family's declaration (model/hub/families.py reads it without importing this module: literals only)
 MODEL_TYPES = ("bert",)
+TITLE = "BERT"
+SIZES = ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads")
+SIZE_KEYS = {"vocab_size": 1, "hidden_size": 1, "num_hidden_layers": 0, "num_attention_heads": 1,
+             "intermediate_size": 1, "max_position_embeddings": 1, "type_vocab_size": 0}
+AGREE = {"hidden_size": (r"embeddings\.word_embeddings\.weight", 1),
+         "vocab_size": (r"embeddings\.word_embeddings\.weight", 0),
+         "max_position_embeddings": (r"embeddings\.position_embeddings\.weight", 0),
+         "type_vocab_size": (r"embeddings\.token_type_embeddings\.weight", 0),
+         "intermediate_size": (r"encoder\.layer\.0\.intermediate\.dense\.weight", 0)}
+LAYERS = {"num_hidden_layers": r"encoder\.layer\.(\d+)\."}
+READS = ("vocab.txt", "tokenizer.json")
+# a pooler (read only by a sequence classifier) and a next-sentence head no task here reads: convert leaves them out
+UNCOUNTED = {r"(?:^|\.)pooler\.dense\.": "unless:classifier.", r"^cls\.seq_relationship\.": None}
 
 # hidden_act -> our activation, only where the function is exactly the same
 ACTIVATIONS = {"gelu": "gelu", "gelu_python": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
@@ -117,11 +131,14 @@ class _Weights:
         return sorted(k for k in self.w if k not in self.used and not any(p.match(k) for p in IGNORED))
 
 
-def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[TransformerConfig, dict[str, torch.Tensor]]:
+def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[TransformerConfig, dict[str, torch.Tensor],
+                                                                       dict]:
     """Our config and state for a BERT checkpoint: the encoder, and the head it carries (model/hub/heads.py):
     the masked-LM head as our model's output layer, a classifier as `task_head.*` tensors (`build` makes them
-    a module), or none. What it found is written to hf_config["_task"] and ["_labels"], which `meta` reads."""
+    a module), or none; and what it found, {"task": ..., "labels": [...]}, which `meta` reads. hf_config is only
+    read."""
     cfg = config_from_hf(hf_config)
+    found: dict = {}
     p = "bert." if any(k.startswith("bert.") for k in weights) else ""
     task = heads.task_of(hf_config, weights, "cls.predictions.transform.dense.weight")
     w = _Weights(weights)
@@ -133,16 +150,16 @@ def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[Transfor
         if task != "features":
             pooler = hf_config.get("_pooler", f"{p}pooler.dense")
             out.update(heads.take(task, w, pooler, hf_config.get("_pre_act", "tanh")))
-            hf_config["_labels"] = heads.labels(hf_config, int(out[next(k for k in out if k.endswith("classifier.weight"))].shape[0]))
+            found["labels"] = heads.labels(hf_config, int(out[next(k for k in out if k.endswith("classifier.weight"))].shape[0]))
         for name in (f"{p}pooler.dense.weight", f"{p}pooler.dense.bias", "cls.seq_relationship.weight",
                      "cls.seq_relationship.bias"):
             w.drop(name)  # a pooler and next-sentence head no task here reads
-    hf_config["_task"] = task
+    found["task"] = task
     left = w.left()
     if left:
         raise heads.unsupported(hf_config, left, hf_config.get("_family", "BERT"))
     _check_shapes(cfg, out, weights)
-    return cfg, out
+    return cfg, out, found
 
 
 def _encoder(cfg: TransformerConfig, w: _Weights, p: str) -> dict[str, torch.Tensor]:
@@ -218,13 +235,15 @@ def their_name(key: str, tensor: torch.Tensor, weights: dict[str, torch.Tensor])
     return f"layer {m.group(1)}'s query, key and value {m.group(2)}s" if m else "a tensor"
 
 
-def meta(hf_config: dict) -> dict:
+def meta(hf_config: dict, found: dict | None = None) -> dict:
     """The task `convert` found ("mlm", "classify", "tag" or "features": model/hub/heads.py), a classifier's
-    label names, and what a sentence-transformers folder says of its pooling (model/hub/layout.py)."""
-    out = {"task": hf_config.get("_task", "mlm")}
-    for key in ("_labels", "problem_type", "_pooling"):
-        if hf_config.get(key):
-            out[key.lstrip("_")] = hf_config[key]
+    label names (both in `found`), and the config's problem_type."""
+    found = found or {}
+    out = {"task": found.get("task", "mlm")}
+    if found.get("labels"):
+        out["labels"] = found["labels"]
+    if hf_config.get("problem_type"):
+        out["problem_type"] = hf_config["problem_type"]
     return out
 
 

@@ -24,7 +24,18 @@ from model.hub.wordpiece import WordPieceTokenizer
 from model.nn.config import TransformerConfig
 from model.nn.layers import positional_encoding
 
+# The family's declaration (model/hub/families.py reads it without importing this module: literals only)
 MODEL_TYPES = ("distilbert",)
+TITLE = "DistilBERT"
+SIZES = ("n_layers", "dim", "hidden_dim", "n_heads")
+SIZE_KEYS = {"vocab_size": 1, "dim": 1, "n_layers": 0, "n_heads": 1, "hidden_dim": 1, "max_position_embeddings": 1}
+AGREE = {"dim": (r"embeddings\.word_embeddings\.weight", 1), "vocab_size": (r"embeddings\.word_embeddings\.weight", 0),
+         "max_position_embeddings": (r"embeddings\.position_embeddings\.weight", 0),
+         "hidden_dim": (r"transformer\.layer\.0\.ffn\.lin1\.weight", 0)}
+LAYERS = {"n_layers": r"transformer\.layer\.(\d+)\."}
+READS = ("vocab.txt", "tokenizer.json")
+# the stored sinusoids, which our model computes (convert), when the config says they are still the sinusoids
+UNCOUNTED = {r"position_embeddings\.weight$": "config:sinusoidal_pos_embds"}
 
 # DistilBertConfig's defaults (an old config.json may leave any of them out)
 DEFAULTS = {"vocab_size": 30522, "max_position_embeddings": 512, "sinusoidal_pos_embds": False, "n_layers": 6,
@@ -97,19 +108,18 @@ def bert_weights(hf: dict, weights: dict[str, torch.Tensor]) -> dict[str, torch.
     return out
 
 
-def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[TransformerConfig, dict[str, torch.Tensor]]:
+def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[TransformerConfig, dict[str, torch.Tensor],
+                                                                       dict]:
+    """Our config and state, through bert.convert, and what it found (the head, its labels) for meta."""
     sinusoidal = bool(_get(hf_config, "sinusoidal_pos_embds"))
     as_bert = bert_config(hf_config)
     try:
-        cfg, state = bert.convert(as_bert, bert_weights(hf_config, weights))
+        cfg, state, found = bert.convert(as_bert, bert_weights(hf_config, weights))
     except HubError as e:  # bert.py's words name BERT's keys: say DistilBERT's
         message = str(e)
         for key, bert_key in CONFIG_KEYS.items():
             message = message.replace(f" {bert_key} ", f" {key} ")
         raise HubError(message) from None
-    for key in ("_task", "_labels"):  # what bert.convert found, for meta
-        if key in as_bert:
-            hf_config[key] = as_bert[key]
     if sinusoidal:  # the paper's fixed encoding, which our model computes, when the stored table is still it
         table = state["src_embed.position.weight"]
         want = positional_encoding(cfg.max_len, cfg.d_model, device="cpu", layout="interleaved")
@@ -118,7 +128,7 @@ def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[Transfor
             cfg = cfg.replace(positional="sinusoidal", pe_layout="interleaved")
         # else: trained away from the sinusoids (transformers 5 leaves the table trainable); transformers runs
         # the stored table, and so do we, as a learned one
-    return cfg, state
+    return cfg, state, found
 
 
 meta = bert.meta  # the task convert found, a classifier's labels

@@ -31,7 +31,16 @@ from model.hub import HubError, bytebpe
 from model.hub.guard import transformer_config
 from model.hub.bytebpe import MERGES_FILE, PRETOKENIZE, VOCAB_FILE, ByteBPETokenizer, bytes_to_unicode  # noqa: F401
 
+# The family's declaration (model/hub/families.py reads it without importing this module: literals only)
 MODEL_TYPES = ("gpt2",)
+TITLE = "GPT-2"
+SIZES = ("n_layer", "n_embd", "n_inner", "n_head")
+SIZE_KEYS = {"vocab_size": 1, "n_embd": 1, "n_layer": 0, "n_head": 1, "n_inner": 1, "n_positions": 1, "n_ctx": 1}
+AGREE = {"n_embd": (r"wte\.weight", 1), "vocab_size": (r"wte\.weight", 0), "n_positions": (r"wpe\.weight", 0),
+         "n_inner": (r"h\.0\.mlp\.c_fc\.weight", 1)}
+LAYERS = {"n_layer": r"h\.(\d+)\."}
+READS = ("vocab.json", "merges.txt", "tokenizer.json")
+UNCOUNTED = {r"\.attn\.(?:masked_)?bias$": None}  # the causal-mask constants older checkpoints store
 END_OF_TEXT = "<|endoftext|>"
 
 # Hugging Face activation names -> ours, only where the function is the same one.

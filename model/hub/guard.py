@@ -175,55 +175,10 @@ def whole(hf: dict, key: str, least: int = 0):
     return value
 
 
-# Sizes each family reads from config.json; least allowed value.
-SIZE_KEYS = {
-    "marian": {"vocab_size": 1, "d_model": 1, "encoder_layers": 0, "decoder_layers": 0, "encoder_ffn_dim": 1,
-               "decoder_ffn_dim": 1, "encoder_attention_heads": 1, "decoder_attention_heads": 1,
-               "max_position_embeddings": 1, "decoder_vocab_size": 1},
-    "gpt2": {"vocab_size": 1, "n_embd": 1, "n_layer": 0, "n_head": 1, "n_inner": 1, "n_positions": 1, "n_ctx": 1},
-    "bert": {"vocab_size": 1, "hidden_size": 1, "num_hidden_layers": 0, "num_attention_heads": 1,
-             "intermediate_size": 1, "max_position_embeddings": 1, "type_vocab_size": 0},
-    "distilbert": {"vocab_size": 1, "dim": 1, "n_layers": 0, "n_heads": 1, "hidden_dim": 1,
-                   "max_position_embeddings": 1},
-    "vit": {"hidden_size": 1, "num_hidden_layers": 0, "num_attention_heads": 1, "intermediate_size": 1,
-            "image_size": 1, "patch_size": 1, "num_channels": 1},
-}
-SIZE_KEYS["roberta"] = SIZE_KEYS["bert"]
-
-# config key -> (stored tensor, axis): the config's size must be that tensor's extent
-_EMB = {"bert": r"embeddings\.word_embeddings\.weight", "marian": r"(?:shared|encoder\.embed_tokens)\.weight",
-        "gpt2": r"wte\.weight", "distilbert": r"embeddings\.word_embeddings\.weight"}
-AGREE = {
-    "marian": {"d_model": (_EMB["marian"], 1), "vocab_size": (_EMB["marian"], 0),
-               "encoder_ffn_dim": (r"encoder\.layers\.0\.fc1\.weight", 0),
-               "decoder_ffn_dim": (r"decoder\.layers\.0\.fc1\.weight", 0),
-               "max_position_embeddings": (r"encoder\.embed_positions\.weight", 0)},
-    "gpt2": {"n_embd": (_EMB["gpt2"], 1), "vocab_size": (_EMB["gpt2"], 0), "n_positions": (r"wpe\.weight", 0),
-             "n_inner": (r"h\.0\.mlp\.c_fc\.weight", 1)},
-    "bert": {"hidden_size": (_EMB["bert"], 1), "vocab_size": (_EMB["bert"], 0),
-             "max_position_embeddings": (r"embeddings\.position_embeddings\.weight", 0),
-             "type_vocab_size": (r"embeddings\.token_type_embeddings\.weight", 0),
-             "intermediate_size": (r"encoder\.layer\.0\.intermediate\.dense\.weight", 0)},
-    "distilbert": {"dim": (_EMB["distilbert"], 1), "vocab_size": (_EMB["distilbert"], 0),
-                   "max_position_embeddings": (r"embeddings\.position_embeddings\.weight", 0),
-                   "hidden_dim": (r"transformer\.layer\.0\.ffn\.lin1\.weight", 0)},
-    "vit": {"hidden_size": (r"embeddings\.cls_token", 2),
-            "intermediate_size": (r"encoder\.layer\.0\.intermediate\.dense\.weight", 0),
-            "num_channels": (r"embeddings\.patch_embeddings\.projection\.weight", 1),
-            "patch_size": (r"embeddings\.patch_embeddings\.projection\.weight", 2)},
-}
-AGREE["roberta"] = AGREE["bert"]
-# config key -> the layer index in stored names: the config's layer count must be the layers stored
-LAYERS = {"marian": {"encoder_layers": r"encoder\.layers\.(\d+)\.", "decoder_layers": r"decoder\.layers\.(\d+)\."},
-          "gpt2": {"n_layer": r"h\.(\d+)\."}, "bert": {"num_hidden_layers": r"encoder\.layer\.(\d+)\."},
-          "roberta": {"num_hidden_layers": r"encoder\.layer\.(\d+)\."},
-          "distilbert": {"n_layers": r"transformer\.layer\.(\d+)\."},
-          "vit": {"num_hidden_layers": r"encoder\.layer\.(\d+)\."}}
-
-
-def check_sizes(family: str, hf: dict) -> None:
-    """Every size the family reads from config.json is a whole number in range (HubError naming it)."""
-    for key, least in SIZE_KEYS.get(family, {}).items():
+def check_sizes(declared: dict, hf: dict) -> None:
+    """Every size the family reads from config.json (its declared SIZE_KEYS: key -> least allowed value) is a whole
+    number in range (HubError naming it)."""
+    for key, least in declared.get("SIZE_KEYS", {}).items():
         whole(hf, key, least)
     for key in ("pad_token_id", "eos_token_id", "bos_token_id", "decoder_start_token_id"):
         value = hf.get(key)
@@ -273,10 +228,11 @@ def _find(shapes: dict, pattern: str):
     return next(((name, shape) for name, (_, shape) in shapes.items() if rx.search(name)), (None, None))
 
 
-def check_agreement(family: str, hf: dict, shapes: dict) -> None:
-    """The config's sizes against the shapes stored: a disagreement is refused by name, before the config is
-    used to build anything."""
-    for key, (pattern, axis) in AGREE.get(family, {}).items():
+def check_agreement(declared: dict, hf: dict, shapes: dict) -> None:
+    """The config's sizes against the shapes stored, as the family declares them (AGREE: config key -> (stored
+    tensor, axis); LAYERS: config key -> the layer index in stored names): a disagreement is refused by name,
+    before the config is used to build anything."""
+    for key, (pattern, axis) in declared.get("AGREE", {}).items():
         value = hf.get(key)
         name, shape = _find(shapes, pattern)
         if value is None or name is None or len(shape) <= axis:
@@ -285,7 +241,7 @@ def check_agreement(family: str, hf: dict, shapes: dict) -> None:
             have = f"are {shape[axis]} wide" if axis == len(shape) - 1 else f"have {shape[axis]}"
             raise _hub_error(f"config.json says {key} {value} but the weights {have} ({name} has shape "
                              f"{tuple(shape)})")
-    for key, pattern in LAYERS.get(family, {}).items():
+    for key, pattern in declared.get("LAYERS", {}).items():
         value = hf.get(key)
         rx = re.compile(rf"(?:^|\.){pattern}")
         found = {int(m.group(1)) for name in shapes if (m := rx.search(name))}

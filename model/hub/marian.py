@@ -38,7 +38,21 @@ from model.nn.config import TransformerConfig
 from model.nn.layers import positional_encoding
 from model.hub import HubError
 
+# The family's declaration (model/hub/families.py reads it without importing this module: literals only)
 MODEL_TYPES = ("marian",)
+TITLE = "Marian/opus-mt"
+SIZES = ("encoder_layers", "d_model", "encoder_ffn_dim", "encoder_attention_heads")
+SIZE_KEYS = {"vocab_size": 1, "d_model": 1, "encoder_layers": 0, "decoder_layers": 0, "encoder_ffn_dim": 1,
+             "decoder_ffn_dim": 1, "encoder_attention_heads": 1, "decoder_attention_heads": 1,
+             "max_position_embeddings": 1, "decoder_vocab_size": 1}
+AGREE = {"d_model": (r"(?:shared|encoder\.embed_tokens)\.weight", 1),
+         "vocab_size": (r"(?:shared|encoder\.embed_tokens)\.weight", 0),
+         "encoder_ffn_dim": (r"encoder\.layers\.0\.fc1\.weight", 0),
+         "decoder_ffn_dim": (r"decoder\.layers\.0\.fc1\.weight", 0),
+         "max_position_embeddings": (r"encoder\.embed_positions\.weight", 0)}
+LAYERS = {"encoder_layers": r"encoder\.layers\.(\d+)\.", "decoder_layers": r"decoder\.layers\.(\d+)\."}
+READS = ("vocab.json", "target_vocab.json", "source.spm", "target.spm")
+UNCOUNTED = {r"embed_positions\.weight$": None}  # stored sinusoids: computed by our model, no parameter
 SOURCE_SPM, TARGET_SPM, VOCAB_FILE, TARGET_VOCAB_FILE = "source.spm", "target.spm", "vocab.json", "target_vocab.json"
 TOKENIZER_CONFIG, GENERATION_CONFIG = "tokenizer_config.json", "generation_config.json"
 SPIECE_UNDERLINE = "\u2581"

@@ -30,7 +30,22 @@ from model.hub import HubError, bert, bytebpe, heads
 from model.hub.bytebpe import ByteBPETokenizer
 from model.nn.config import TransformerConfig
 
+# The family's declaration (model/hub/families.py reads it without importing this module: literals only)
 MODEL_TYPES = ("roberta",)
+TITLE = "RoBERTa"
+SIZES = ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads")
+SIZE_KEYS = {"vocab_size": 1, "hidden_size": 1, "num_hidden_layers": 0, "num_attention_heads": 1,
+             "intermediate_size": 1, "max_position_embeddings": 1, "type_vocab_size": 0}
+AGREE = {"hidden_size": (r"embeddings\.word_embeddings\.weight", 1),
+         "vocab_size": (r"embeddings\.word_embeddings\.weight", 0),
+         "max_position_embeddings": (r"embeddings\.position_embeddings\.weight", 0),
+         "type_vocab_size": (r"embeddings\.token_type_embeddings\.weight", 0),
+         "intermediate_size": (r"encoder\.layer\.0\.intermediate\.dense\.weight", 0)}
+LAYERS = {"num_hidden_layers": r"encoder\.layer\.(\d+)\."}
+READS = ("vocab.json", "merges.txt", "tokenizer.json")
+# a pooler (read only by a sequence classifier) and a next-sentence head no task here reads: convert leaves them out
+UNCOUNTED = {r"(?:^|\.)pooler\.dense\.": "unless:classifier.", r"^cls\.seq_relationship\.": None}
+POSITION_OFFSET = "pad_token_id"  # the position table's first pad_token_id + 1 rows are never read (see above)
 
 # RobertaConfig's defaults (an old config.json may leave any of them out)
 DEFAULTS = {"vocab_size": 50265, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
@@ -123,19 +138,17 @@ def _check(hf: dict, weights: dict[str, torch.Tensor]) -> None:
         raise HubError("weights: config.json says RobertaForMaskedLM, but there is no lm_head.* (the masked-LM head)")
 
 
-def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[TransformerConfig, dict[str, torch.Tensor]]:
+def convert(hf_config: dict, weights: dict[str, torch.Tensor]) -> tuple[TransformerConfig, dict[str, torch.Tensor],
+                                                                       dict]:
     _check(hf_config, weights)
     as_bert = bert_config(hf_config)
     try:
-        cfg, state = bert.convert(as_bert, bert_weights(hf_config, weights))
+        cfg, state, found = bert.convert(as_bert, bert_weights(hf_config, weights))
     except HubError as e:  # bert.py's words name BERT's keys and classes: say RoBERTa's
         message = str(e).replace("cls.predictions.*", "lm_head.*").replace("bert.pooler.dense", "classifier.dense")
         message = message.replace("bert.embeddings.", "roberta.embeddings.").replace("bert.encoder.", "roberta.encoder.")
         raise HubError(message) from None
-    for key in ("_task", "_labels"):  # what bert.convert found, for meta
-        if key in as_bert:
-            hf_config[key] = as_bert[key]
-    return cfg, state
+    return cfg, state, found  # what bert.convert found (the head, its labels), for meta
 
 
 meta = bert.meta  # the task convert found ("mlm", "classify", "tag", "features"), a classifier's labels

@@ -27,7 +27,20 @@ from model.family.vit import ViT, ViTConfig, ViTOutput, cls_rollout
 from model.hub import HubError, cached_models, is_hf_folder, supported
 from model.hub.guard import SMALL_JSON_LIMIT, quote, read_json
 
+# The family's declaration (model/hub/families.py reads it without importing this module: literals only)
 MODEL_TYPES = ("vit",)
+TITLE = "ViT"
+IMAGE = True  # it reads pictures: the family page opens it, the inspector does not
+SIZES = ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads")
+SIZE_KEYS = {"hidden_size": 1, "num_hidden_layers": 0, "num_attention_heads": 1, "intermediate_size": 1,
+             "image_size": 1, "patch_size": 1, "num_channels": 1}
+AGREE = {"hidden_size": (r"embeddings\.cls_token", 2),
+         "intermediate_size": (r"encoder\.layer\.0\.intermediate\.dense\.weight", 0),
+         "num_channels": (r"embeddings\.patch_embeddings\.projection\.weight", 1),
+         "patch_size": (r"embeddings\.patch_embeddings\.projection\.weight", 2)}
+LAYERS = {"num_hidden_layers": r"encoder\.layer\.(\d+)\."}
+READS = ("preprocessor_config.json",)
+UNCOUNTED = {r"(?:^|\.)pooler\.dense\.": None}  # a ViTModel's pooler: no figure here reads it (convert)
 IMAGES = Path(__file__).resolve().parents[2] / "assets" / "images"  # pictures drawn for this app, to try a ViT on
 PROCESSOR_FILE = "preprocessor_config.json"
 ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_python": "gelu",

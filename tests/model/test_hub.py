@@ -217,17 +217,20 @@ def test_bfloat16_only_on_cuda_and_only_when_asked(monkeypatch):
 
 
 def test_every_registered_family_is_complete():
-    """Registering a model_type in FAMILIES is one of several places (docs/architecture.md, "Add a pretrained
-    architecture"): each needs its module with the four names, its size keys for the overview, and its name in
-    the refusal message that lists what is supported."""
+    """A family is one module listed in FAMILIES (docs/architecture.md, "Add a pretrained architecture"): it
+    provides convert, tokenizer and meta, declares its model types, its size keys for the overview and its title,
+    which the refusal that lists what is supported names."""
     import importlib
 
     import model.hub as hub
-    for model_type in hub.FAMILIES:
-        module = importlib.import_module(f"model.hub.{model_type}")
-        assert model_type in module.MODEL_TYPES
-        assert all(callable(getattr(module, name, None)) for name in ("convert", "tokenizer", "meta")), model_type
-        assert model_type in hub._SIZE_KEYS, model_type
+    from model.hub.families import declaration
+    for name in hub.FAMILIES:
+        module = importlib.import_module(f"model.hub.{name}")
+        declared = declaration(name)
+        assert declared["MODEL_TYPES"] == module.MODEL_TYPES and len(declared["SIZES"]) == 4, name
+        assert all(callable(getattr(module, f, None)) for f in ("convert", "tokenizer", "meta")), name
+        for model_type in module.MODEL_TYPES:
+            assert hub.known_family(model_type) == name
     with pytest.raises(hub.HubError) as refused:
         hub.known_family("no-such-type")
     assert "DistilBERT" in str(refused.value) and "BERT" in str(refused.value)

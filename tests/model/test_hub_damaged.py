@@ -387,12 +387,14 @@ def test_opening_every_damaged_checkpoint_stays_under_one_gigabyte(bases, tmp_pa
 
 
 def test_every_family_is_guarded():
-    """Each family's sizes are typed (SIZE_KEYS) and matched to the stored shapes (AGREE, LAYERS) before use."""
+    """Each family declares its sizes typed (SIZE_KEYS) and matched to the stored shapes (AGREE, LAYERS) before
+    use."""
     from model.hub import FAMILIES
-    from model.hub.guard import AGREE, LAYERS, SIZE_KEYS
+    from model.hub.families import declaration
     for family in FAMILIES:
-        assert SIZE_KEYS.get(family) and AGREE.get(family) and LAYERS.get(family), family
-        assert set(AGREE[family]) | set(LAYERS[family]) <= set(SIZE_KEYS[family]), family
+        d = declaration(family)
+        assert d["SIZE_KEYS"] and d["AGREE"] and d["LAYERS"], family
+        assert set(d["AGREE"]) | set(d["LAYERS"]) <= set(d["SIZE_KEYS"]), family
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
