@@ -64,15 +64,23 @@ def head_attention_tiles(image, maps, cls_self, *, layer: int = 0, head_title: s
                                  height=height, margin=margins(title), plot_bgcolor="white"))
 
 
-def image_rollout(image, rollout_grid, *, title: str = "") -> go.Figure:
-    """The attention rollout from [CLS] (g, g) in red over the picture, with its colour bar (from the smallest to
-    the largest share: rollout is rarely far from even, so 0 … max would show little)."""
+def rollout_range(rollout_grid) -> tuple[float, float]:
+    """The rollout's colour range: from 0 to its largest share, and at least to twice the even share 2/P, so that
+    an even map (a model with random weights) is drawn as even, half-strength everywhere, and never stretched into
+    a glow over the small differences of a near-even one."""
+    r = to_np(rollout_grid)
+    return 0.0, max(float(r.max()), 2.0 / max(1, r.size))
+
+
+def image_rollout(image, rollout_grid, *, title: str = "", scale_title: str = "") -> go.Figure:
+    """The attention rollout from [CLS] (g, g) in red over the picture, with its colour bar on rollout_range."""
     r = to_np(rollout_grid)
     pic = _picture(image)
     g, side = r.shape[0], pic.shape[0]
-    low = float(r.min()) if r.size > 1 and float(r.max()) > float(r.min()) else 0.0
+    low, high = rollout_range(r)
     cell = side / g
     overlay = go.Heatmap(z=r, x0=cell / 2 - 0.5, dx=cell, y0=cell / 2 - 0.5, dy=cell, colorscale=OVERLAY, zmin=low,
-                         zmax=max(float(r.max()), low + 1e-9), hovertemplate="%{z:.4f}<extra></extra>")
+                         zmax=high, hovertemplate="%{z:.4f}<extra></extra>",
+                         colorbar=dict(title=dict(text=esc(scale_title)), tickformat=".3f"))
     return go.Figure([go.Image(z=pic.round().astype(np.uint8), hoverinfo="skip"), overlay],
                      layout=dict(**_axes(pic.shape[1], side), title=esc(title), height=420, margin=margins(title)))

@@ -10,7 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from app.charts.curves import bar_chart
-from app.charts.family_vit_image import head_attention_tiles, image_rollout
+from app.charts.family_vit_image import head_attention_tiles, image_rollout, rollout_range
 from app.format import escape_md
 from app.i18n import UserError, t
 from app.resources import load_model, of_weights, pretrained_dir
@@ -18,11 +18,13 @@ from app.state import keep, open_box
 from app.ui import error, show_matrix, text
 from model.errors import CheckpointError
 from model.hub import hub_cache_dir
-from model.hub.vit import image_models, see_picture, shipped_images
+from model.hub.vit import image_models, read_image, see_picture, shipped_images
+from model.lessons.pictures import departure_from_even, picture_fit
 
 FOLDER = "__folder__"  # the model picker's last option: a folder typed by the learner
 UPLOAD = "__upload__"  # the picture picker's last option: the learner's own file
 MAX_PATH = 500
+NEARLY_EVEN = 0.25  # a rollout whose every share is within 25 % of the even 1/P picks out no patch
 
 
 def render_pretrained() -> None:
@@ -62,7 +64,7 @@ def _section() -> None:
     st.caption(t("family_vit.real.caption", params=loaded.model.num_parameters(), layers=cfg.n_layers,
                  heads=cfg.n_heads, d_model=cfg.d_model, side=cfg.image_size, patch=cfg.patch_size,
                  patches=cfg.n_patches, tokens=cfg.n_tokens,
-                 licence=escape_md(loaded.meta.get("licence") or "?")))  # the model's own words: text, not Markdown
+                 licence=escape_md(loaded.meta.get("licence") or t("family_vit.real.licence_unknown"))))  # the model's own words: text, not Markdown
 
     pictures = shipped_images()
     picks = [*pictures, UPLOAD]
@@ -81,9 +83,13 @@ def _section() -> None:
         data = pictures[pick].read_bytes()
     try:
         seen = of_weights(see_picture, folder, data)
+        h, w = read_image(data).shape[:2]
     except ValueError as e:
         error(UserError("family_vit.real.bad_picture"), detail=str(e)[:300])
         return
+    fit = picture_fit(h, w, loaded.tokenizer)
+    if fit != "kept":  # the learner's picture is not what the model reads: say how it was made square
+        st.caption(t(f"family_vit.real.fit_{fit}", h=h, w=w, side=seen.image.shape[0]))
 
     left, right = st.columns([1, 1.4])
     with left:
@@ -115,7 +121,12 @@ def _section() -> None:
                 col_labels=[str(k + 1) for k in range(seen.grid ** 2)], key="fam-vit-real-tiles")
     r1, r2 = st.columns([1, 1.2])
     with r1:
-        fig = image_rollout(seen.image, seen.rollout, title=t("family_vit.rollout_title"))
+        fig = image_rollout(seen.image, seen.rollout, title=t("family_vit.rollout_title"),
+                            scale_title=t("family_vit.real.rollout_scale"))
         show_matrix(fig, seen.rollout, name="vit-real-rollout", key="fam-vit-real-rollout")
     with r2:
         text("family_vit.real_rollout", layers=L)
+        departure, n = departure_from_even(seen.rollout), seen.rollout.size
+        st.caption(t("family_vit.real.evenness", n=n, even=1 / n, pct=100 * departure, high=rollout_range(seen.rollout)[1]))
+        if departure < NEARLY_EVEN:
+            st.info(t("family_vit.real.nearly_even"), icon=":material/info:")
