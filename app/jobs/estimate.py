@@ -37,8 +37,8 @@ def _task_tokens(task: str) -> float:
 
 def measure_tokens_apart(tasks: tuple[str, ...], timeout: float = 120.0) -> None:
     """Tokens per example of `tasks`, measured in a child process and kept here. For the tasks on the en-ko
-    corpus: their first training examples come from its split, which generates the corpus again (~1 s of
-    pure Python, ~90 MB). Done in the server, it held the interpreter's lock and a learner's click meanwhile
+    corpus: their first training examples come from its split, which generates the corpus again (pure Python,
+    and its memory). Done in the server, it held the interpreter's lock and a learner's click meanwhile
     took several times as long; the child holds neither the lock nor the memory, and runs at the lowest
     priority (it still slows the training page's first clicks on a 2-core machine, so the numbers are kept on
     disk and the next server reads them: _kept_tokens_path). If the child fails, a task is measured here when
@@ -141,10 +141,11 @@ def _shipped_batch(meta: dict) -> int | None:
         return None
 
 
-def estimate(o: TrainOptions, threads: int, pairs: list[tuple[str, str]] | None = None) -> dict:
+def estimate(o: TrainOptions, threads: int, pairs: list[tuple[str, str]] | None = None,
+             warm_start: bool = False) -> dict:
     """Parameters (exact), memory and time of a run with these choices on `threads` threads
-    (model.training.estimate.run_cost). UserError when the choices make no model (e.g. heads that do not
-    divide d_model)."""
+    (model.training.estimate.run_cost; `warm_start`: a standby trainer will take it). UserError when the choices
+    make no model (e.g. heads that do not divide d_model)."""
     if is_family(o.task):
         return family_estimate(o)
     cfg = config_for(o)
@@ -155,4 +156,4 @@ def estimate(o: TrainOptions, threads: int, pairs: list[tuple[str, str]] | None 
             pairs = read_tsv_corpus(o.tsv_bytes, max_bytes=MAX_UPLOAD_BYTES)
     return cost.run_cost(cfg, params, steps=o.steps, batch_size=o.batch_size, batch_tokens=o.batch_tokens,
                          tokens_per_example=tokens_per_example(o.task, pairs),
-                         evals=max(1, o.steps // checks_every(o.steps)), threads=threads)
+                         evals=max(1, o.steps // checks_every(o.steps)), threads=threads, warm_start=warm_start)

@@ -377,9 +377,9 @@ class JobManager(RunFiles, OwnersAndLimits, StandbyTrainer):
         return sorted(out, key=lambda r: r["created_at"], reverse=True)
 
     def estimate(self, o: TrainOptions, pairs: list[tuple[str, str]] | None = None) -> dict:
-        """Parameters, memory and time of a run with these choices, on this manager's threads
-        (app/jobs/estimate.py)."""
-        return cost_estimate(o, self.threads, pairs)
+        """Parameters, memory and time of a run with these choices, on this manager's threads, started by a
+        standby trainer where those are on (app/jobs/estimate.py)."""
+        return cost_estimate(o, self.threads, pairs, warm_start=self.standby)
 
 
 # -----------------------------------------------------------------------------

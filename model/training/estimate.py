@@ -5,7 +5,7 @@ these numbers and keeps what was measured. Torch is imported only when a number 
 this module stays light (the first page imports the job manager)."""
 from __future__ import annotations
 
-import functools
+import math
 import time
 
 
@@ -27,24 +27,45 @@ def family_parameters(task: str, cfg) -> int:
         return sum(p.numel() for p in family_task(task).build(cfg).parameters())
 
 
-@functools.cache
-def throughput(threads: int) -> float:
-    """Floating-point operations per second of this machine on one small matmul, measured once
-    per process with the trainer's thread count."""
+_SPEED: dict[int, tuple[float, float]] = {}  # threads -> (the best speed measured, when)
+REMEASURE_S = 300.0  # a server measures again after this long and keeps the better of the two
+
+
+def measure_throughput(threads: int, n: int = 256, batch: int = 32, trials: int = 5) -> float:
+    """Floating-point operations per second of this machine on `batch` matmuls of n x n in one call (torch.bmm):
+    the fastest of `trials` calls. On one thread it is timed by the thread's own CPU time, which neither another
+    thread of the server holding the interpreter's lock (a page's run, the warm-up's imports, a trainer started
+    ahead of time importing torch) nor other processes on the same cores can stretch: timed by the clock, such a
+    moment read several times too slow, and the server kept that number. With more threads (the trainer's) the
+    clock times it too, and the faster of the two counts."""
     import torch
-    n, reps = 256, 8
     prev = torch.get_num_threads()
-    torch.set_num_threads(threads)
+    flops = 2 * batch * n ** 3
+    a, b = torch.randn(batch, n, n), torch.randn(batch, n, n)
+    best = 0.0
     try:
-        a, b = torch.randn(n, n), torch.randn(n, n)
-        a @ b
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            a @ b
-        dt = time.perf_counter() - t0
+        for count, clock in ((1, time.thread_time), *(((threads, time.perf_counter),) if threads > 1 else ())):
+            torch.set_num_threads(count)
+            torch.bmm(a, b)
+            fastest = math.inf
+            for _ in range(trials):
+                t0 = clock()
+                torch.bmm(a, b)
+                fastest = min(fastest, clock() - t0)
+            best = max(best, flops / max(fastest, 1e-9))
     finally:
         torch.set_num_threads(prev)
-    return max(2 * n ** 3 * reps / max(dt, 1e-9), 1e8)
+    return max(best, 1e8)
+
+
+def throughput(threads: int) -> float:
+    """This machine's matmul speed for `threads` threads (measure_throughput), measured once per process and again
+    every REMEASURE_S, keeping the best."""
+    best, when = _SPEED.get(threads, (0.0, -math.inf))
+    if time.monotonic() - when > REMEASURE_S:
+        best = max(best, measure_throughput(threads))
+        _SPEED[threads] = (best, time.monotonic())
+    return best
 
 
 def average_tokens(task: str, pairs: list[tuple[str, str]], max_len: int) -> float:
@@ -61,17 +82,50 @@ def average_tokens(task: str, pairs: list[tuple[str, str]], max_len: int) -> flo
 
 def task_tokens(task: str, sample: int, max_len: int) -> float:
     """average_tokens of a built-in task's first `sample` training examples (the en-ko tasks read the
-    corpus's split: it generates the whole corpus, ~1 s of pure Python)."""
+    corpus's split: it generates the whole corpus in pure Python)."""
     from model.data.corpus import train_head
     return average_tokens(task, train_head(task, sample), max_len)
 
 
+# The time model, in units of this machine's measured matmul speed (throughput), so that one set of constants fits
+# a fast machine and a slow one. Fitted on the training page's presets (copy, en-ko and lm; tiny and small), each
+# run timed step by step beside a measurement of the matmul speed (docs/benchmarks.md, "The training estimate"):
+# - a step does 6 · parameters · tokens FLOPs at EFFICIENCY of the benchmark's speed, plus a cost that does not
+#   grow with the model's width: Python and the launch of each layer's kernels (STEP_OVERHEAD per layer, one more
+#   for the embeddings and the loss), and the softmax over the vocabulary of every token (LOGIT_COST per logit);
+#   for the smallest models the overhead is most of a step;
+# - an evaluation scores 500 sentences with teacher forcing and decodes 200 greedily, token by token: its FLOPs
+#   plus a cost per decoded token that grows with the vocabulary (EVAL_OVERHEAD, EVAL_LOGIT_COST);
+# - the start: a trainer started ahead of time (the standby trainer, app/jobs/standby.py) is at its first step
+#   almost at once (START_WARM); a fresh one imports torch and reads its data first (START_COLD).
+EFFICIENCY = 0.85
+STEP_OVERHEAD = 0.18e9  # per layer, + 1
+LOGIT_COST = 500.0
+EVAL_OVERHEAD, EVAL_LOGIT_COST = 10e9, 30e6
+START_WARM, START_COLD = 1.5, 7.0  # seconds, with the end's last checkpoint and export
+
+
+def step_seconds(cfg, params: int, tokens_per_step: float, machine: float) -> float:
+    """One training step of a Transformer of `cfg` with `params` parameters on `tokens_per_step` tokens, on a
+    machine whose matmul speed is `machine` FLOP/s."""
+    layers = cfg.n_encoder_layers + cfg.n_decoder_layers
+    work = (6 * params * tokens_per_step / EFFICIENCY + STEP_OVERHEAD * (layers + 1)
+            + LOGIT_COST * tokens_per_step * cfg.vocab_size)
+    return work / machine
+
+
+def eval_seconds(cfg, params: int, tokens_per_example: float, machine: float) -> float:
+    """One evaluation: 500 sentences teacher-forced, 200 decoded greedily (about half their tokens each)."""
+    flops = 2 * params * tokens_per_example * (500 + 200 * tokens_per_example / 4)
+    return (flops / EFFICIENCY + EVAL_OVERHEAD + EVAL_LOGIT_COST * cfg.vocab_size) / machine
+
+
 def run_cost(cfg, params: int, *, steps: int, batch_size: int, batch_tokens: int, tokens_per_example: float,
-             evals: int, threads: int) -> dict:
-    """Memory (parameters + Adam states + a rough activation count) and time (6 · parameters · tokens FLOPs over
-    the measured matmul speed, at an assumed efficiency) of `steps` steps of a Transformer of `cfg` with
-    `params` parameters, batches of `batch_size` sentences (or `batch_tokens` tokens when > 0) and `evals`
-    evaluations. An estimate, not a promise."""
+             evals: int, threads: int, warm_start: bool = False) -> dict:
+    """Memory (parameters + Adam states + a rough activation count) and time (step_seconds, eval_seconds and the
+    start, from this machine's measured matmul speed) of `steps` steps of a Transformer of `cfg` with `params`
+    parameters, batches of `batch_size` sentences (or `batch_tokens` tokens when > 0) and `evals` evaluations;
+    `warm_start`: a standby trainer will take the run. An estimate, not a promise."""
     tok_ex = tokens_per_example
     # By tokens: the budget, less the few % of padding that length bucketing leaves (docs/benchmarks.md).
     tokens_per_step = 0.95 * batch_tokens if batch_tokens else batch_size * tok_ex
@@ -80,18 +134,14 @@ def run_cost(cfg, params: int, *, steps: int, batch_size: int, batch_tokens: int
     seq = max(tok_ex / 2, 1)
     # weights, gradients, Adam's two moments: 4 copies of float32
     state_bytes = 4 * 4 * params
-    # activations kept for backward: ~16 d_model-vectors per token per layer, plus attention maps
+    # activations kept for backward: about 16 d_model-vectors per token per layer, plus attention maps
     act_bytes = 4 * (16 * cfg.d_model * tokens_per_step * layers
                      + 3 * sentences * cfg.n_heads * seq * seq * layers * 2
                      + 3 * tokens_per_step * cfg.vocab_size)
     flops_per_step = 6 * params * tokens_per_step
-    # Calibrated on this project's CPU runs: big matmuls reach ~70 % of the benchmark; each
-    # step also pays a fixed Python/kernel-launch cost of a few milliseconds per layer.
     machine = throughput(threads)
-    speed = machine * 0.7
-    step_s = flops_per_step / speed + 0.004 * (layers + 1)
-    eval_s = 2 * params * tok_ex * (500 + 100 * tok_ex / 2) / speed + 0.3  # 500 teacher-forced + 200 greedy
-    seconds = steps * step_s + evals * eval_s + 5.0  # + start-up (imports, data)
+    seconds = (steps * step_seconds(cfg, params, tokens_per_step, machine)
+               + evals * eval_seconds(cfg, params, tok_ex, machine) + (START_WARM if warm_start else START_COLD))
     return {"parameters": params, "memory_bytes": int(state_bytes + act_bytes), "state_bytes": int(state_bytes),
             "activation_bytes": int(act_bytes), "flops": float(flops_per_step * steps),
             "tokens_per_step": tokens_per_step, "seconds": seconds, "machine_flops": machine,
