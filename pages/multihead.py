@@ -5,7 +5,7 @@ import streamlit as st
 from pages.views.attention_lab import LABEL_LIMIT
 from app.charts.curves import line_chart
 from app.charts.export import heads_csv, series_csv
-from app.charts.heatmaps import head_multiples, head_tiles, stage_figure
+from app.charts.heatmaps import head_multiples, head_tiles, scale_top, stage_figure
 from app.i18n import UserError, t
 from app.resources import computed, shared_figure, shared_view
 from app.state import OneBased, keep
@@ -38,8 +38,8 @@ def one_head(weights, labels: list, name: tuple, axis_titles: dict) -> None:
 
 st.title(t("multihead.title"))
 text("multihead.intro")
-st.latex(r"\mathrm{MultiHead}(Q,K,V)=\mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_H)\,W^O,\quad "
-         r"\mathrm{head}_i=\mathrm{Attention}(QW_i^Q,\,KW_i^K,\,VW_i^V)")
+st.latex(r"\begin{gathered}\mathrm{MultiHead}(Q,K,V)=\mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_H)\,W^O\\ "
+         r"\mathrm{head}_i=\mathrm{Attention}(QW_i^Q,\,KW_i^K,\,VW_i^V)\end{gathered}")  # a line each: fits a narrow column
 axis_titles = {"query_title": t("common.query"), "key_title": t("common.key")}
 
 # ---------------------------------------------------------------- 1. inputs
@@ -95,6 +95,8 @@ else:
     # small multiples of every head (the tokens in the hover), and one head enlarged with its labels below
     fig = shared_figure("mh-multiples", (*view, t("common.head"), *axis_titles.values()), lambda: head_multiples(
         weights, labels, labels, head_title=t("common.head"), **axis_titles))
+    if (top := scale_top(weights)) < 1:  # every weight is small: the tiles' colours are stretched, and say so
+        st.caption(t("multihead.maps.scale_top", top=top))
     show_figure(fig, name=f"multihead-D{D}-H{H}-all-heads", csv=maps_csv, key="mh-grid")
     one_head(weights, labels, view, axis_titles)
 
@@ -143,8 +145,8 @@ text("multihead.paper", d_model=base.d_model, n_heads=base.n_heads, d_head=base.
 st.header(t("multihead.layer.header"), anchor=SECTIONS["multihead.layer"])
 walk = computed(mwalk.layer_walk, words, D, H, seed, positions=use_pe)
 text("multihead.layer_intro", D=D, H=H, d_ff=walk.d_ff)
-st.latex(r"n_1=\mathrm{LayerNorm}(x+\mathrm{MultiHead}(x,x,x)),\quad "
-         r"y=\mathrm{LayerNorm}(n_1+\max(0,\,n_1W_1+b_1)\,W_2+b_2)")
+st.latex(r"\begin{gathered}n_1=\mathrm{LayerNorm}(x+\mathrm{MultiHead}(x,x,x))\\ "
+         r"y=\mathrm{LayerNorm}(n_1+\max(0,\,n_1W_1+b_1)\,W_2+b_2)\end{gathered}")
 LAYER_FORMULAS = {"input": "x", "attention": "a = MultiHead(x, x, x)", "sum1": "x + a",
                   "norm1": "n₁ = LayerNorm(x + a)", "hidden": "h = ReLU(n₁W₁ + b₁)", "ffn": "f = hW₂ + b₂",
                   "sum2": "n₁ + f", "output": "y = LayerNorm(n₁ + f)"}

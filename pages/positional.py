@@ -103,10 +103,10 @@ def rotation_section(length: int, d_model: int, pos_t: str) -> None:
     p0 = c3.slider(t("positional.rotation.highlight"), 0, length - 1,
                    **keep("rot_p", min(3, length - 1), url="highlight", valid=range(length)))
     rot = computed(mpos.rotation_demo, length, d_model, k, pair, p0)
-    st.latex(r"\begin{pmatrix}\sin((pos+k)\omega)\\ \cos((pos+k)\omega)\end{pmatrix} = M_k"
-             r"\begin{pmatrix}\sin(pos\,\omega)\\ \cos(pos\,\omega)\end{pmatrix},\quad "
+    st.latex(r"\begin{gathered}\begin{pmatrix}\sin((pos+k)\omega)\\ \cos((pos+k)\omega)\end{pmatrix} = M_k"  # a line each:
+             r"\begin{pmatrix}\sin(pos\,\omega)\\ \cos(pos\,\omega)\end{pmatrix}\\ "  # fits a narrow column
              r"M_k=\begin{pmatrix}\cos k\omega & \sin k\omega\\ -\sin k\omega & \cos k\omega\end{pmatrix},\quad "
-             rf"\omega = 10000^{{-2\cdot{pair}/{d_model}}} = {rot['omega']:.6g}")
+             rf"\omega = 10000^{{-2\cdot{pair}/{d_model}}} = {rot['omega']:.6g}\end{{gathered}}")
     left, right = st.columns([2, 3])
     with left:
         title = t("positional.rotation.matrix_title", k=k, pair=pair)

@@ -224,11 +224,22 @@ def head_tiles(weights, query_labels, key_labels, *, head_title="head", query_ti
                         colorbar=dict(title=dict(text=""), thickness=14))], layout)
 
 
+def scale_top(weights) -> float:
+    """The top of the colour scale for many small maps: 1 (the shared 0…1 scale), unless every weight is below
+    half of it, then the largest weight rounded up to two significant digits, so that maps of weights near 1/L
+    (many heads of a narrow width) are not all drawn white. A page that uses it says the range."""
+    top = float(np.nanmax(to_np(weights))) if np.size(weights) else 1.0
+    if not np.isfinite(top) or top >= 0.5 or top <= 0:
+        return 1.0
+    digits = 1 - math.floor(math.log10(top))
+    return math.ceil(top * 10 ** digits) / 10 ** digits
+
+
 def head_multiples(weights, query_labels, key_labels, *, head_title="head", query_title="query", key_title="key",
                    per_row=8) -> Figure:
     """Many heads' attention maps (H, Lq, Lk) as small multiples: square tiles of per_row a row, each titled by its
-    head's number, on the shared 0..1 scale; the tokens are in the hover (a tile is too small for its labels; the
-    page enlarges one head with its labels)."""
+    head's number, on 0 … scale_top(weights) (the shared 0..1 scale unless every weight is small); the tokens are in
+    the hover (a tile is too small for its labels; the page enlarges one head with its labels)."""
     w = to_np(weights)
     n_heads, lq, lk = w.shape
     per_row = max(1, min(per_row, n_heads))
@@ -243,7 +254,7 @@ def head_multiples(weights, query_labels, key_labels, *, head_title="head", quer
             "constrain": "domain"}
     layout["xaxis"] = {**layout["xaxis"], **bare}
     layout["yaxis"] = {**layout["yaxis"], **bare, "scaleanchor": "x"}
-    return figure(fig["data"], layout)
+    return figure([{**fig["data"][0], "zmax": scale_top(w)}], layout)
 
 
 MULTIPLE_PX = 96  # a small multiple's side, about (8 a row in the main column)

@@ -13,8 +13,13 @@
 
 const NEAR = "400px 0px";  // a chart is drawn when it comes this close to the screen
 // A chart that answers clicks (spec.clicks) shows a hand over its plot, not Plotly's crosshair.
+// A chart wider than its column (scrollCue) shows that it scrolls: its scroll bar always, and its right edge faded
+// while there is more to the right.
+const FADE = "linear-gradient(to right, #000 calc(100% - 56px), rgba(0, 0, 0, 0.3))";
 document.head.appendChild(Object.assign(document.createElement("style"),
-  {textContent: ".atlas-chart-clickable .nsewdrag {cursor: pointer !important}"}));
+  {textContent: ".atlas-chart-clickable .nsewdrag {cursor: pointer !important}\n" +
+                ".atlas-chart-wide {overflow-x: scroll !important; scrollbar-width: auto; scrollbar-color: #8a8a8a #e8e8e8}\n" +
+                `.atlas-chart-wide:not(.atlas-chart-at-end) {mask-image: ${FADE}; -webkit-mask-image: ${FADE}}`}));
 const charts = new Map();  // the element's parent node -> its chart record
 let plotlyLoad = null;
 let themeLoad = null;
@@ -154,6 +159,7 @@ async function draw(rec) {
       rec.drawnVersion = spec.version;
       rec.dark = isDark();
       rec.width = rec.div.clientWidth;
+      scrollCue(rec);
     } catch (e) {
       rec.message.textContent = spec.failed + " (" + (e && e.message ? e.message : e) + ")";
       rec.message.hidden = false;
@@ -196,10 +202,24 @@ function watch(rec) {
   }
 }
 
+// Whether the chart's box scrolls sideways (its figure is wider than the column), and whether it is scrolled to
+// its right end: the classes that show the scroll bar and the fade.
+function scrollCue(rec) {
+  const box = rec.parent;
+  const wide = box.scrollWidth > box.clientWidth + 1;
+  box.classList.toggle("atlas-chart-wide", wide);
+  box.classList.toggle("atlas-chart-at-end", !wide || box.scrollLeft + box.clientWidth >= box.scrollWidth - 2);
+  if (wide && !rec.scrollWatched) {
+    rec.scrollWatched = true;
+    box.addEventListener("scroll", () => scrollCue(rec), {passive: true});
+  }
+}
+
 const sized = new ResizeObserver((entries) => {
   for (const entry of entries) {
     const rec = charts.get(entry.target.parentNode);
     if (!rec || rec.drawnVersion == null || !plotlyLib) continue;
+    scrollCue(rec);
     const w = rec.div.clientWidth;
     if (w > 0 && w !== rec.width) {
       rec.width = w;
