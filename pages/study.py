@@ -12,7 +12,7 @@ from app.i18n import UserError, options, t
 from app.resources import computed, shared_figure
 from app.state import keep
 from app.page_inputs import SECTIONS, STUDY
-from app.ui import error, show_figure, text
+from app.ui import error, show_figure, table as ui_table, text
 from model.lessons import table3
 from model.lessons.table3 import MINI_BASE, PAPER_TABLE3, STUDY_ROWS, paper_row
 from model.training.study import step_seconds
@@ -98,7 +98,7 @@ if doc is not None:
     opts = doc.get("options") or {}
     done = sum(int(r.get("seeds_done", 0)) for r in doc["rows"])
     st.caption(t("study.made", runs=done, total=len(STUDY_ROWS) * int(opts.get("seeds", 0) or 0),
-                 steps=opts.get("steps", "?"), batch=opts.get("batch_size", "?"),
+                 steps=study.whole(opts.get("steps")), batch=opts.get("batch_size", "?"),
                  minutes=float(doc.get("seconds", 0.0)) / 60, machine=fmt.escape_md(doc.get("machine", "?")),
                  decoded=opts.get("decode_limit", "?")))
     st.code(doc.get("command") or "", language="bash")
@@ -122,15 +122,15 @@ if doc is not None:
             t("study.table.bleu"): pm(r, "bleu", 1, 1),
             t("study.table.seeds"): f"{r.get('seeds_done', 0)}/{r.get('seeds', 0)}",
         })
-    st.dataframe(table, hide_index=True)
+    ui_table(table, key="study-paper-vs-ours")  # scrolls sideways where wider than the page
     st.caption(t("study.table.note"))
-    text("study.setting", steps=opts.get("steps", "?"), batch=opts.get("batch_size", "?"),
+    text("study.setting", steps=study.whole(opts.get("steps")), batch=opts.get("batch_size", "?"),
          warmup=opts.get("warmup", "?"), factor=opts.get("lr_factor", 1.0), d_model=MINI_BASE.d_model,
          seeds=opts.get("seeds", "?"))
     stuck = table3.plateau_runs(doc)
     if stuck["stuck"]:
         st.warning(t("study.plateau", stuck=stuck["stuck"], runs=stuck["runs"], limit=table3.PLATEAU,
-                     steps=opts.get("steps", "?"), rows=stuck["rows"]))
+                     steps=study.whole(opts.get("steps")), rows=stuck["rows"]))
     elif stuck["runs"]:
         st.markdown(t("study.no_plateau", runs=stuck["runs"], limit=table3.PLATEAU, worst=stuck["worst"]))
 
@@ -160,7 +160,7 @@ if doc is not None:
                                              evidence=evidence) + f"  \n  {quote}")
     counts = {k: sum(v.outcome == k for v in table3.verdicts(doc)) for k in ("reproduced", "contradicted", "unclear")}
     st.markdown(t("study.reading.summary", **counts))
-    text("study.why_differ", steps=opts.get("steps", "?"))
+    text("study.why_differ", steps=study.whole(opts.get("steps")))
 
 # ----------------------------------------------------------------------------- 4. rerun
 st.header(t("study.rerun.header"))
@@ -186,7 +186,8 @@ def rerun_watch() -> None:
     st.info(t("study.rerun.running", done=prog["done"], total=prog["total"]))
     for c in prog["current"]:
         st.progress(min(1.0, c["step"] / max(1, c["total"] or 1)),
-                    text=t("study.rerun.current", name=c["run"], step=c["step"], total=c["total"] or "?"))
+                    text=t("study.rerun.current", name=c["run"], step=study.whole(c["step"]),
+                           total=study.whole(c["total"])))
     if st.button(t("study.rerun.stop"), key="study_stop"):
         study.stop()
 

@@ -8,7 +8,7 @@ import streamlit as st
 from app import format as fmt
 from app.i18n import UserError, prose, say, t
 from app.fast.warmup import prepare_estimates
-from app.jobs import ACTIVE, get_manager, is_starting, new_owner_token, runs_dir
+from app.jobs import ACTIVE, get_manager, is_starting, runs_dir
 from app.jobs.options import (ALL_TASKS, CUSTOM_DEFAULTS, DEFAULT_TASK, LIMITS, MAX_PARAMETERS, MAX_UPLOAD_BYTES,
                               POSITIONALS, SIZES, TASK_RECIPES, TrainOptions, is_family, recipe_dropout,
                               task_recipe)
@@ -16,14 +16,15 @@ from app.resources import checked_upload
 from app.state import between, keep, set_link
 from app.ui import error, text
 from pages.views import study
+from pages.views.train_owner import browser_owner
 from pages.views.train_runs import cleanup_list, compare, labels, run_details, run_table, study_runs_of
 from pages.views.train_ui import fmt_duration
 
 mgr = get_manager(str(runs_dir()))
 mgr.prepare()  # a trainer started ahead of time (torch imported): the next Start's first step comes sooner
-# This browser session's secret: it owns the runs it starts (job.json keeps only its hash); others' runs are
-# read-only here unless the server runs in teacher mode (app/jobs/owners.py, docs/classroom.md).
-OWNER = st.session_state.setdefault("train_owner", new_owner_token())
+# This browser's secret, kept in its cookie across reloads: it owns the runs it starts (job.json keeps only its
+# hash); others' runs are read-only here unless the server runs in teacher mode (docs/classroom.md).
+OWNER = browser_owner()
 
 
 def on_step(step: float):
@@ -181,6 +182,7 @@ if est:
 st.caption(t("train.limits", slots=mgr.max_running, max_d_model=LIMITS["d_model"][1], max_layers=LIMITS["layers"][1],
              max_steps=LIMITS["steps"][1], millions=MAX_PARAMETERS / 1e6))
 st.caption(t("train.queue_limits", per_session=mgr.per_owner, total=mgr.total, budget=float(mgr.budget_mb)))
+st.caption(t("train.owner_note"))
 
 if st.button(t("train.start"), type="primary", icon=":material/play_arrow:", key="train_start",
              disabled=not upload_ok):
@@ -261,5 +263,5 @@ if study_runs:
     finished = sum(r["state"] == "done" for r in study_runs)
     with st.expander(t("train.study_runs", runs=len(study_runs), done=finished)):
         st.caption(t("train.stored_in", path=study.study_dir()))
-        run_table(study_runs)
+        run_table(study_runs, key="study-runs")
         st.page_link("../pages/study.py", label=t("pages.study.title"), icon=":material/table_chart:")

@@ -19,7 +19,7 @@ RUNS (a file lock, RUNS/.jobs.lock, makes each queue step atomic across processe
 The package, by subject:
     manager.py   JobManager: a run's life (start, the queue, stop, resume, delete); get_manager()
     runs.py      where runs live (runs_dir), reading their files that may be damaged, pid_alive (/proc)
-    owners.py    a classroom's server: owner tokens, teacher mode, queue limits and the disk budget
+    owners.py    a classroom's server: owner tokens (a browser's cookie), teacher mode, queue limits, disk budget
     standby.py   the trainer started ahead of time (model/training/standby.py)
     threads.py   the cores shared between the trainers and the server's own torch
     options.py   the page's choices (TrainOptions), their limits and checks, the trainer's options
@@ -34,14 +34,15 @@ The names below are what the pages and tests use; a test that replaces a functio
 module that calls it (e.g. app.jobs.manager.atomic_write_json), not here."""
 from app.jobs.manager import JobManager, get_manager
 from app.jobs.options import TrainOptions
-from app.jobs.owners import new_owner_token, owner_hash, teacher_mode
+from app.jobs.owners import OWNER_COOKIE, cookie_script, new_owner_token, owner_from_cookie, owner_hash, teacher_mode
 from app.jobs.runs import (COMPARE_METRICS, MB, ROOT, STANDBY_MODULE, TRAINER_MODULE, compare_label, is_starting,
                            pid_alive, run_actions, runs_dir, state_message)
 from app.jobs.threads import apply_server_threads, server_threads, thread_budget
 from model.training.run_files import ACTIVE, STATES
 
-__all__ = ["ACTIVE", "COMPARE_METRICS", "MB", "ROOT", "STANDBY_MODULE", "STATES", "TRAINER_MODULE", "JobManager",
-           "TrainOptions",
-           "apply_server_threads", "compare_label", "get_manager", "is_starting", "new_owner_token", "owner_hash",
+__all__ = ["ACTIVE", "COMPARE_METRICS", "MB", "OWNER_COOKIE", "ROOT", "STANDBY_MODULE", "STATES", "TRAINER_MODULE",
+           "JobManager", "TrainOptions",
+           "apply_server_threads", "compare_label", "cookie_script", "get_manager", "is_starting", "new_owner_token",
+           "owner_from_cookie", "owner_hash",
            "pid_alive", "run_actions", "runs_dir", "server_threads", "state_message", "teacher_mode",
            "thread_budget"]

@@ -1,9 +1,11 @@
 """A classroom shares one server (docs/classroom.md): who may manage a run, and how much everyone may ask for.
 
-- ownership: a run started from the page stores the hash of its browser session's owner token (job.json
-  "owner", compared with HMAC's constant-time compare); stop / resume / delete with an `owner` act only on that
-  session's runs, unless the server runs in teacher mode (ATLAS_TEACHER_MODE=1). `owner=None` is the trusted
-  caller (tests, scripts), never the page.
+- ownership: a run started from the page stores the hash of its browser's owner token (job.json "owner",
+  compared with HMAC's constant-time compare); stop / resume / delete with an `owner` act only on that browser's
+  runs, unless the server runs in teacher mode (ATLAS_TEACHER_MODE=1). `owner=None` is the trusted caller (tests,
+  scripts), never the page. The browser keeps its token in a cookie (OWNER_COOKIE, written by the training page:
+  pages/views/train_owner.py), so a reload, which starts a new Streamlit session, keeps the learner's runs; the
+  token never goes into a link, so a copied link gives nobody else's runs.
 - limits: active runs per owner (ATLAS_QUEUE_PER_SESSION, 3) and in all (ATLAS_QUEUE_TOTAL, 12), and a disk
   budget for RUNS (ATLAS_RUNS_BUDGET_MB, 2000), each refused with a UserError."""
 from __future__ import annotations
@@ -12,6 +14,7 @@ import contextlib
 import hashlib
 import hmac
 import os
+import re
 import secrets
 from pathlib import Path
 
@@ -30,9 +33,34 @@ def teacher_mode() -> bool:
     return os.environ.get(TEACHER_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+OWNER_COOKIE = "atlas_owner"  # the cookie that keeps a browser's owner token across reloads
+OWNER_COOKIE_DAYS = 30         # renewed on every visit of the training page
+_TOKEN_BYTES = 24
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{%d}" % (4 * _TOKEN_BYTES // 3))  # what secrets.token_urlsafe(24) writes
+
+
 def new_owner_token() -> str:
-    """A browser session's secret: the page keeps it in st.session_state; job.json keeps only its hash."""
-    return secrets.token_urlsafe(24)
+    """A browser's secret (192 random bits): the page keeps it in st.session_state and in the browser's cookie
+    OWNER_COOKIE; job.json keeps only its hash."""
+    return secrets.token_urlsafe(_TOKEN_BYTES)
+
+
+def owner_from_cookie(value) -> str | None:
+    """The owner token a browser's cookie holds, or None for no cookie or one this app did not write (any other
+    text: it is never used, so a made-up or shortened value cannot stand for a token)."""
+    return value if isinstance(value, str) and _TOKEN.fullmatch(value) else None
+
+
+def cookie_script(token: str) -> str:
+    """The browser's half: a <script> that writes `token` into the cookie OWNER_COOKIE for this site, renewed for
+    OWNER_COOKIE_DAYS. SameSite=Strict (no other site's page sends it), Secure on https, never in a link."""
+    if owner_from_cookie(token) is None:
+        raise ValueError("not an owner token")
+    age = OWNER_COOKIE_DAYS * 24 * 3600
+    return ("<script>(() => {"
+            "const secure = location.protocol === 'https:' ? '; Secure' : '';"
+            f"document.cookie = '{OWNER_COOKIE}={token}; Max-Age={age}; Path=/; SameSite=Strict' + secure;"
+            "})()</script>")
 
 
 def owner_hash(token: str) -> str:

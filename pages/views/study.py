@@ -23,6 +23,11 @@ FOLDER = "study-table3"
 MAX_SEEDS = 5
 
 
+def whole(value) -> str:
+    """A whole number of the study's document as the page writes counts ("6,000"), "?" when it is not one."""
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else "?"
+
+
 def study_dir() -> Path:
     """Where a rerun started from the page trains: RUNS/study-table3."""
     return runs_dir() / FOLDER

@@ -10,11 +10,11 @@ import streamlit as st
 from app import format as fmt
 from app.charts import export, training as charts
 from app.i18n import Message, UserError, options, t
-from app.jobs import COMPARE_METRICS, MB, compare_label
+from app.jobs import COMPARE_METRICS, MB, compare_label, run_actions as offered_actions
 from app.jobs.options import ALL_TASKS
 from app.pages_list import PAGES
 from app.state import RUN_PARAM, keep
-from app.ui import error, plot
+from app.ui import error, plot, table
 from pages.views import study
 from pages.views.family import MEMBER_OF_TASK
 from pages.views.train_ui import fmt_duration, status_text
@@ -41,7 +41,7 @@ def task_name(task: str) -> str:
     return t(f"train.task.{task}") if task in ALL_TASKS else task
 
 
-def run_table(runs: list[dict]) -> None:
+def run_table(runs: list[dict], key: str = "runs") -> None:
     """Every run in one table: its state, progress and scores."""
     rows = [{
         t("train.col.run"): r["id"], t("train.col.task"): task_name(r["task"]),
@@ -53,8 +53,7 @@ def run_table(runs: list[dict]) -> None:
         t("train.col.tokens_per_second"): fmt.count(r["tokens_per_second"]),
         t("train.col.eta"): fmt_duration(r["eta_seconds"]) if r["state"] == "running" else "",
     } for r in runs]
-    wide = {t(f"train.col.{c}"): st.column_config.TextColumn(width="medium") for c in ("run", "step", "state", "eta")}
-    st.dataframe(rows, hide_index=True, width="stretch", column_config=wide)
+    table(rows, key=key)  # wider than the page: it scrolls sideways, the cut edge fading out (app.ui.table)
 
 
 def run_actions(mgr, owner: str, r: dict) -> None:
@@ -156,8 +155,9 @@ def run_details(mgr, owner: str, r: dict) -> None:
         cols[3].metric(second_name, fmt.percent(r["val_exact"]))
     cols[4].metric(t("train.metric.learning_rate"), f"{r['lr']:.2e}" if isinstance(r["lr"], float) else "–")
     cols[5].metric(t("train.metric.tokens_per_second"), fmt.count(r["tokens_per_second"]))
-    if not r["mine"]:
-        st.caption(t("train.not_yours"))
+    if not r["mine"]:  # say what this learner can do, above all where the status asks to resume
+        resumable = any(a in offered_actions(r) for a in ("resume", "restart"))  # to its owner
+        st.caption(t("train.not_yours_resume" if resumable else "train.not_yours"))
     run_actions(mgr, owner, r)
 
     records = mgr.read_metrics(rid)
@@ -165,9 +165,9 @@ def run_details(mgr, owner: str, r: dict) -> None:
         run_curves(rid, records, r["task"])
     if r["samples"]:
         st.subheader(t("train.samples_title"))
-        st.dataframe([{t("train.sample.source"): s["source"], t("train.sample.target"): s["target"],
-                       t("train.sample.prediction"): s["prediction"], "✓": "✓" if s["correct"] else "✗"}
-                      for s in r["samples"]], hide_index=True, width="stretch")
+        table([{t("train.sample.source"): s["source"], t("train.sample.target"): s["target"],
+                t("train.sample.prediction"): s["prediction"], "✓": "✓" if s["correct"] else "✗"}
+               for s in r["samples"]], key="run-samples")
     with st.expander(t("train.config_expander")):
         st.json({"config": r["config"], "options": r["options"], "device": r["device"], "path": r["path"]},
                 expanded=False)
@@ -208,13 +208,12 @@ def cleanup_list(mgr, owner: str) -> None:
             st.caption(t("train.cleanup_none"))
             return
         st.caption(t("train.cleanup_caption"))
-        st.dataframe([{t("train.col.run"): r["id"], t("train.col.state"): state_name(r["state"]),
-                       t("train.col.size"): fmt.size_bytes(r["bytes"]),
-                       t("train.col.yours"): "✓" if r["mine"] else ""} for r in old],
-                     hide_index=True, width="stretch")
+        table([{t("train.col.run"): r["id"], t("train.col.state"): state_name(r["state"]),
+                t("train.col.size"): fmt.size_bytes(r["bytes"]),
+                t("train.col.yours"): "✓" if r["mine"] else ""} for r in old], key="cleanup")
 
 
 @st.cache_data(ttl=3.0, max_entries=2, show_spinner=False)
 def study_runs_of(folder: str) -> list[dict]:
-    """The study's 57 runs, summarised at most every 3 s (not on every rerun of this page)."""
+    """The study's runs, summarised at most every few seconds (not on every rerun of this page)."""
     return study.run_summaries(Path(folder))

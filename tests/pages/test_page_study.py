@@ -14,7 +14,7 @@ from pages.views import study
 from app.i18n import catalogue
 from model.lessons import table3
 from model.lessons.table3 import STUDY_ROWS, paper_row
-from tests.apptest_read import errors, figures, title
+from tests.apptest_read import errors, figures, tables, title
 from tests.apptest_util import assert_clean, run_page
 
 
@@ -131,7 +131,7 @@ def test_the_rerun_estimate_uses_this_machines_runs_first(tmp_path):
 def test_page_shows_both_tables_the_factors_and_the_reading(lang):
     at = run_page("study.py", lang)
     assert_clean(at)
-    df = at.dataframe[0].value
+    df = tables(at)[0]
     assert len(df) == len(STUDY_ROWS)
     cat = catalogue(lang)
     assert cat["study.table.paper_ppl"] in df.columns and cat["study.table.ppl"] in df.columns
@@ -227,5 +227,5 @@ def test_the_studys_runs_are_listed_read_only_on_the_training_page(tmp_path, mon
     assert_clean(at)
     label = catalogue("en")["train.study_runs"].format(runs=2, done=1)
     assert label in [e.label for e in at.expander]
-    ids = [list(df.value.iloc[:, 0]) for df in at.dataframe]
+    ids = [list(df.iloc[:, 0]) for df in tables(at)]
     assert ["base-s0", "A-h1-s0"] in ids

@@ -18,7 +18,7 @@ from pages.views.train_ui import fmt_duration, status_text
 from model.messages import Message
 from tests.apptest_util import assert_clean, run_page
 from tests import apptest_util
-from tests.apptest_read import charts
+from tests.apptest_read import charts, tables
 
 PAGE = "train.py"
 
@@ -95,7 +95,7 @@ def test_start_a_tiny_run_and_follow_it(runs):
     s = wait_until(at, runs, rid, {"done", "failed"})
     assert s["state"] == "done", s
     assert_clean(at)
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     assert table.iloc[0]["run"] == rid and table.iloc[0]["state"] == "done" and table.iloc[0]["step"] == "20 / 20"
     assert "finished 20 steps" in texts(at)
     assert len(charts(at)) >= 3  # loss, accuracy, learning rate
@@ -103,7 +103,7 @@ def test_start_a_tiny_run_and_follow_it(runs):
     # Another session (a second browser tab) in Korean sees the same run, the message translated.
     ko = run_page(PAGE, "ko")
     assert_clean(ko)
-    assert ko.dataframe[0].value.iloc[0]["상태"] == "완료"
+    assert tables(ko)[0].iloc[0]["상태"] == "완료"
     assert "20 스텝을" in texts(ko)
     # Open in inspector: a link to the inspector with the run in its query (the browser changes page itself,
     # app.state.opened_run says why), which the inspector reads once and picks the run's model by.
@@ -211,7 +211,7 @@ def test_damaged_run_files_never_crash_the_page(runs, lang, case):
         fake_run(runs, rid="copy-20250101-000001")  # two runs: the comparison reads both configs
     at = run_page(PAGE, lang)
     assert_clean(at)
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     assert d.name in list(table.iloc[:, 0])
     if case == "status-truncated":
         text = " ".join(str(e.value) for e in at.info)
@@ -538,7 +538,7 @@ def test_others_runs_are_read_only_with_an_explanation(runs, monkeypatch):
         assert_clean(other)
         assert all(b.key != f"delete-{rid}" for b in other.button)  # visible, but no Delete
         assert label(lang, "train.not_yours") in texts(other)
-        assert other.dataframe[0].value.iloc[0, 0] == rid
+        assert tables(other)[0].iloc[0, 0] == rid
     assert json.loads((runs / rid / "job.json").read_text())["owner"] != "tok-a"  # only a hash is stored
 
 
@@ -603,7 +603,7 @@ def test_disk_use_and_the_oldest_finished_runs_are_listed(runs):
     at = run_page(PAGE, "en")
     assert_clean(at)
     assert any(e.label.startswith("Disk: the runs use") for e in at.expander)
-    cleanup = at.dataframe[-1].value
+    cleanup = tables(at)[-1]
     assert list(cleanup["run"]) == ["copy-20250101-000000", "copy-20250102-000000"]  # oldest first
 
 
@@ -625,3 +625,85 @@ def test_en_ko_starts_from_its_measured_recipe_by_tokens(runs):
                                         batch_size=recipe["batch_size"], warmup=recipe["warmup"],
                                         lr_factor=recipe["lr_factor"], batch_tokens=recipe["batch_tokens"]))
     assert args[args.index("--batch-tokens") + 1] == str(recipe["batch_tokens"])
+
+
+def test_owner_cookie_accepts_only_a_token_this_app_writes():
+    from app.jobs import OWNER_COOKIE, cookie_script, new_owner_token, owner_from_cookie
+    token = new_owner_token()
+    assert owner_from_cookie(token) == token and token != new_owner_token()
+    for bad in (None, "", "tok-a", token[:-1], token + "x", token[:-1] + "=", 42, f"{token}; x=1", "<" + token[1:]):
+        assert owner_from_cookie(bad) is None, bad
+    script = cookie_script(token)
+    assert f"{OWNER_COOKIE}={token};" in script and "SameSite=Strict" in script and "Max-Age=" in script
+    with pytest.raises(ValueError):
+        cookie_script("x'; alert(1); '")
+
+
+class _Cookies(dict):
+    """What st.context.cookies gives a session: the cookies its browser sent."""
+
+
+def test_a_reload_keeps_the_browsers_runs_through_its_cookie(runs, monkeypatch):
+    """A reload starts a new session: the runs this browser started stay its own through the cookie the page
+    writes, while another browser (another cookie, a copied link, no cookie) sees them read-only."""
+    from app.jobs import OWNER_COOKIE, get_manager as manager, owner_hash
+    from pages.views import train_owner
+    monkeypatch.delenv("ATLAS_TEACHER_MODE", raising=False)
+    monkeypatch.setattr(manager(str(runs.resolve())), "python", "/bin/false")
+    sent = _Cookies()
+    monkeypatch.setattr(train_owner, "sent_cookies", lambda: sent)
+    first = run_page(PAGE, "en")
+    token = first.session_state["train_owner"]
+    assert train_owner.owner_from_cookie(token) == token
+    scripts = [e.proto.body for e in first.get("html") if OWNER_COOKIE in e.proto.body]
+    assert len(scripts) == 1 and token in scripts[0]  # the page writes the cookie
+    rid = "copy-20250101-000000"
+    fake_run(runs, rid, job=json.dumps({"id": rid, "created_at": 1.0, "owner": owner_hash(token),
+                                        "options": {"task": "copy", "steps": 20}}))
+    sent[OWNER_COOKIE] = token  # the browser sends it back on the reload
+    reloaded = run_page(PAGE, "en")
+    assert_clean(reloaded)
+    assert reloaded.session_state["train_owner"] == token
+    assert reloaded.button(key=f"delete-{rid}") and label("en", "train.not_yours") not in texts(reloaded)
+    for cookie in (None, "tok-b", token[:-2]):  # another browser, or a cookie this app did not write
+        sent.clear()
+        if cookie:
+            sent[OWNER_COOKIE] = cookie
+        other = run_page(PAGE, "en")
+        assert other.session_state["train_owner"] != token
+        assert all(b.key != f"delete-{rid}" for b in other.button)
+        assert label("en", "train.not_yours") in texts(other)
+    assert all(token not in str(v) for v in other.query_params.values())  # never in a link
+
+
+@pytest.mark.parametrize("lang", list(LANGS))
+def test_a_second_learner_is_told_what_to_do_instead_of_resume(runs, monkeypatch, lang):
+    from app.jobs import owner_hash
+    monkeypatch.delenv("ATLAS_TEACHER_MODE", raising=False)
+    rid = "copy-20250101-000000"
+    d = fake_run(runs, rid, status=json.dumps({"state": "stopped", "step": 10, "total_steps": 20, "task": "copy",
+                                               "resumable": True,
+                                               "message": {"code": "train.status.stopped", "args": {"at": 6000}}}),
+                 job=json.dumps({"id": rid, "created_at": 1.0, "owner": owner_hash("tok-a"),
+                                 "options": {"task": "copy", "steps": 20}}))
+    (d / "checkpoint.pt").write_bytes(b"x")
+    owner = run_page(PAGE, lang, setup=as_session("tok-a"))
+    assert owner.button(key=f"resume-{rid}")
+    other = run_page(PAGE, lang, setup=as_session("tok-b"))
+    assert_clean(other)
+    assert all(b.key != f"resume-{rid}" for b in other.button)
+    assert label(lang, "train.not_yours_resume") in texts(other)
+    assert "6,000" in texts(other) and "6000" not in texts(other)
+
+
+@pytest.mark.parametrize("lang", list(LANGS))
+def test_every_step_count_in_a_status_is_written_with_thousands_separators(lang):
+    """A run's status beside its progress bar ("step 6,000 of 6,000") writes its counts the same way."""
+    table = i18n.catalogue(lang)
+    keys = [k for k in table if k.startswith(("train.status.", "jobs.status."))]
+    assert len(keys) > 10
+    args = {"at": 6000, "step": 6000, "saved": 6000, "total": 6000, "seconds": 12.0, "code": 1, "detail": "x",
+            "signal": "SIGTERM", "value": "nan", "lr": 1e-3, "count": 2, "steps": "5,900, 6,000", "free_mb": 3}
+    for key in keys:
+        text = i18n.fill(table[key], args)
+        assert "6000" not in text, (key, text)
