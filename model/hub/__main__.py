@@ -77,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{'channel' if cfg.channels == 1 else 'channels'} in {cfg.patch_size}×{cfg.patch_size}-pixel "
               f"patches; {head}")
         return 0
-    print(f"{loaded.meta['family']} {cfg.architecture}: {loaded.model.num_parameters():,} parameters, "
+    kind = loaded.meta.get("model_type", loaded.meta["family"])  # mistral, not the family module's name (llama)
+    print(f"{kind} {cfg.architecture}: {loaded.model.num_parameters():,} parameters, "
           f"d_model={cfg.d_model} heads={cfg.n_heads} layers={cfg.n_encoder_layers}+{cfg.n_decoder_layers}")
     print("differs from the paper in:", cfg.differences_from_paper())
     for sentence in differences_said(cfg, args.lang):
