@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # torch loads when weights do: listing folders and sizes (the
     from model.nn.transformer import Transformer
 
 # the family modules, model/hub/<name>.py, each declaring its model types and everything else (model/hub/families.py)
-FAMILIES = ("marian", "gpt2", "bert", "distilbert", "roberta", "vit", "llama")
+FAMILIES = ("marian", "gpt2", "bert", "distilbert", "roberta", "vit", "xlm_roberta", "llama")
 SAFETENSORS, PICKLE_BIN = "model.safetensors", "pytorch_model.bin"
 LICENCE_FILES = ("LICENSE", "LICENSE.txt", "LICENSE.md", "README.md")
 # the files every loader reads whole besides the weights and the families' own (their READS): their size is checked
