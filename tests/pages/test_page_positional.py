@@ -119,7 +119,7 @@ def test_a_good_link_opens_the_view_it_describes():
     waves = [c for c in charts(at) if "pe_waves" in c.id]
     assert len(waves[0].figure["data"]) == 3
     assert any(title(f).startswith("Dot product with position p = 10") for f in figures(at))
-    assert any(title(f).startswith("Pair 5:") and "+-7" in title(f) for f in figures(at))
+    assert any(title(f).startswith("Pair 5:") and "k = -7" in title(f) and "+-" not in title(f) for f in figures(at))
     assert metric(at, "max |M_k·PE(pos) − PE(pos+k)|, pair 5, 64 positions") < 1e-12
     assert any("PE(12)" in s.value for s in at.success) and errors(at) == []  # 12 < max_len 20: the row exists
     assert any("Layer 2, head 3." in c.value for c in at.caption)
