@@ -52,8 +52,9 @@ def convert(hf_config: dict, weights: dict) -> tuple:
     """RoBERTa's conversion, the classes renamed; refusals name XLM-RoBERTa."""
     as_roberta = dict(hf_config, model_type="roberta")
     if isinstance(hf_config.get("architectures"), list):
-        as_roberta["architectures"] = [ARCHITECTURES.get(a, a) if isinstance(a, str) else a
-                                       for a in hf_config["architectures"]]
+        as_roberta["architectures"] = [  # any other class too, so that RoBERTa's refusal of it applies
+            ARCHITECTURES.get(a, "Roberta" + a[len("XLMRoberta"):] if a.startswith("XLMRoberta") else a)
+            if isinstance(a, str) else a for a in hf_config["architectures"]]
     try:
         return roberta.convert(as_roberta, weights)
     except HubError as e:

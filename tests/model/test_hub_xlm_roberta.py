@@ -154,3 +154,53 @@ def test_a_vocabulary_that_disagrees_with_the_embedding_is_refused(tmp_path, spm
     (tmp_path / "m" / "tokenizer.json").write_text(json.dumps(d))
     with pytest.raises(HubError, match="tokenizer.json"):
         load_pretrained(tmp_path / "m")
+
+
+def _json_edit(edit):
+    def damage(folder: Path):
+        d = json.loads((folder / "tokenizer.json").read_text())
+        edit(d)
+        (folder / "tokenizer.json").write_text(json.dumps(d))
+    return damage
+
+
+def _config_edit(**changes):
+    def damage(folder: Path):
+        hf = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps({**hf, **changes}))
+    return damage
+
+
+DAMAGED = [  # (id, layout, damage, the words of the one sentence)
+    ("sentencepiece.bpe.model not a model", "spm",
+     lambda f: (f / "sentencepiece.bpe.model").write_bytes(b"\x00garbage" * 10), "not a SentencePiece model"),
+    ("sentencepiece.bpe.model empty", "spm", lambda f: (f / "sentencepiece.bpe.model").write_bytes(b""), "empty"),
+    ("tokenizer.json a BPE model", "json", _json_edit(lambda d: d["model"].update(type="BPE")), "not a Unigram"),
+    ("tokenizer.json another normaliser", "json", _json_edit(lambda d: d.update(normalizer={"type": "Lowercase"})),
+     "normaliser"),
+    ("tokenizer.json ids in another order", "json",
+     _json_edit(lambda d: d["model"]["vocab"].insert(0, d["model"]["vocab"].pop(2))), "id 0 is not <s>"),
+    ("tokenizer.json no <mask>", "json",
+     _json_edit(lambda d: d["model"].update(vocab=[v for v in d["model"]["vocab"] if v[0] != "<mask>"])), "<mask>"),
+    ("no tokenizer", "spm", lambda f: (f / "sentencepiece.bpe.model").unlink(), "file not found"),
+    ("layer_norm_eps NaN", "spm", _config_edit(layer_norm_eps=float("nan")), "layer_norm_eps"),
+    ("heads that do not divide", "spm", _config_edit(num_attention_heads=5), "num_attention_heads 5"),
+]
+
+
+@pytest.mark.parametrize("layout, damage, words", [pytest.param(*d[1:], id=d[0]) for d in DAMAGED])
+def test_damaged_folders_are_refused_with_one_plain_sentence(tmp_path, spm_file, layout, damage, words):
+    from tests.model.test_hub_trust import assert_plain
+    make(tmp_path / "m", spm_file, layout=layout)
+    damage(tmp_path / "m")
+    with pytest.raises(HubError, match=words) as caught:
+        load_pretrained(tmp_path / "m")
+    assert_plain(str(caught.value), tmp_path / "m")
+
+
+def test_a_head_no_task_here_runs_is_refused_by_its_class(tmp_path, spm_file):
+    from tests.model.test_hub_trust import assert_plain
+    make(tmp_path / "m", spm_file, cls=transformers.XLMRobertaForQuestionAnswering)
+    with pytest.raises(HubError, match="unsupported architecture XLMRobertaForQuestionAnswering") as caught:
+        load_pretrained(tmp_path / "m")
+    assert_plain(str(caught.value), tmp_path / "m")
