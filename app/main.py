@@ -39,7 +39,7 @@ if i18n.STATE_KEY not in st.session_state:  # first visit: the link's language, 
 
 with st.sidebar:
     st.radio(t("common.language"), list(i18n.LANGS), format_func=i18n.LANGS.get, key=i18n.STATE_KEY,
-             horizontal=True)
+             horizontal=True, persist_state="session")  # kept across a server-side page switch (st.switch_page)
     with st.container(key="atlas-warm"):  # nothing to see: loads the next pages' element code while the browser is idle
         st.html("<style>.st-key-atlas-warm{display:none}</style>" + browser_warm.script(), unsafe_allow_javascript=True)
         browser_warm.elements()

@@ -173,7 +173,7 @@ if asked is not None:
             st.success(t("tour.right", answer=asked.shown(asked.truth)) + (f" {asked.note}" if asked.note else ""))
         else:
             st.warning(t(f"tour.{step.id}.hint", **asked.args))
-        if shown:
+        if shown and not right:
             st.info(t("tour.truth", answer=asked.shown(asked.truth), yours=asked.shown(answer))
                     + (f" {asked.note}" if asked.note else ""))
         if right or shown:

@@ -266,7 +266,7 @@ def ask_table3(value) -> Asked:
                      ours_title=t(f"study.factor.ours_{metric}"), y_title=label, seeds_label=t("study.factor.seeds"),
                      per_seed=[per_seed[k] for k in rows], seed_title=t("study.factor.seed")),
                  options=rows, labels=names, also=frozenset(best["alike"]),
-                 note=t("tour.table3.alike", rows=", ".join(alike)) if alike else t("tour.table3.apart"))
+                 note=t("tour.table3.alike", rows="; ".join(alike)) if alike else t("tour.table3.apart"))
 
 
 def ask_visible(value) -> Asked:

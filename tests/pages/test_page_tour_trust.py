@@ -221,3 +221,12 @@ def test_a_stop_opens_its_page_at_its_section(step_id):
     assert scripts, "the page scrolls to the section"
     at.run()  # once: the next run stays where the learner is
     assert not [e for e in at.get("html") if anchor in str(e.proto)]
+
+
+def test_a_stop_opened_from_a_korean_link_opens_its_page_in_korean():
+    """A session that a link started in Korean keeps Korean across the server-side page switch of Open."""
+    n, step = _stop("smoothing")
+    at = open_link("tour.py", {"step": str(n)}, lang="ko")
+    at.button(key="tour_open").click().run()
+    assert_clean(at)
+    assert at.session_state["lang"] == "ko" and at.title[0].value == catalogue("ko")["pages.recipe.title"]
