@@ -47,6 +47,7 @@ PAGES: list[PageInfo] = [
     PageInfo("masks.py", "masks", ":material/grid_on:"),
     PageInfo("recipe.py", "recipe", ":material/trending_up:"),
     PageInfo("why.py", "why", ":material/speed:"),
+    PageInfo("limits.py", "limits", ":material/straighten:"),
     PageInfo("family.py", "family", ":material/family_history:"),
     PageInfo("inspector.py", "inspector", ":material/visibility:"),
     PageInfo("train.py", "train", ":material/model_training:"),

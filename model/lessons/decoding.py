@@ -40,17 +40,19 @@ def timed_greedy(model, src_ids: list[int], *, bos_id: int, steps: int, cache: b
     return {"tokens": tokens[1:], "seconds": seconds}
 
 
-def compare(model, src_ids: list[int], *, bos_id: int, steps: int) -> dict:
-    """Both ways on one thread (numbers independent of the machine's other work): per-step seconds, tokens per
-    second, and whether the tokens are the same."""
+def compare(model, src_ids: list[int], *, bos_id: int, steps: int, repeats: int = 3) -> dict:
+    """Both ways on one thread: per-step seconds (each step's fastest of `repeats` runs, so a moment the machine
+    gave to other work does not count as the step's cost), tokens per second, and whether the tokens are the same."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         timed_greedy(model, src_ids, bos_id=bos_id, steps=2, cache=True)  # warm-up
-        with_cache = timed_greedy(model, src_ids, bos_id=bos_id, steps=steps, cache=True)
-        without = timed_greedy(model, src_ids, bos_id=bos_id, steps=steps, cache=False)
+        runs = {mode: [timed_greedy(model, src_ids, bos_id=bos_id, steps=steps, cache=mode)
+                       for _ in range(max(1, repeats))] for mode in (True, False)}
     finally:
         torch.set_num_threads(threads)
+    fastest = lambda rs: {"tokens": rs[0]["tokens"], "seconds": [min(s) for s in zip(*(r["seconds"] for r in rs))]}  # noqa: E731
+    with_cache, without = fastest(runs[True]), fastest(runs[False])
     rate = lambda r: len(r["seconds"]) / max(sum(r["seconds"]), 1e-12)  # noqa: E731
     return {"cache": with_cache["seconds"], "no_cache": without["seconds"],
             "tokens_per_second": {"cache": rate(with_cache), "no_cache": rate(without)},

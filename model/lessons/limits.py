@@ -74,15 +74,28 @@ def available_bytes() -> int | None:
     return None
 
 
-def refusal(impl: str, s: Setting, budget: int | None = None, share: float = 0.25) -> dict | None:
-    """None when the call fits; else {"needed": bytes, "allowed": bytes}: it would take more than `share` of the
-    memory free now (or more than `budget` bytes when given), so it is not run."""
+def estimate_flops(impl: str, s: Setting) -> int:
+    """Multiply-adds x 2 of one call: Q K^T and the weights times V over the scores each answer computes."""
+    h, n, dk = s.heads, s.n, s.d_k
+    keys = {"full": n, "blockwise": n, "window": min(n, 3 * s.window) + s.global_tokens,
+            "linformer": 2 * min(s.k, n)}[impl]  # Linformer: the scores over k rows, and projecting K and V
+    return 4 * h * n * keys * dk
+
+
+def refusal(impl: str, s: Setting, budget: int | None = None, share: float = 0.25,
+            max_flops: int | None = None) -> dict | None:
+    """None when the call fits; else {"kind": "memory", "needed": bytes, "allowed": bytes} when it would take more
+    than `share` of the memory free now (or more than `budget` bytes when given), or {"kind": "time", "needed":
+    flops, "allowed": max_flops} when it would compute more than `max_flops`; either way it is not run."""
     allowed = budget if budget is not None else available_bytes()
-    if allowed is None:
-        return None
-    allowed = int(allowed * (1.0 if budget is not None else share))
-    needed = estimate_bytes(impl, s)
-    return None if needed <= allowed else {"needed": needed, "allowed": allowed}
+    if allowed is not None:
+        allowed = int(allowed * (1.0 if budget is not None else share))
+        needed = estimate_bytes(impl, s)
+        if needed > allowed:
+            return {"kind": "memory", "needed": needed, "allowed": allowed}
+    if max_flops is not None and estimate_flops(impl, s) > max_flops:
+        return {"kind": "time", "needed": estimate_flops(impl, s), "allowed": max_flops}
+    return None
 
 
 def pooling(k: int, n: int) -> torch.Tensor:
@@ -131,11 +144,11 @@ def peak_bytes(fn) -> int:
     return peak
 
 
-def measure(impl: str, s: Setting, repeats: int = 3) -> dict:
+def measure(impl: str, s: Setting, repeats: int = 3, max_flops: int | None = None) -> dict:
     """Time (median of `repeats` calls, after one warm-up call) and measured peak memory of one call, beside
     the estimate; {"refused": {...}} instead when the estimate does not fit in memory. Timed on one thread,
     so the numbers do not depend on what else the machine runs (two threads on a busy machine spin-wait)."""
-    refused = refusal(impl, s)
+    refused = refusal(impl, s, max_flops=max_flops)
     if refused:
         return {"impl": impl, "n": s.n, "refused": refused}
     threads = torch.get_num_threads()
@@ -160,10 +173,17 @@ def _measure(impl: str, s: Setting, repeats: int) -> dict:
             "estimate_bytes": estimate_bytes(impl, s), "refused": None}
 
 
-def sweep(s: Setting, sizes: tuple[int, ...], impls: tuple[str, ...] = IMPLS) -> list[dict]:
-    """measure() for every impl at every n in `sizes` (the other knobs from s)."""
+def sweep(s: Setting, sizes: tuple[int, ...], impls: tuple[str, ...] = IMPLS, max_flops: int | None = None) -> list[dict]:
+    """measure() for every impl at every n in `sizes` (the other knobs from s); one timed call instead of three
+    above a tenth of max_flops."""
     from dataclasses import replace
-    return [measure(impl, replace(s, n=n)) for n in sizes for impl in impls]
+    out = []
+    for n in sizes:
+        for impl in impls:
+            one = replace(s, n=n)
+            big = max_flops is not None and estimate_flops(impl, one) > max_flops // 10
+            out.append(measure(impl, one, repeats=1 if big else 3, max_flops=max_flops))
+    return out
 
 
 def difference_from_full(s: Setting) -> dict:

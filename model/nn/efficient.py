@@ -86,17 +86,18 @@ def banded_attention(q, k, v, window: int, global_tokens: int = 0):
     the queries `window` at a time, each block against its neighbouring keys (at most 3 window - 2 of them) and the
     global keys; the global queries against every key. The largest temporary is (window x 3 window) per head, so
     memory grows with n w, not n^2. q, k: (..., n, d_k), v: (..., n, d_v); self-attention (Lq = Lk)."""
-    from model.nn.attention import masked_softmax
     n, w, g = q.size(-2), window, min(global_tokens, q.size(-2))
     scale = 1.0 / math.sqrt(q.size(-1))
     out = q.new_zeros((*q.shape[:-1], v.size(-1)))  # (..., n, d_v)
     for start in range(0, n, w):
         stop = min(start + w, n)
-        lo, hi = max(g, start - w + 1), min(n, stop + w - 1)  # the band's keys beyond the global ones
+        lo = max(g, start - w + 1)  # the band's keys beyond the global ones (none when the globals cover it)
+        hi = max(lo, min(n, stop + w - 1))
         cols = torch.cat([torch.arange(g), torch.arange(lo, hi)]) if g else torch.arange(lo, hi)
         keep = _band_keep(start, stop, cols, w, g)  # (b, c): longformer_mask's cells, without the (n x n) mask
         s = (q[..., start:stop, :] @ k[..., cols, :].transpose(-2, -1)) * scale  # (..., b, c)
-        out[..., start:stop, :] = masked_softmax(s, keep) @ v[..., cols, :]
+        p = torch.softmax(s.masked_fill(~keep, float("-inf")), dim=-1)  # (..., b, c); each row keeps itself
+        out[..., start:stop, :] = p @ v[..., cols, :]
     if g:  # global queries see every key
         s = (q[..., :g, :] @ k.transpose(-2, -1)) * scale  # (..., g, n)
         out[..., :g, :] = torch.softmax(s, dim=-1) @ v

@@ -129,7 +129,8 @@ def test_defaults_are_the_papers_and_options_are_validated():
             TransformerConfig(**changes)
 
 
-@pytest.mark.parametrize("n,window,global_tokens", [(10, 3, 0), (10, 3, 2), (50, 4, 1), (64, 64, 0), (7, 20, 3)])
+@pytest.mark.parametrize("n,window,global_tokens", [(10, 3, 0), (10, 3, 2), (50, 4, 1), (64, 64, 0), (7, 20, 3),
+                                                    (16, 2, 8), (5, 1, 9)])
 def test_banded_attention_equals_the_masked_full_attention(n, window, global_tokens):
     from model.nn.efficient import banded_attention
     q, k, v = _qkv(n, seed=n)

@@ -23,7 +23,9 @@ def test_measured_memory_grows_with_n_and_blockwise_stays_below_full():
 
 def test_a_size_past_memory_is_refused_from_the_estimate():
     s = limits.Setting(n=4096, d=64, heads=2)
-    assert limits.refusal("full", s, budget=10**6) == {"needed": limits.estimate_bytes("full", s), "allowed": 10**6}
+    assert limits.refusal("full", s, budget=10**6) == {"kind": "memory", "needed": limits.estimate_bytes("full", s),
+                                                       "allowed": 10**6}
+    assert limits.refusal("full", s, budget=10**12, max_flops=10**6)["kind"] == "time"
     assert limits.refusal("blockwise", replace(s, block=1), budget=10**9) is None
     out = limits.measure("full", limits.Setting(n=10**6, d=64, heads=2))  # 8 TB of scores: never allocated
     assert out["refused"]["needed"] > 10**12

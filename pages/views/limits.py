@@ -1,0 +1,54 @@
+"""The limits page's reading of the shipped studies and its small formatting helpers. No Streamlit here."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from app.format import number
+from model.lessons import extrapolation as ex
+
+ROOT = Path(__file__).resolve().parents[2]
+LENGTHS = ROOT / "assets" / "study" / "lengths.json"
+TABLE3 = ROOT / "assets" / "study" / "table3.json"
+SWEEP_FROM, SWEEP_TO, SWEEP_POINTS = 128, 16384, 7
+
+
+def mb(n_bytes: float) -> str:
+    """Bytes as mebibytes, three significant digits ("0.250 MiB", "1.20e+04 MiB")."""
+    value = n_bytes / 2**20
+    return number(value, ".3g" if value >= 1000 else ".3f") + " MiB"
+
+
+def sweep_sizes(n: int) -> tuple[int, ...]:
+    """The measured sizes: powers of two from SWEEP_FROM below n (and at most SWEEP_TO), the last SWEEP_POINTS - 1
+    of them, and n: a curve up to the chosen size without measuring every size on the way to a refused one."""
+    sizes, size = [], SWEEP_FROM
+    while size < n and size <= SWEEP_TO:
+        sizes.append(size)
+        size *= 2
+    return tuple(sizes[-(SWEEP_POINTS - 1):] + [n])
+
+
+def _read(path: Path):
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and isinstance(doc.get("rows"), list) else None
+
+
+def lengths_study(path: Path = LENGTHS) -> dict | None:
+    """The shipped length study (model.training.lengths), or None when missing or damaged."""
+    doc = _read(path)
+    needed = ("options", "multiples", "chance", "seconds", "command", "machine", "date")
+    return doc if doc is not None and all(k in doc for k in needed) else None
+
+
+def scale_study(path: Path = TABLE3) -> tuple[list[dict], dict | None]:
+    """The Table 3 study's size rows as points, and the power law fitted to them (None when it cannot be)."""
+    doc = _read(path)
+    points = ex.size_points(doc) if doc is not None else []
+    try:
+        return points, ex.power_law(points)
+    except ValueError:
+        return points, None

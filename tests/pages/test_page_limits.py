@@ -1,0 +1,66 @@
+"""The limits page in both languages: no error box at either end of every control, numbers computed on the spot
+(a smaller n measures less memory), the shipped studies read with their verdicts."""
+import pytest
+
+from app.i18n import LANGS, catalogue
+from tests.apptest_read import errors, figures, title
+from tests.apptest_util import assert_clean, open_link, run_page
+
+pytestmark = pytest.mark.slow
+
+
+def peak_of_full(at, lang: str) -> str:
+    """The measured peak memory of full attention, read off the cost table."""
+    cat = catalogue(lang)
+    header, full = cat["limits.cost.peak"], cat["limits.impl.full"]
+    for md in at.markdown:
+        lines = md.value.splitlines()
+        if lines and header in lines[0]:
+            cols = [c.strip() for c in lines[0].strip("|").split("|")]
+            row = next(r for r in lines[2:] if r.strip("| ").startswith(full))
+            return [c.strip() for c in row.strip("|").split("|")][cols.index(header)]
+    raise AssertionError("no cost table")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_page_runs_and_measures_again_when_n_changes(lang):
+    at = run_page("limits.py", lang, timeout=300)
+    assert_clean(at)
+    assert errors(at) == []
+    cat = catalogue(lang)
+    assert at.title[0].value == cat["pages.limits.title"]
+    before = peak_of_full(at, lang)
+    at.select_slider(key="lim_n").set_value(256).run()
+    assert_clean(at)
+    after = peak_of_full(at, lang)
+    assert before != after and float(after.split()[0]) < float(before.split()[0]) / 8  # n / 4: scores / 16
+    names = [title(f) for f in figures(at)]
+    assert cat["limits.lengths.title"].format(L=8) in names and cat["limits.scale.title"] in names
+    text = " ".join(m.value for m in at.markdown)
+    assert cat["limits.outcome.contradicted"] in text and cat["limits.lengths.refused"] in text
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_control_at_both_ends(lang):
+    low = {"lim_n": 128, "lim_d": 64, "lim_heads": 8, "lim_block": 512, "lim_window": 2, "lim_global": 8,
+           "lim_k": 256, "lim_steps": 4}
+    high = {"lim_n": 1048576, "lim_d": 512, "lim_heads": 1, "lim_block": 16, "lim_window": 256, "lim_global": 0,
+            "lim_k": 8, "lim_steps": 63}
+    at = run_page("limits.py", lang, timeout=300)
+    for values, sentence in ((low, ""), (high, "나는 학교에 간다 😀 <b>" * 30)):
+        for key, value in values.items():
+            widget = next(w for kind in (at.select_slider, at.slider) for w in kind if w.key == key)
+            widget.set_value(value)
+        at.text_input(key="lim_sentence").set_value(sentence)
+        at.run()
+        assert_clean(at)
+        assert errors(at) == []
+    cat = catalogue(lang)
+    text = " ".join(m.value for m in at.markdown)
+    assert cat["limits.refused.memory"].split(":")[0] in text  # a million tokens: refused from the estimate
+
+
+def test_a_link_opens_the_page_at_its_settings():
+    at = open_link("limits.py", {"n": "512", "d": "128", "heads": "2", "steps": "8"}, lang="en", timeout=300)
+    assert_clean(at)
+    assert at.select_slider(key="lim_n").value == 512 and at.slider(key="lim_steps").value == 8
