@@ -96,13 +96,35 @@ def legend_below() -> dict:
     return dict(orientation="h", yanchor="top", y=-0.18, x=0, xanchor="left")
 
 
+TITLE_PX = 290  # a lifted title's line: the narrowest column a map is drawn in (one of two on a laptop's window)
+TITLE_LINE_PX = 18
+
+
+def wrapped(text: str, size: float = 14, room: float = TITLE_PX) -> str:
+    """A title broken into lines (<br>) at spaces so that each fits `room` px: Plotly never wraps a title, and a
+    long one was cut at the figure's edge in a narrow column."""
+    from app.charts.text_width import text_px
+    lines: list[str] = []
+    for word in str(text).split(" "):
+        if lines and text_px(f"{lines[-1]} {word}", size) <= room:
+            lines[-1] = f"{lines[-1]} {word}"
+        else:
+            lines.append(word)
+    return "<br>".join(lines)
+
+
 def lift_title(fig: Figure | go.Figure, extra: int = 36) -> Figure | go.Figure:
-    """Heatmaps with the key axis on top: move the figure title above the axis title."""
+    """Heatmaps with the key axis on top: move the figure title above the axis title (wrapped to fit a narrow
+    column, each further line given its room)."""
     layout = fig["layout"] if isinstance(fig, dict) else fig.layout.to_plotly_json()
     top = (layout.get("margin") or {}).get("t")
+    text = ((layout.get("title") or {}).get("text") or "")
+    text = wrapped(text) if "<br>" not in text else text
+    extra += TITLE_LINE_PX * text.count("<br>")
     return amend(fig, dict(margin=dict(t=(top if top is not None else 30) + extra),
                            height=(layout.get("height") or 400) + extra,
-                           title=dict(y=1.0, yref="container", yanchor="top", pad=dict(t=10), font=dict(size=14))))
+                           title=dict(text=text, y=1.0, yref="container", yanchor="top", pad=dict(t=10),
+                                      font=dict(size=14))))
 
 
 def amend(fig: Figure | go.Figure, layout: dict | None = None, traces: dict[int, dict] | None = None,
