@@ -8,6 +8,9 @@ import plotly.graph_objects as go
 from app.charts.style import colour, esc, legend_below, margins
 
 
+FEW_STEPS = 6  # up to this many logged steps, the step axis is ticked at exactly those steps
+
+
 def series(records: list[dict], kind: str, key: str) -> tuple[list[int], list[float]]:
     """(steps, values) of one metric of one record kind ("train" or "eval"), finite values only."""
     xs, ys = [], []
@@ -24,6 +27,9 @@ def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, height: int 
     fig.update_layout(title=title, height=height, margin=margins(title, 50), legend=legend_below(),
                       hovermode="x unified")
     fig.update_layout(xaxis_title=x_title, yaxis_title=y_title)  # (update_yaxes would retitle yaxis2 too)
+    steps = sorted({x for tr in fig.data if tr.x is not None for x in tr.x})
+    if 0 < len(steps) <= FEW_STEPS:  # a run's first records: a tick at each step, not Plotly's 9.5 and 10.5
+        fig.update_xaxes(tickmode="array", tickvals=steps, ticktext=[f"{s:,}" for s in steps])
     return fig
 
 
