@@ -64,7 +64,7 @@ def render() -> None:
         st.caption(t("family_mlm.card", acc=scores["test_accuracy"], top5=scores.get("test_top5_accuracy", 0.0),
                      en=scores.get("test_accuracy_en", 0.0), ko=scores.get("test_accuracy_ko", 0.0),
                      en_pair=scores.get("test_accuracy_en_with_ko", 0.0),
-                     ko_pair=scores.get("test_accuracy_ko_with_en", 0.0), steps=loaded.meta.get("steps", "?")))
+                     ko_pair=scores.get("test_accuracy_ko_with_en", 0.0), steps=_count(loaded.meta.get("steps"))))
     text("family_mlm.training")
 
     # ------------------------------------------------------------------ inputs
@@ -177,3 +177,8 @@ def _head_detail(result, piece_labels, lm_weights, lm_labels) -> None:
             show_matrix(fig, w, name=f"lm-L{lm_layer + 1}-H{lm_head + 1}", row_labels=lm_labels, col_labels=lm_labels,
                         key="fam-mlm-lm-map")
             st.metric(t("family_mlm.later"), f"{later_share(lm_weights)[lm_layer, lm_head]:.1%}")
+
+
+def _count(value) -> str:
+    """A count from the model's files as the page writes counts ("6,000"), "?" when it is not one."""
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else "?"
