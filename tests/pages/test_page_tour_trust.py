@@ -230,3 +230,16 @@ def test_a_stop_opened_from_a_korean_link_opens_its_page_in_korean():
     at.button(key="tour_open").click().run()
     assert_clean(at)
     assert at.session_state["lang"] == "ko" and at.title[0].value == catalogue("ko")["pages.recipe.title"]
+
+
+def test_the_tour_names_the_pages_inputs_by_their_declarations_only():
+    """No session key or link name of another page written out in the tour: it reads them from app.page_inputs."""
+    import ast
+    from app import page_inputs
+    from tests.streamlit_server import ROOT
+    declared = {v.key for c in vars(page_inputs).values() if isinstance(c, type)
+                for v in vars(c).values() if isinstance(v, page_inputs.Input)} - {"kind"}  # also a message's argument
+    for path in (ROOT / "pages" / "tour.py", ROOT / "pages" / "views" / "tour.py"):
+        literals = {n.value for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                    if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        assert not literals & declared, (path.name, literals & declared)
