@@ -243,3 +243,14 @@ def test_the_tour_names_the_pages_inputs_by_their_declarations_only():
         literals = {n.value for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
                     if isinstance(n, ast.Constant) and isinstance(n.value, str)}
         assert not literals & declared, (path.name, literals & declared)
+
+
+@pytest.mark.parametrize("step", tv.STEPS, ids=lambda s: s.id)
+def test_every_stop_names_a_section_its_page_draws(step):
+    """The anchor a stop opens its page at is a header anchor in that page's code (or its members')."""
+    from app.pages_list import PAGES
+    from tests.streamlit_server import ROOT
+    file = ROOT / "pages" / next(p.file for p in PAGES if p.url == step.page)
+    code = [file] + sorted((ROOT / "pages" / file.stem).glob("*.py"))
+    assert any(f'anchor=SECTIONS["{step.section}"]' in p.read_text(encoding="utf-8") for p in code), step.section
+    assert step.link("en").endswith("#" + tv.SECTIONS[step.section])
