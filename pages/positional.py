@@ -142,13 +142,13 @@ def extrapolation_section(d_model: int, pos_t: str, dim_t: str) -> None:
         title = t("positional.extrapolation.sinusoidal_title", last=span - 1, d=ext["d"])
         fig = shared_figure("ext-sin", (train_len, ext["d"], title, pos_t, dim_t), lambda: numeric_heatmap(
             ext["sinusoidal"].T, x_title=pos_t, y_title=dim_t, zmin=-1, zmax=1, vlines=[train_len - 0.5],
-            height=340, title=title))
+            height=340, title=title, narrow=True))
         show_figure(fig, name="extrapolation-sinusoidal", csv=lambda: matrix_csv(ext["sinusoidal"]), key="ext_sin")
     with right:
         title = t("positional.extrapolation.learned_title", last=train_len - 1)
         fig = shared_figure("ext-learned", (train_len, ext["d"], title, pos_t, dim_t), lambda: amend(numeric_heatmap(
             ext["learned"].T, x_title=pos_t, y_title=dim_t, vlines=[train_len - 0.5], zmid=0, title=title,
-            height=340), dict(xaxis=dict(range=[-0.5, span - 0.5]))))
+            height=340, narrow=True), dict(xaxis=dict(range=[-0.5, span - 0.5]))))
         show_figure(fig, name="extrapolation-learned", csv=lambda: matrix_csv(ext["learned"]), key="ext_learned")
     c1, c2 = st.columns(2)
     with c1:

@@ -7,7 +7,8 @@ import numpy as np
 
 from app.charts.text_width import text_px
 from app.format import number
-from app.charts.style import Figure, colour, esc, figure, labels as escaped_labels, legend_below, margins, named_scale, to_np
+from app.charts.style import (TITLE_LINE_PX, Figure, colour, esc, figure, labels as escaped_labels, legend_below, margins,
+                              named_scale, to_np, wrapped)
 
 
 def _axis(log: bool, values=None, most: int = 8) -> dict:
@@ -149,7 +150,9 @@ def circle_figure(sin_vals, cos_vals, p: int, k: int, *, title="", pos_label="po
     """The (sin, cos) pair of every position as a point on the unit circle; position p and p+k
     highlighted with an arrow: shifting by k turns the point by the same angle everywhere."""
     s, c = to_np(sin_vals), to_np(cos_vals)
-    title, pos_label = esc(title), esc(pos_label)
+    title, pos_label = wrapped(esc(title), 17), esc(pos_label)  # drawn in a column beside the rotation matrix
+    lines = title.count("<br>")
+    height += TITLE_LINE_PX * lines
     n = len(s)
     th = np.linspace(0, 2 * np.pi, 200)
     traces = [dict(type="scatter", x=np.sin(th), y=np.cos(th), mode="lines", line=dict(color="#cccccc"),
@@ -168,4 +171,4 @@ def circle_figure(sin_vals, cos_vals, p: int, k: int, *, title="", pos_label="po
     return figure(traces, dict(
         xaxis=dict(title=dict(text="sin(p·ω)"), range=[-1.3, 1.3], zeroline=True),
         yaxis=dict(title=dict(text="cos(p·ω)"), range=[-1.3, 1.3], scaleanchor="x", zeroline=True),
-        title=dict(text=title), height=height, margin=margins(title, 50 if title else 20)))
+        title=dict(text=title), height=height, margin=margins(title, (50 if title else 20) + TITLE_LINE_PX * lines)))

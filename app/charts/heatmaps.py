@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from app.charts.style import (MODEBAR_ROOM, Figure, ATTN_SCALE, DIVERGING, OUTLINE, esc, figure, labels, lift_title, margins, to_np,
+from app.charts.style import (MODEBAR_ROOM, TITLE_LINE_PX, Figure, wrapped, ATTN_SCALE, DIVERGING, OUTLINE, esc, figure, labels, lift_title, margins, to_np,
                               value_scale)
 from app.charts.text_width import text_px
 from app.format import compact, number
@@ -262,14 +262,21 @@ MULTIPLE_PX = 96  # a small multiple's side, about (8 a row in the main column)
 
 def numeric_heatmap(z, x=None, y=None, *, title="", x_title="", y_title="", colorscale=DIVERGING,
                     reversescale=True, zmin=None, zmax=None, zmid=None, height=420, vlines=(),
-                    colorbar_title="") -> Figure:
-    """A heatmap for large matrices (numeric axes, no cell text). z: (rows, cols)."""
+                    colorbar_title="", narrow: bool = False) -> Figure:
+    """A heatmap for large matrices (numeric axes, no cell text). z: (rows, cols). `narrow`: drawn in one of two
+    columns, its title wrapped to fit."""
     z = to_np(z).astype(np.float32)  # compact: plotly sends float32 arrays as binary
     title, x_title, y_title, colorbar_title = esc(title), esc(x_title), esc(y_title), esc(colorbar_title)
+    lines = 0
+    if narrow and title:
+        title = wrapped(title, 17)
+        lines = title.count("<br>")
+        height += TITLE_LINE_PX * lines
     x = np.arange(z.shape[1]) if x is None else np.asarray(x)
     y = np.arange(z.shape[0]) if y is None else np.asarray(y)
     layout = dict(yaxis=dict(autorange="reversed", title=dict(text=y_title)), xaxis=dict(title=dict(text=x_title)),
-                  title=dict(text=title), height=height, margin=margins(title, 50 if title else 20))
+                  title=dict(text=title), height=height,
+                  margin=margins(title, (50 if title else 20) + TITLE_LINE_PX * lines))
     if len(vlines):  # what fig.add_vline draws: a dashed line over the y axis' whole domain
         layout["shapes"] = [dict(type="line", x0=v, x1=v, xref="x", y0=0, y1=1, yref="y domain",
                                  line=dict(color="black", width=2, dash="dash")) for v in vlines]

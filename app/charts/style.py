@@ -96,7 +96,7 @@ def legend_below() -> dict:
     return dict(orientation="h", yanchor="top", y=-0.18, x=0, xanchor="left")
 
 
-TITLE_PX = 290  # a lifted title's line: the narrowest column a map is drawn in (one of two on a laptop's window)
+TITLE_PX = 220  # a title's line in the narrowest column a figure is drawn in (one of two on a 1000 px window, bold)
 TITLE_LINE_PX = 18
 
 

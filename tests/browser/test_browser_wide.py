@@ -26,7 +26,7 @@ PAGES = ["masks?tab=padding", "multihead?heads=8", "positional", "family",
 
 # Each chart of the page: whether it is wider than the box it is drawn in and, if so, whether that box shows it
 # scrolls (a scroll bar always shown, the right edge faded while more is to the right); whether each colour bar's
-# labels are inside the visible box. Each formula: whether it is wider than its line.
+# labels and its title are inside the visible box. Each formula: whether it is wider than its line.
 WIDE_JS = r"""() => {
   const out = [];
   for (const gd of document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')) {
@@ -39,7 +39,10 @@ WIDE_JS = r"""() => {
     const hidden = wide ? [] : Array.from(gd.querySelectorAll('.cbaxis text')).filter(e => {
       const r = e.getBoundingClientRect(); return r.width && (r.right > b.right + 1 || r.left < b.left - 1); })
       .map(e => e.textContent);
-    if ((wide && !cue) || hidden.length) out.push({chart: title.slice(0, 60), wide, cue, hidden});
+    const cut = wide ? [] : Array.from(gd.querySelectorAll('.gtitle')).filter(e => {
+      const r = e.getBoundingClientRect(); return r.width && (r.right > b.right + 1 || r.left < b.left - 1); })
+      .map(e => e.textContent.slice(0, 40));
+    if ((wide && !cue) || hidden.length || cut.length) out.push({chart: title.slice(0, 60), wide, cue, hidden, cut});
   }
   for (const f of document.querySelectorAll('[data-testid="stMain"] .katex-display')) {
     const inner = f.querySelector('.katex-html') || f, width = inner.getBoundingClientRect().width;
