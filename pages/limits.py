@@ -145,7 +145,7 @@ if study is None:
     st.info(t("limits.lengths.missing"))
 else:
     L = study["options"]["train_len"]
-    text("limits.lengths", L=L, symbols=study["options"]["symbols"], seeds=study["options"]["seeds"],
+    text("limits.lengths", L=L, L2=2 * L, L4=4 * L, symbols=study["options"]["symbols"], seeds=study["options"]["seeds"],
          steps=study["options"]["steps"], chance=study["chance"] * 100)
     xs = [m * L for m in study["multiples"]]
     spread = {t(f"limits.scheme.{r['scheme']}"): tuple([r["accuracy"][str(m)][key] for m in study["multiples"]]

@@ -3,13 +3,14 @@ spread, and dev loss against parameters with a fitted power law (both axes logar
 from __future__ import annotations
 
 from app.charts.curves import line_chart
-from app.charts.style import Figure, colour, esc, figure, legend_below, margins
+from app.charts.style import Figure, amend, colour, esc, figure, legend_below, margins
 
 
 def measured_chart(sizes: list[int], series: dict[str, list], *, title: str, y_title: str) -> Figure:
     """One curve per attention over n (log-log); a refused size is a gap (None)."""
-    return line_chart(sizes, series, mode="lines+markers", log_x=True, log_y=True, x_title="n", y_title=y_title,
-                      title=title, height=360)
+    fig = line_chart(sizes, series, mode="lines+markers", log_x=True, log_y=True, x_title="n", y_title=y_title,
+                     title=title, height=360)
+    return amend(fig, dict(xaxis=dict(tickvals=sizes, ticktext=[f"{n:,}" for n in sizes])))  # every measured n named
 
 
 def spread_chart(xs: list, rows: dict[str, tuple[list, list, list]], *, chance: float, chance_label: str,
