@@ -19,6 +19,7 @@ from model.lessons.positions import (
 )
 
 MAX_WORDS = 24
+THIRD_PX = 140  # a title's line in one of three columns on a 1000 px window
 MAX_DIMS, DIM_LIMIT = 8, 511  # up to 8 dimensions, each below the largest d_model the slider allows
 LENGTH = 100  # positions in the first view
 ANCHOR = LENGTH // 2  # the dot product's anchor position in the first view
@@ -186,7 +187,7 @@ def permutation_maps(words: list, exp: dict) -> None:
                 fig = shared_figure("perm-map", (tuple(words), tuple(perm), layer, head, pe_on, which, *titles),
                                     lambda: lift_title(attention_heatmap(
                                         maps[which], labs, labs, title=titles[0], query_title=titles[1],
-                                        key_title=titles[2], height=300 + 12 * len(labs))))
+                                        key_title=titles[2], height=300 + 12 * len(labs)), room=THIRD_PX))
                 show_matrix(fig, maps[which], name=f"permutation-{'pe' if pe_on else 'nope'}-{tag}",
                             row_labels=labs, col_labels=labs, key=f"perm-{int(pe_on)}-{tag}")
         st.caption(t("common.rows_cols") + " " + t("positional.permutation.caption", layer=layer, head=head,

@@ -113,13 +113,13 @@ def wrapped(text: str, size: float = 14, room: float = TITLE_PX) -> str:
     return "<br>".join(lines)
 
 
-def lift_title(fig: Figure | go.Figure, extra: int = 36) -> Figure | go.Figure:
-    """Heatmaps with the key axis on top: move the figure title above the axis title (wrapped to fit a narrow
-    column, each further line given its room)."""
+def lift_title(fig: Figure | go.Figure, extra: int = 36, room: float = TITLE_PX) -> Figure | go.Figure:
+    """Heatmaps with the key axis on top: move the figure title above the axis title (wrapped to lines of `room`
+    px, one of two columns by default, each further line given its room)."""
     layout = fig["layout"] if isinstance(fig, dict) else fig.layout.to_plotly_json()
     top = (layout.get("margin") or {}).get("t")
     text = ((layout.get("title") or {}).get("text") or "")
-    text = wrapped(text) if "<br>" not in text else text
+    text = wrapped(text, room=room) if "<br>" not in text else text
     extra += TITLE_LINE_PX * text.count("<br>")
     return amend(fig, dict(margin=dict(t=(top if top is not None else 30) + extra),
                            height=(layout.get("height") or 400) + extra,
