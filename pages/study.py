@@ -101,7 +101,7 @@ if doc is not None:
                  steps=study.whole(opts.get("steps")), batch=opts.get("batch_size", "?"),
                  minutes=float(doc.get("seconds", 0.0)) / 60, machine=fmt.escape_md(doc.get("machine", "?")),
                  decoded=opts.get("decode_limit", "?")))
-    st.code(doc.get("command") or "", language="bash")
+    st.code(doc.get("command") or "", language="bash", wrap_lines=True)  # the whole command, at any width
 
     # ------------------------------------------------------------------------- 1. the two tables
     st.header(t("study.table.header"))

@@ -165,13 +165,16 @@ except UserError as e:
     else:
         st.warning(t("train.no_estimate", problem=say(e.message)))
 if est:
-    m1, m2, m3, m4 = st.columns(4)
-    m1.metric(t("train.metric.parameters"), fmt.count(est["parameters"]), help=t("train.metric_help.parameters"))
-    m2.metric(t("train.metric.memory"), fmt.size_bytes(est["memory_bytes"]), help=t("train.metric_help.memory"))
-    m3.metric(t("train.metric.time"), "≈ " + fmt_duration(est["seconds"]) if est["seconds"] else "–",
-              help=t("train.metric_help.time"))
+    # One row that wraps where the page is narrow: each number as wide as it is, never cut short.
+    row = st.container(horizontal=True)
+    row.metric(t("train.metric.parameters"), fmt.count(est["parameters"]), help=t("train.metric_help.parameters"),
+               width="content")
+    row.metric(t("train.metric.memory"), fmt.size_bytes(est["memory_bytes"]), help=t("train.metric_help.memory"),
+               width="content")
+    row.metric(t("train.metric.time"), "≈ " + fmt_duration(est["seconds"]) if est["seconds"] else "–",
+               help=t("train.metric_help.time"), width="content")
     if not est.get("family"):
-        m4.metric(t("train.metric.tokens_per_step"), fmt.count(est["tokens_per_step"]))
+        row.metric(t("train.metric.tokens_per_step"), fmt.count(est["tokens_per_step"]), width="content")
         st.caption(t("train.estimate_caption", tflop=est["flops"] / 1e12, gflops=est["machine_flops"] / 1e9,
                      threads=mgr.threads))
     else:

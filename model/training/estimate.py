@@ -90,26 +90,29 @@ def task_tokens(task: str, sample: int, max_len: int) -> float:
 # The time model, in units of this machine's measured matmul speed (throughput), so that one set of constants fits
 # a fast machine and a slow one. Fitted on the training page's presets (copy, en-ko and lm; tiny and small), each
 # run timed step by step beside a measurement of the matmul speed (docs/benchmarks.md, "The training estimate"):
-# - a step does 6 · parameters · tokens FLOPs at EFFICIENCY of the benchmark's speed, plus a cost that does not
-#   grow with the model's width: Python and the launch of each layer's kernels (STEP_OVERHEAD per layer, one more
-#   for the embeddings and the loss), and the softmax over the vocabulary of every token (LOGIT_COST per logit);
-#   for the smallest models the overhead is most of a step;
+# - a step does 6 · parameters · tokens FLOPs, on the padded tokens (batches of whole sentences pad each to the
+#   longest of its batch, PADDING; batches by tokens are filled by length and hardly pad), at EFFICIENCY times the
+#   benchmark's speed (a model's matmuls are larger than the benchmark's), plus a cost that does not grow with the
+#   model's width: Python and the launch of each layer's kernels (STEP_OVERHEAD per layer, one more for the
+#   embeddings and the loss), and the softmax over the vocabulary of every token (LOGIT_COST per logit); for the
+#   smallest models these costs are most of a step;
 # - an evaluation scores 500 sentences with teacher forcing and decodes 200 greedily, token by token: its FLOPs
 #   plus a cost per decoded token that grows with the vocabulary (EVAL_OVERHEAD, EVAL_LOGIT_COST);
 # - the start: a trainer started ahead of time (the standby trainer, app/jobs/standby.py) is at its first step
 #   almost at once (START_WARM); a fresh one imports torch and reads its data first (START_COLD).
-EFFICIENCY = 0.85
-STEP_OVERHEAD = 0.18e9  # per layer, + 1
-LOGIT_COST = 500.0
-EVAL_OVERHEAD, EVAL_LOGIT_COST = 10e9, 30e6
+EFFICIENCY, PADDING = 1.3, 1.6
+STEP_OVERHEAD = 0.136e9  # per layer, + 1
+LOGIT_COST = 780.0
+EVAL_OVERHEAD, EVAL_LOGIT_COST = 17e9, 27e6
 START_WARM, START_COLD = 1.5, 7.0  # seconds, with the end's last checkpoint and export
 
 
-def step_seconds(cfg, params: int, tokens_per_step: float, machine: float) -> float:
-    """One training step of a Transformer of `cfg` with `params` parameters on `tokens_per_step` tokens, on a
-    machine whose matmul speed is `machine` FLOP/s."""
+def step_seconds(cfg, params: int, tokens_per_step: float, machine: float, by_tokens: bool = False) -> float:
+    """One training step of a Transformer of `cfg` with `params` parameters on `tokens_per_step` tokens (batched
+    by tokens, or by sentences and padded), on a machine whose matmul speed is `machine` FLOP/s."""
     layers = cfg.n_encoder_layers + cfg.n_decoder_layers
-    work = (6 * params * tokens_per_step / EFFICIENCY + STEP_OVERHEAD * (layers + 1)
+    computed = tokens_per_step * (1.0 if by_tokens else PADDING)
+    work = (6 * params * computed / EFFICIENCY + STEP_OVERHEAD * (layers + 1)
             + LOGIT_COST * tokens_per_step * cfg.vocab_size)
     return work / machine
 
@@ -140,7 +143,7 @@ def run_cost(cfg, params: int, *, steps: int, batch_size: int, batch_tokens: int
                      + 3 * tokens_per_step * cfg.vocab_size)
     flops_per_step = 6 * params * tokens_per_step
     machine = throughput(threads)
-    seconds = (steps * step_seconds(cfg, params, tokens_per_step, machine)
+    seconds = (steps * step_seconds(cfg, params, tokens_per_step, machine, by_tokens=bool(batch_tokens))
                + evals * eval_seconds(cfg, params, tok_ex, machine) + (START_WARM if warm_start else START_COLD))
     return {"parameters": params, "memory_bytes": int(state_bytes + act_bytes), "state_bytes": int(state_bytes),
             "activation_bytes": int(act_bytes), "flops": float(flops_per_step * steps),

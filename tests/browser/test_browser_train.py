@@ -155,3 +155,56 @@ def test_train_leave_return_inspect(tmp_path):
                 page.get_by_role("button", name=KO["train.action.stop"]).click()
         finally:
             browser.close()
+
+
+def stop_button(page):
+    """The run's Stop button (not Streamlit's own Stop in the toolbar, shown while a script runs)."""
+    return page.locator("[data-testid='stMain']").get_by_role("button", name=catalogue("en")["train.action.stop"],
+                                                               exact=True)
+
+
+def test_a_reload_keeps_the_learners_runs_and_a_copied_link_does_not(tmp_path):
+    """Start a run, reload the page (a new Streamlit session): its Stop button is still there (the browser's
+    cookie keeps the owner token). The same address in another browser shows the run read-only. Stop works
+    after the reload."""
+    SHOTS.mkdir(exist_ok=True)
+    en = catalogue("en")
+    runs = tmp_path / "runs"
+    with streamlit_server({"ATLAS_RUNS_DIR": str(runs)}) as url, playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        mine, theirs = (browser.new_context(viewport={"width": 1000, "height": 2400}) for _ in range(2))
+        page = new_page(mine)
+        try:
+            page.goto(f"{url}/train")
+            settle(page)
+            body_has(page, en["train.owner_note"].split(":")[0])  # says what a private window does
+            steps = page.locator("[data-testid='stNumberInput'] input").first
+            steps.fill("3000")
+            with rerun(page, draw_all=False):
+                steps.press("Enter")
+            page.locator("[data-testid='stMain']").get_by_role("button", name=en["train.start"]).click()
+            stop_button(page).wait_for(timeout=60_000)
+            cookies = {c["name"]: c for c in mine.cookies()}
+            assert "atlas_owner" in cookies and cookies["atlas_owner"]["sameSite"] == "Strict"
+            assert cookies["atlas_owner"]["value"] not in page.url
+
+            page.reload()
+            settle(page)
+            stop_button(page).wait_for(timeout=60_000)
+            assert en["train.not_yours"] not in page.inner_text("body")
+            assert cut_texts(page) == [], "train page at 1000 px: texts cut short"
+            page.screenshot(path=str(SHOTS / "browser-train-reloaded-en.png"), full_page=True)
+
+            other = new_page(theirs)  # a copied link, opened in another browser
+            other.goto(page.url)
+            settle(other)
+            body_has(other, en["train.not_yours"].split(":")[0])
+            assert stop_button(other).count() == 0
+            other.screenshot(path=str(SHOTS / "browser-train-not-yours-en.png"), full_page=True)
+
+            with rerun(page, draw_all=False):
+                stop_button(page).click()
+            body_has(page, en["jobs.state.stopped"] + " · ", timeout=60_000)
+            no_exception(page, "train page, stopped after a reload")
+        finally:
+            browser.close()
