@@ -258,7 +258,7 @@ def check_dtypes(shapes: dict, where: str) -> None:
             kind = TORCH_NAMES.get(dtype, dtype)
             if str(dtype).upper().startswith("F8") or "float8" in str(dtype):
                 raise _hub_error(f"{where}: the weight {quote(name)} is stored as {kind} (8-bit floating point), "
-                                 f"which this loader does not convert; it reads float32, float16, bfloat16 and "
+                                 f"which is not supported: this loader reads float32, float16, bfloat16 and "
                                  f"float64")
             raise _hub_error(f"{where}: the weight {quote(name)} is stored as {kind}, not as floating-point "
                              f"numbers")

@@ -233,6 +233,12 @@ def test_the_undamaged_controls_load(bases, tmp_path):
     for (n, x), (_, y) in zip(a.model.state_dict().items(), b.model.state_dict().items()):
         assert torch.equal(x, y), n
 
+    def fewer_lines(d: Path):
+        lines = (d / "vocab.txt").read_text(encoding="utf-8").splitlines()
+        (d / "vocab.txt").write_text("".join(t + "\n" for t in lines[:-3]), encoding="utf-8")
+    short = load_pretrained(damaged(bases, tmp_path / "b", "bert", fewer_lines))
+    assert short.tokenizer.vocab_size == b.tokenizer.vocab_size - 3 < short.config.vocab_size
+
 
 def test_a_truncated_record_is_refused_before_it_is_read(bases, tmp_path, monkeypatch):
     """The records' sizes are checked before torch reads a byte of them."""
