@@ -192,6 +192,7 @@ def _from_tokenizer_json(path: Path, rows: int) -> XLMRobertaTokenizer:
     m.trainer_spec.bos_id, m.trainer_spec.pad_id, m.trainer_spec.eos_id, m.trainer_spec.unk_id = 0, 1, 2, 3
     spec = m.normalizer_spec
     spec.add_dummy_prefix = spec.remove_extra_whitespaces = spec.escape_whitespaces = True
+    _check_pre_tokenizer(d.get("pre_tokenizer"))
     charsmap = _charsmap(d.get("normalizer"))
     if charsmap:
         spec.name, spec.precompiled_charsmap = "user_defined", charsmap
@@ -199,6 +200,19 @@ def _from_tokenizer_json(path: Path, rows: int) -> XLMRobertaTokenizer:
         spec.name = "identity"
     return XLMRobertaTokenizer(_processor(m.SerializeToString(), TOKENIZER_JSON), 0, pieces.index(MASK),
                                TOKENIZER_JSON)
+
+
+def _check_pre_tokenizer(pre) -> None:
+    """SentencePiece's own split: words at whitespace, each with "▁" in front (Metaspace, after a
+    WhitespaceSplit or alone); any other pre-tokenizer is refused by name."""
+    steps = pre.get("pretokenizers") if isinstance(pre, dict) and pre.get("type") == "Sequence" else [pre]
+    kinds = [s.get("type") if isinstance(s, dict) else None for s in steps] if isinstance(steps, list) else [None]
+    meta = next((s for s in steps if isinstance(s, dict) and s.get("type") == "Metaspace"), None) \
+        if isinstance(steps, list) else None
+    if kinds not in (["Metaspace"], ["WhitespaceSplit", "Metaspace"]) or meta.get("replacement", "▁") != "▁" \
+            or meta.get("prepend_scheme", "always") != "always" or meta.get("add_prefix_space", True) is False:
+        raise HubError(f"{TOKENIZER_JSON}: pre-tokenizer {str(kinds)[:60]}; XLM-RoBERTa's is SentencePiece's "
+                       f"(Metaspace, a ▁ before every word)")
 
 
 def _charsmap(normalizer) -> bytes | None:

@@ -178,6 +178,8 @@ DAMAGED = [  # (id, layout, damage, the words of the one sentence)
     ("tokenizer.json a BPE model", "json", _json_edit(lambda d: d["model"].update(type="BPE")), "not a Unigram"),
     ("tokenizer.json another normaliser", "json", _json_edit(lambda d: d.update(normalizer={"type": "Lowercase"})),
      "normaliser"),
+    ("tokenizer.json another pre-tokenizer", "json", _json_edit(lambda d: d.update(pre_tokenizer={"type": "ByteLevel"})),
+     "pre-tokenizer"),
     ("tokenizer.json ids in another order", "json",
      _json_edit(lambda d: d["model"]["vocab"].insert(0, d["model"]["vocab"].pop(2))), "id 0 is not <s>"),
     ("tokenizer.json no <mask>", "json",
