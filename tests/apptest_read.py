@@ -54,8 +54,9 @@ def figures(at) -> list[dict]:
 
 
 def title(fig: dict) -> str:
+    """The figure's title as read: a title wrapped to a narrow column (app.charts.style.wrapped) reads as one line."""
     t = fig["layout"].get("title") or {}
-    return t.get("text", "") if isinstance(t, dict) else str(t)
+    return (t.get("text", "") if isinstance(t, dict) else str(t)).replace("<br>", " ")
 
 
 def array_of(value) -> np.ndarray:
