@@ -12,7 +12,16 @@ from model.lessons.paper_numbers import (
     training_flops, vocabulary_free_gap,
 )
 
-MODEL_NAMES = {"base": "Transformer (base)", "big": "Transformer (big)"}
+
+def paper_row_name(row) -> str:
+    """A row of Table 3 as the table names it: the two models by name, a variation by its group and change (a
+    change of positions in words, the others in the paper's column names)."""
+    if row.key in ("base", "big"):
+        return t(f"overview.table.{row.key}_model")
+    if row.changes.get("positional") == "learned":
+        return f"({row.group}) {t('overview.table.learned_row')}"
+    return f"({row.group}) {row.label}"
+
 
 st.title(t("common.app_title"))
 text("overview.intro")
@@ -33,7 +42,7 @@ rows = []
 for c in counts:
     cfg, row = c.config, c.row
     rows.append({  # the comparison first: the table is wider than the page
-        t("overview.table.model"): MODEL_NAMES.get(row.key) or f"({row.group}) {row.label}",
+        t("overview.table.model"): paper_row_name(row),
         t("overview.table.computed"): f"{c.counted / 1e6:.1f}M",
         t("overview.table.paper"): f"{row.params_m:.0f}M" if c.paper else t("overview.table.none_printed"),
         t("overview.table.difference"): f"{c.difference:+.1%}" if c.paper else "",
@@ -76,7 +85,7 @@ text("overview.difference", vocab=PAPER_VOCAB, family_min=min(family_diffs), fam
 if family:
     text("overview.family_vocabulary", lo=family[0], hi=family[1], n=len(family_diffs))
 table([{
-    t("overview.table.model"): MODEL_NAMES.get(c.row.key) or f"({c.row.group}) {c.row.label}",
+    t("overview.table.model"): paper_row_name(c.row),
     t("overview.counts.per_entry"): c.per_entry,
     t("overview.counts.vocab_exact"): f"{round(c.vocab_exact):,}",
     t("overview.counts.vocab_range"): f"{c.vocab_range[0]:,} – {c.vocab_range[1]:,}",
