@@ -4,6 +4,7 @@ Screenshots go to test-artifacts/browser-train-*.png."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 
 import pytest
@@ -32,9 +33,14 @@ def settle(page, timeout: float = 60_000) -> None:
 
 
 def nav(page, title: str) -> None:
-    """Click a sidebar link (same browser session, unlike page.goto)."""
+    """Click a sidebar link (same browser session, unlike page.goto); a long list shows its last pages after
+    Streamlit's "View more"."""
+    link = page.locator("[data-testid='stSidebarNav'] a").filter(has_text=title).first
+    more = page.locator("[data-testid='stSidebarNav']").get_by_text(re.compile(r"^View \d+ more$"))
+    if not link.is_visible() and more.count():
+        more.first.click()
     with rerun(page, draw_all=False):
-        page.locator("[data-testid='stSidebarNav'] a").filter(has_text=title).first.click()
+        link.click()
     settle(page)
 
 
