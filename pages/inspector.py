@@ -392,7 +392,8 @@ def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx,
                 if uses_element():  # st.plotly_chart sends no clicks on a heatmap
                     st.caption(t("inspector.grid_click"))
                 clicked = show_figure(shared_figure("grid", (*view, kind), lambda: head_grid(
-                    weights, layer_title=t("common.layer"), head_title=t("common.head"))), name=f"grid-{kind}", key="grid",
+                    weights, layer_title=t("common.layer"), head_title=t("common.head"),
+                    kv_labels=ins.kv_labels(n_heads, cfg.kv_heads))), name=f"grid-{kind}", key="grid",
                     clickable=True)
                 cell = grid_cell(clicked, weights.shape) if clicked else None
                 if cell is not None:  # a tile clicked: its layer and head open below (the pickers show them)

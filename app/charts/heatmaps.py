@@ -137,24 +137,55 @@ def attention_heatmap(weights, query_labels, key_labels, *, title="", query_titl
     return figure([dict(type="heatmap", **trace)], layout)
 
 
-def head_grid(weights, *, layer_title="layer", head_title="head", gap: int = 1, height=None) -> Figure:
+def kv_groups(n_heads: int, kv_heads: int) -> list[tuple[int, int, int]]:
+    """(first query head, last query head, key/value head), 0-based, one per key/value head: with grouped-query
+    attention query head i reads key/value head i // (n_heads / kv_heads) (model.nn.attention)."""
+    if kv_heads < 1 or n_heads % kv_heads:
+        raise ValueError(f"{kv_heads} key/value heads do not divide {n_heads} query heads")
+    group = n_heads // kv_heads
+    return [(k * group, (k + 1) * group - 1, k) for k in range(kv_heads)]
+
+
+GRID_PX = 700        # about the width the inspector's grid is drawn at (the main column)
+GROUP_FONT = 11
+BRACKET_PX = 24      # the brackets' line: this far above the plot, over the heads' numbers
+
+
+def head_grid(weights, *, layer_title="layer", head_title="head", gap: int = 1, height=None,
+              kv_labels: list[str] | None = None) -> Figure:
     """All layers × heads at a glance, tiled into ONE heatmap (much faster than subplots).
-    weights: (layers, heads, Lq, Lk)."""
+    weights: (layers, heads, Lq, Lk). kv_labels (grouped-query attention): one label per key/value head, drawn
+    over a bracket spanning the query heads that share it (kv_groups)."""
     w = to_np(weights)
     n_layers, n_heads, lq, lk = w.shape
+    groups = kv_groups(n_heads, len(kv_labels)) if kv_labels else []
     layer_title, head_title = esc(layer_title), esc(head_title)
     canvas = np.full((n_layers * lq + (n_layers - 1) * gap, n_heads * lk + (n_heads - 1) * gap), np.nan)
     for l in range(n_layers):
         for h in range(n_heads):
             r, c = l * (lq + gap), h * (lk + gap)
             canvas[r:r + lq, c:c + lk] = w[l, h]
+    shapes, annotations, top = [], [], 40
+    for (first, last, _), text in zip(groups, kv_labels or []):
+        x0, x1 = first * (lk + gap) - 0.5, last * (lk + gap) + lk - 0.5
+        room = max(60.0, GRID_PX * (last - first + 1) / n_heads - 8)
+        shown = wrapped(esc(text), GROUP_FONT, room)
+        top = max(top, 40 + BRACKET_PX + shown.count("<br>") * 14 + 18)
+        line = dict(type="line", xref="x", yref="paper", ysizemode="pixel", yanchor=1, line=dict(color="#666", width=1))
+        shapes += [{**line, "x0": x0, "x1": x1, "y0": BRACKET_PX, "y1": BRACKET_PX},
+                   {**line, "x0": x0, "x1": x0, "y0": BRACKET_PX - 5, "y1": BRACKET_PX},
+                   {**line, "x0": x1, "x1": x1, "y0": BRACKET_PX - 5, "y1": BRACKET_PX}]
+        annotations.append(dict(x=(x0 + x1) / 2, y=1, xref="x", yref="paper", yanchor="bottom", yshift=BRACKET_PX + 2,
+                                text=shown, showarrow=False, font=dict(size=GROUP_FONT)))
     layout = dict(
         yaxis=dict(autorange="reversed", showticklabels=True, tickmode="array",
                    tickvals=[l * (lq + gap) + (lq - 1) / 2 for l in range(n_layers)],
                    ticktext=[f"{layer_title} {l + 1}" for l in range(n_layers)], scaleanchor="x"),
         xaxis=dict(side="top", tickmode="array", tickvals=[h * (lk + gap) + (lk - 1) / 2 for h in range(n_heads)],
                    ticktext=[f"{head_title} {h + 1}" for h in range(n_heads)]),
-        margin=margins(top=40), height=height or min(900, 120 + 170 * n_layers), plot_bgcolor="white")
+        margin=margins(top=top), height=(height or min(900, 120 + 170 * n_layers)) + top - 40, plot_bgcolor="white")
+    if groups:
+        layout.update(shapes=shapes, annotations=annotations)
     return figure([dict(type="heatmap", z=canvas, colorscale=ATTN_SCALE, zmin=0, zmax=1, hoverongaps=False,
                         hovertemplate="%{z:.3f}<extra></extra>")], layout)
 

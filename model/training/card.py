@@ -9,6 +9,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from model.nn.differences import differences_in_words
 from model.training.run_files import read_json_object
 from model.training.schedule import ADAM_BETAS, ADAM_EPS
 
@@ -53,6 +54,7 @@ class CardFacts:
     origin: str | None = None      # a pretrained model's name (Hugging Face id or folder) and family
     licence: str | None = None     # as the pretrained model's own files state it
     differences: dict = field(default_factory=dict)  # TransformerConfig.differences_from_paper()
+    difference_words: list = field(default_factory=list)  # the same, one Message each (model.nn.differences)
 
 
 def run_folder(loaded) -> Path | None:
@@ -122,4 +124,4 @@ def card_facts(loaded) -> CardFacts:
         character_bleu=any(_HANGUL.search(str(r)) for r in references),
         origin=f"{meta.get('hf_name')} ({meta.get('family')})" if meta.get("source") == "pretrained" else None,
         licence=meta.get("licence") if isinstance(meta.get("licence"), str) else None,
-        differences=cfg.differences_from_paper())
+        differences=cfg.differences_from_paper(), difference_words=differences_in_words(cfg))

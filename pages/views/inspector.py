@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import secrets
 
+from app.charts.heatmaps import kv_groups
 from app.format import code_span, fixed, percent
-from app.i18n import catalogue, lang, t
+from app.i18n import catalogue, lang, say, t
 from app.resources import device_text
 from model.training.card import PAPER_BLEU_EN_DE, CardFacts
 from model.data.vocabulary import case_variant, unknown_words
@@ -211,7 +212,7 @@ def card_rows(facts: CardFacts) -> list[dict]:
     if facts.origin:  # a pretrained model: where it came from, its licence, how it differs from the paper
         rows = [r for r in rows if r[0] not in ("recipe", "training", "device")]
         rows += [("origin", facts.origin), ("licence", facts.licence or unknown),
-                 ("differences", ", ".join(f"{k}={v}" for k, v in facts.differences.items()) or t("inspector.card.none"))]
+                 ("differences", "; ".join(say(m) for m in facts.difference_words) or t("inspector.card.none"))]
     table = [{fact: t(f"inspector.card.row.{name}"), value: text} for name, text in rows]
     for name, v in facts.scores.items():
         plain = name.startswith("bleu_") and not name.startswith("bleu_words") and not facts.character_bleu
@@ -219,6 +220,15 @@ def card_rows(facts: CardFacts) -> list[dict]:
         if key in catalogue(lang()):
             table.append({fact: t(key), value: _score_value(name, v)})
     return table
+
+
+def kv_labels(n_heads: int, kv_heads: int) -> list[str] | None:
+    """With grouped-query attention, the layer × head grid's label over each key/value head's query heads
+    (1-based, as the grid numbers them); None when every query head has its own key and value (the paper)."""
+    if kv_heads >= n_heads:
+        return None
+    return [t("inspector.kv_group", first=first + 1, last=last + 1, kv=kv + 1)
+            for first, last, kv in kv_groups(n_heads, kv_heads)]
 
 
 # ----------------------------------------------------------------------------- a language model, position by position

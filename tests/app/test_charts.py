@@ -209,7 +209,7 @@ def _samples() -> dict:
         "x_labels": TOKENS, "y_labels": TOKENS,
         "values": w, "weights": np.stack([w, w.T]), "z": m, "stage": "weights", "heads": [0, 1],
         "bar_chart.values": np.arange(n) / n,
-        "head_grid.weights": rng.random((2, 3, n, n)), "attention_heatmap.weights": w,
+        "head_grid.weights": rng.random((2, 3, n, n)), "head_grid.kv_labels": ["<s> share"], "attention_heatmap.weights": w,
         "query_self_attention.weights": w, "query_self_attention.labels": [f"q{i + 1}" for i in range(n)],
         "numeric_heatmap.z": m,
         # curves

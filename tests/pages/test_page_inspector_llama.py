@@ -39,3 +39,37 @@ def test_a_llama_family_decoder_shows_attention_and_the_next_token(use, name, la
     drawn = figures(at)
     assert any(f["data"][0].get("orientation") == "h" for f in drawn)  # the next-token bars
     assert any(f["data"][0].get("type") == "heatmap" for f in drawn)  # the attention maps
+
+
+@pytest.mark.parametrize("lang", list(LANGS))
+def test_a_grouped_query_llama_says_its_differences_in_words_and_which_heads_share(use, pretrained, lang, monkeypatch):
+    """The card's differences from the paper are sentences of the page's language (model.nn.differences), not
+    `option=value`; the layer × head grid brackets the query heads that share a key/value head."""
+    import re
+
+    from app import i18n
+    from model.hub import load_pretrained
+    from model.nn.differences import differences_in_words
+    from tests.apptest_read import tables
+
+    cfg = load_pretrained(pretrained / "llama-spm").config
+    assert cfg.kv_heads < cfg.n_heads
+    at = use("llama-spm", "The cat sat on the mat.", lang)
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    monkeypatch.setattr(i18n, "lang", lambda: lang)
+    said = [i18n.say(m) for m in differences_in_words(cfg)]
+    cells = [c for df in tables(at) for row in df.itertuples(index=False) for c in row
+             if isinstance(c, str) and "RMSNorm" in c]
+    assert len(cells) == 1, cells
+    cell = cells[0]
+    assert all(s in cell for s in said) and "500,000" in cell
+    assert not re.search(r"\b[a-z_]+=\S", cell), cell  # no option=value left
+    group = cfg.n_heads // cfg.kv_heads
+    expected = [i18n.t("inspector.kv_group", first=g * group + 1, last=(g + 1) * group, kv=g + 1)
+                for g in range(cfg.kv_heads)]
+    grid = [f for f in figures(at) if f["layout"].get("annotations") and f["layout"].get("shapes")]
+    assert grid, "no grid with brackets"
+    shown = [a["text"].replace("<br>", " ") for a in grid[0]["layout"]["annotations"]]
+    assert shown == expected
+    assert ("share" if lang == "en" else "함께") in shown[0]

@@ -67,7 +67,10 @@ def test_a_marian_model_translates_and_shows_all_attention(use, lang):
     origin = next(v for k, v in facts.items() if "opus-mt-tiny" in str(v))
     assert "marian" in origin
     differences = " ".join(str(v) for v in facts.values())
-    assert "activation=swish" in differences and "pe_layout=halves" in differences
+    from app.i18n import catalogue
+    said = catalogue(lang)  # the differences from the paper in words (model.nn.differences), not option=value
+    assert "Swish (SiLU)" in differences and said["differences.pe_halves"] in differences
+    assert "activation=" not in differences and "pe_layout=" not in differences
     assert "apache-2.0" in facts.values()
 
 
@@ -93,7 +96,8 @@ def test_gpt2_predicts_the_next_token(use):
     assert_clean(at)
     assert at.radio(key="insp_kind").options == ["decoder_self"] or len(at.radio(key="insp_kind").options) == 1
     assert any(f["data"][0].get("orientation") == "h" for f in figures(at))  # the next-token bars
-    assert "norm_first=True" in " ".join(str(v) for v in card(at).values())
+    from app.i18n import catalogue
+    assert catalogue("en")["differences.norm_first"] in " ".join(str(v) for v in card(at).values())
 
 
 def test_bert_fills_the_mask_with_bidirectional_attention(use):
