@@ -60,6 +60,10 @@ for line in ins.conversion_lines(loaded.meta):  # what the import changed (float
 with st.expander(t("inspector.card.expander")):
     table(shared_view("card_rows", (str(path), stamp), lambda: ins.card_rows(facts)),
           key="insp-card")
+    differences = ins.difference_lines(facts)  # a pretrained model's, one sentence each
+    if differences:
+        st.markdown(t("inspector.card.differences_title"))
+        st.markdown(differences)
     if ins.score_note(facts):
         st.caption(ins.score_note(facts))
 card_file = Path(path) / "CARD.md"

@@ -148,7 +148,7 @@ def kv_groups(n_heads: int, kv_heads: int) -> list[tuple[int, int, int]]:
 
 GRID_PX = 700        # about the width the inspector's grid is drawn at (the main column)
 GROUP_FONT = 11
-BRACKET_PX = 24      # the brackets' line: this far above the plot, over the heads' numbers
+BRACKET_PX = 36      # the brackets' line: this far above the plot, over the heads' numbers
 
 
 def head_grid(weights, *, layer_title="layer", head_title="head", gap: int = 1, height=None,

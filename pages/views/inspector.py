@@ -6,7 +6,7 @@ from __future__ import annotations
 import secrets
 
 from app.charts.heatmaps import kv_groups
-from app.format import code_span, fixed, percent
+from app.format import code_span, escape_md, fixed, percent
 from app.i18n import catalogue, lang, say, t
 from app.resources import device_text
 from model.training.card import PAPER_BLEU_EN_DE, CardFacts
@@ -212,7 +212,8 @@ def card_rows(facts: CardFacts) -> list[dict]:
     if facts.origin:  # a pretrained model: where it came from, its licence, how it differs from the paper
         rows = [r for r in rows if r[0] not in ("recipe", "training", "device")]
         rows += [("origin", facts.origin), ("licence", facts.licence or unknown),
-                 ("differences", "; ".join(say(m) for m in facts.difference_words) or t("inspector.card.none"))]
+                 ("differences", t("inspector.card.differences_below", n=len(facts.difference_words))
+                  if facts.difference_words else t("inspector.card.none"))]
     table = [{fact: t(f"inspector.card.row.{name}"), value: text} for name, text in rows]
     for name, v in facts.scores.items():
         plain = name.startswith("bleu_") and not name.startswith("bleu_words") and not facts.character_bleu
@@ -220,6 +221,15 @@ def card_rows(facts: CardFacts) -> list[dict]:
         if key in catalogue(lang()):
             table.append({fact: t(key), value: _score_value(name, v)})
     return table
+
+
+def difference_lines(facts: CardFacts) -> str:
+    """A pretrained model's differences from the paper as a Markdown list, one sentence each in the current
+    language (model.nn.differences); "" for the paper's Transformer or a model trained here. A list, not the card
+    table's cell: a table cell does not wrap, and a 2024 decoder has seven differences or more."""
+    if not facts.origin:
+        return ""
+    return "\n".join(f"- {escape_md(say(m))}" for m in facts.difference_words)
 
 
 def kv_labels(n_heads: int, kv_heads: int) -> list[str] | None:

@@ -50,7 +50,7 @@ def test_a_grouped_query_llama_says_its_differences_in_words_and_which_heads_sha
     from app import i18n
     from model.hub import load_pretrained
     from model.nn.differences import differences_in_words
-    from tests.apptest_read import tables
+    from tests.apptest_read import _UNESCAPE, tables
 
     cfg = load_pretrained(pretrained / "llama-spm").config
     assert cfg.kv_heads < cfg.n_heads
@@ -59,12 +59,14 @@ def test_a_grouped_query_llama_says_its_differences_in_words_and_which_heads_sha
     assert not at.error, [e.value for e in at.error]
     monkeypatch.setattr(i18n, "lang", lambda: lang)
     said = [i18n.say(m) for m in differences_in_words(cfg)]
-    cells = [c for df in tables(at) for row in df.itertuples(index=False) for c in row
-             if isinstance(c, str) and "RMSNorm" in c]
-    assert len(cells) == 1, cells
-    cell = cells[0]
-    assert all(s in cell for s in said) and "500,000" in cell
-    assert not re.search(r"\b[a-z_]+=\S", cell), cell  # no option=value left
+    lists = [e.value for e in at.markdown if "RMSNorm" in e.value]
+    assert len(lists) == 1, lists
+    shown = [_UNESCAPE.sub(r"\1", line) for line in lists[0].splitlines()]
+    assert shown == [f"- {s}" for s in said] and any("500,000" in s for s in said)
+    assert not re.search(r"\b[a-z_]+=\S", lists[0]), lists[0]  # no option=value left
+    row = [c for df in tables(at) for row in df.itertuples(index=False) for c in row
+           if c == i18n.t("inspector.card.differences_below", n=len(said))]
+    assert len(row) == 1  # the card's row counts them and points below
     group = cfg.n_heads // cfg.kv_heads
     expected = [i18n.t("inspector.kv_group", first=g * group + 1, last=(g + 1) * group, kv=g + 1)
                 for g in range(cfg.kv_heads)]
