@@ -105,10 +105,18 @@ class FAMILY:
     mlm_masked = Input("fam_mlm_masked", "mlm_masked", Positions)
 
 
+class LIMITS:
+    n, d, heads = Input("lim_n", "n"), Input("lim_d", "d"), Input("lim_heads", "heads")
+    block, window = Input("lim_block", "block", valid=range(16, 513, 16)), Input("lim_window", "window", valid=range(2, 257))
+    global_tokens, k = Input("lim_global", "global", valid=range(9)), Input("lim_k", "k", valid=range(8, 257, 8))
+    sentence, steps = Input("lim_sentence", "sentence"), Input("lim_steps", "steps", valid=range(4, 64))
+
+
 # the sections a tour stop opens its page at: {name: the header's anchor}
 SECTIONS = {"attention.stages": "attention-stages", "attention.scaling": "attention-scaling",
             "multihead.maps": "multihead-maps", "multihead.layer": "multihead-layer",
             "masks.kinds": "masks-kinds", "positional.dot": "positional-dot",
             "recipe.schedule": "recipe-schedule", "recipe.smoothing": "recipe-smoothing",
             "inspector.attention": "inspector-attention", "study.factor": "study-factor",
-            "family.mlm": "family-mlm"}
+            "family.mlm": "family-mlm", "limits.cost": "limits-cost", "limits.decode": "limits-decode",
+            "limits.lengths": "limits-lengths"}

@@ -11,8 +11,8 @@ from app.charts.heatmaps import attention_heatmap, matrix_heatmap
 from app.charts.limits import measured_chart, scale_chart, spread_chart
 from app.format import number
 from app.i18n import t
+from app.page_inputs import LIMITS, SECTIONS
 from app.resources import SHIPPED, computed, of_weights, shared_figure
-from app.state import keep
 from app.ui import show_figure, table, text
 from model.lessons import decoding as dec
 from model.lessons import extrapolation as ex
@@ -29,18 +29,17 @@ st.title(t("pages.limits.title"))
 text("limits.intro")
 
 # ----------------------------------------------------------------------------- 1. quadratic cost
-st.header(t("limits.cost.header"), anchor="cost")
+st.header(t("limits.cost.header"), anchor=SECTIONS["limits.cost"])
 text("limits.cost")
 c1, c2, c3 = st.columns(3)
-n = c1.select_slider("n", N_CHOICES, **keep("lim_n", 1024, url="n", valid=N_CHOICES))
-d = c2.select_slider("d", D_CHOICES, **keep("lim_d", 256, url="d", valid=D_CHOICES))
-heads = c3.select_slider(t("limits.cost.heads"), HEAD_CHOICES, **keep("lim_heads", 4, url="heads", valid=HEAD_CHOICES))
+n = c1.select_slider("n", N_CHOICES, **LIMITS.n.keep(1024, valid=N_CHOICES))
+d = c2.select_slider("d", D_CHOICES, **LIMITS.d.keep(256, valid=D_CHOICES))
+heads = c3.select_slider(t("limits.cost.heads"), HEAD_CHOICES, **LIMITS.heads.keep(4, valid=HEAD_CHOICES))
 c1, c2, c3, c4 = st.columns(4)
-block = c1.slider(t("limits.cost.block"), 16, 512, step=16, **keep("lim_block", 64, url="block",
-                                                                 valid=range(16, 513, 16)))
-window = c2.slider(t("limits.cost.window"), 2, 256, **keep("lim_window", 32, url="window", valid=range(2, 257)))
-global_tokens = c3.slider(t("limits.cost.global"), 0, 8, **keep("lim_global", 1, url="global", valid=range(9)))
-k = c4.slider(t("limits.cost.k"), 8, 256, step=8, **keep("lim_k", 64, url="k", valid=range(8, 257, 8)))
+block = c1.slider(t("limits.cost.block"), 16, 512, step=16, **LIMITS.block.keep(64))
+window = c2.slider(t("limits.cost.window"), 2, 256, **LIMITS.window.keep(32))
+global_tokens = c3.slider(t("limits.cost.global"), 0, 8, **LIMITS.global_tokens.keep(1))
+k = c4.slider(t("limits.cost.k"), 8, 256, step=8, **LIMITS.k.keep(64))
 setting = lim.Setting(n=n, d=d, heads=heads, block=block, window=window, global_tokens=global_tokens, k=k)
 names = {impl: t(f"limits.impl.{impl}") for impl in lim.IMPLS}
 
@@ -110,11 +109,11 @@ show_figure(fig, name="linformer-error", key="lim_linformer", csv=series_csv("k"
 text("limits.cost_closing")
 
 # ----------------------------------------------------------------------------- 2. one token at a time
-st.header(t("limits.decode.header"), anchor="decode")
+st.header(t("limits.decode.header"), anchor=SECTIONS["limits.decode"])
 text("limits.decode")
 c1, c2 = st.columns([3, 1])
-sentence = c1.text_input(t("limits.decode.sentence"), **keep("lim_sentence", "I go to school.", url="sentence"))
-steps = c2.slider(t("limits.decode.steps"), 4, 63, **keep("lim_steps", 40, url="steps", valid=range(4, 64)))
+sentence = c1.text_input(t("limits.decode.sentence"), **LIMITS.sentence.keep("I go to school."))
+steps = c2.slider(t("limits.decode.steps"), 4, 63, **LIMITS.steps.keep(40))
 if sentence.strip():
     run = of_weights(dec.decoding_demo, SHIPPED["en-ko"], sentence.strip()[:400], steps)
     xs = list(range(1, run["steps"] + 1))
@@ -139,7 +138,7 @@ text("limits.kv", base=cache_rows[0]["bytes_per_token"], gqa=cache_rows[1]["byte
      mqa=cache_rows[2]["bytes_per_token"])
 
 # ----------------------------------------------------------------------------- 3. lengths never seen
-st.header(t("limits.lengths.header"), anchor="lengths")
+st.header(t("limits.lengths.header"), anchor=SECTIONS["limits.lengths"])
 study = lengths_study()
 if study is None:
     st.info(t("limits.lengths.missing"))

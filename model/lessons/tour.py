@@ -159,3 +159,27 @@ def mlm_first_guess(loaded, text_a: str, text_b: str, positions: tuple[int, ...]
     from model.family.mlm import fill_masks
     p = fill_masks(loaded.model, loaded.extra, text_a, text_b or None, list(positions)).predictions[0]
     return {"position": p.position, "top": list(p.top), "guess": p.top[0][0], "hidden": p.hidden}
+
+
+GROWTH_CHOICES = (2, 4, 8)  # what doubling n could do to full attention's peak memory
+
+
+def memory_growth(n: int, d: int, heads: int) -> dict:
+    """Full and block-wise attention's measured peak memory at n and 2n (the limits page's measure), and which of
+    ×2, ×4, ×8 full attention's growth is nearest to (on a log scale)."""
+    from model.lessons import limits
+    peaks = {(impl, m): limits.measure(impl, limits.Setting(n=m, d=d, heads=heads), repeats=1)["peak_bytes"]
+             for impl in ("full", "blockwise") for m in (n, 2 * n)}
+    ratio = peaks[("full", 2 * n)] / peaks[("full", n)]
+    nearest = min(GROWTH_CHOICES, key=lambda c: abs(np.log(ratio) - np.log(c)))
+    return {"peaks": peaks, "ratio": ratio, "nearest": nearest}
+
+
+def best_at_length(doc: dict, multiple: int) -> dict:
+    """Of the length study's position schemes, the one with the highest median accuracy at `multiple` times the
+    training length, and every scheme whose seeds' range overlaps it (the seeds cannot tell those apart)."""
+    rows = {r["scheme"]: r["accuracy"][str(multiple)] for r in doc["rows"]}
+    rows = {k: v for k, v in rows.items() if v.get("median") is not None}
+    best = max(rows, key=lambda k: rows[k]["median"])
+    alike = [k for k, v in rows.items() if v["max"] >= rows[best]["min"]]
+    return {"scheme": best, "alike": alike, "medians": {k: v["median"] for k, v in rows.items()}}

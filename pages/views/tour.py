@@ -18,7 +18,7 @@ from app.charts.style import amend
 from app.format import number
 from app.i18n import Message, UserError, catalogue, t
 from app.inputs import piece_label
-from app.page_inputs import ATTENTION as A, FAMILY, INSPECTOR, MASKS, MULTIHEAD as MH, POSITIONAL, RECIPE, STUDY
+from app.page_inputs import ATTENTION as A, FAMILY, INSPECTOR, LIMITS, MASKS, MULTIHEAD as MH, POSITIONAL, RECIPE, STUDY
 from app.page_inputs import SECTIONS, Input
 from app.state import LANG_PARAM, nearest, open_tab
 from model.lessons import multihead as mlab
@@ -352,6 +352,45 @@ def ask_family(value) -> Asked:
 _QKV = (Setting(A.q, wx.matrix_text(wx.EXAMPLE_Q)), Setting(A.k, wx.matrix_text(wx.EXAMPLE_K)),
         Setting(A.v, wx.matrix_text(wx.EXAMPLE_V)), Setting(A.tokens_q, ", ".join(wx.EXAMPLE_TOKENS)),
         Setting(A.tokens_k, ""))
+def ask_memory(value) -> Asked:
+    from app.resources import computed
+    n, d, heads = min(value(LIMITS.n.key), 1024), value(LIMITS.d.key), value(LIMITS.heads.key)  # 2n: seconds at most
+    r = computed(tour.memory_growth, n, d, heads)
+    bars = {f"{t(f'limits.impl.{i}')}, n = {m:,}": r["peaks"][(i, m)] / 2**20 for i in ("full", "blockwise")
+            for m in (n, 2 * n)}
+    return Asked("choice", r["nearest"], {"n": n, "n2": 2 * n, "ratio": number(r["ratio"], ".2f")},
+                 lambda: bar_chart(list(bars), list(bars.values()), decimals=2, text_outside=True,
+                                   y_title=t("limits.cost.memory_y"), title=t("tour.memory.figure", d=d, heads=heads)),
+                 options=list(tour.GROWTH_CHOICES), labels={c: f"×{c}" for c in tour.GROWTH_CHOICES},
+                 note=t("tour.memory.note", ratio=number(r["ratio"], ".2f")))
+
+
+def ask_kv(value) -> Asked:
+    from model.lessons.decoding import cache_rows
+    rows = cache_rows()
+    names = [f"{r['kv_heads']} {t('limits.decode.kv_heads')}" for r in rows]
+    return Asked("number", rows[1]["bytes_per_token"], {"kv": rows[1]["kv_heads"], "heads": rows[1]["heads"]},
+                 lambda: bar_chart(names, [r["bytes_per_token"] for r in rows], decimals=0, text_outside=True,
+                                   y_title=t("limits.decode.per_token"), title=t("tour.kv.figure")), tol=0)
+
+
+def ask_lengths(value) -> Asked:
+    from app.charts.limits import spread_chart
+    from pages.views.limits import lengths_study
+    doc = lengths_study()
+    if doc is None:
+        raise UserError("limits.lengths.missing")
+    r, L = tour.best_at_length(doc, 2), doc["options"]["train_len"]
+    names = {k: t(f"limits.scheme.{k}") for k in r["medians"]}
+    rows = {t(f"limits.scheme.{x['scheme']}"): tuple([x["accuracy"][str(m)][q] for m in doc["multiples"]]
+                                                    for q in ("median", "min", "max")) for x in doc["rows"]}
+    return Asked("choice", r["scheme"], {"L": L, "L2": 2 * L},
+                 lambda: spread_chart([m * L for m in doc["multiples"]], rows, chance=doc["chance"],
+                                      chance_label=t("limits.lengths.chance"), title=t("limits.lengths.title", L=L),
+                                      x_title=t("limits.lengths.x"), y_title=t("limits.lengths.y")),
+                 options=list(names), labels=names, also=frozenset(r["alike"]))
+
+
 _SENTENCE = (Setting(MH.sentence, "the cat sat on the mat"), Setting(MH.d_model, 64), Setting(MH.heads, 8),
              Setting(MH.seed, 0), Setting(MH.positions, True))
 
@@ -376,6 +415,10 @@ STEPS: list[Step] = [
     Step("smoothing", "recipe", "recipe.smoothing", (Setting(RECIPE.eps, 0.1), Setting(RECIPE.vocab, 10)), ask_smoothing),
     Step("table3", "study", "study.factor", (Setting(STUDY.source, "shipped"), Setting(STUDY.group, "A"),
                                              Setting(STUDY.metric, "perplexity")), ask_table3),
+    Step("memory", "limits", "limits.cost", (Setting(LIMITS.n, 512), Setting(LIMITS.d, 256), Setting(LIMITS.heads, 4)),
+         ask_memory),
+    Step("kv", "limits", "limits.decode", (Setting(LIMITS.sentence, "I go to school."), Setting(LIMITS.steps, 40)), ask_kv),
+    Step("lengths", "limits", "limits.lengths", (), ask_lengths),
     Step("family", "family", "family.mlm",
          (Setting(FAMILY.member, "mlm"), Setting(FAMILY.mlm_text, "I drank hot [MASK] in the park today."),
           Setting(FAMILY.mlm_pair, catalogue("en")["tour.preset_pair"]), Setting(FAMILY.mlm_masked, [])), ask_family),

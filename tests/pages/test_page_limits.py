@@ -64,3 +64,23 @@ def test_a_link_opens_the_page_at_its_settings():
     at = open_link("limits.py", {"n": "512", "d": "128", "heads": "2", "steps": "8"}, lang="en", timeout=300)
     assert_clean(at)
     assert at.select_slider(key="lim_n").value == 512 and at.slider(key="lim_steps").value == 8
+
+
+def test_the_tour_stops_on_this_page_answer_from_its_numbers():
+    """The tour's three stops on this page: full attention's memory ×4 when n doubles (measured), the grouped-query
+    cache's bytes per token from the configuration, ALiBi best at twice the training length in the shipped study."""
+    from streamlit.testing.v1 import AppTest
+    script = AppTest.from_function(_answers, default_timeout=300)  # a script run: the answers' caches work there
+    script.run()
+    assert_clean(script)
+    got = dict(m.value.split("=") for m in script.markdown)
+    assert got == {"memory": "4", "kv": "3072", "lengths": "alibi"}
+
+
+def _answers():
+    import streamlit as st
+
+    from pages.views import tour as tv
+    for step in tv.STEPS:
+        if step.page == "limits":
+            st.markdown(f"{step.id}={step.ask(tv.value_of(step, {})).truth}")
