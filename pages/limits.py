@@ -177,7 +177,7 @@ else:
     fig = shared_figure("limits-scale", (title, fit["alpha"]), lambda: scale_chart(
         [(p["parameters"], p["dev_loss"], p["row"]) for p in points], curve, title=title,
         x_title=t("limits.scale.x"), y_title=t("limits.scale.y"), points_label=t("limits.scale.points"),
-        fit_label=t("limits.scale.fit", alpha=fit["alpha"])))
+        fit_label=t("limits.scale.fit", exponent=-fit["alpha"])))
     show_figure(fig, name="scale", key="lim_scale", csv=rows_csv(points))
     text("limits.scale", alpha=fit["alpha"], se=fit["alpha_se"], r2=fit["r2"], points=fit["points"],
          low=fit["min_parameters"], high=fit["max_parameters"], ratio=fit["ratio"], decades=fit["decades"],

@@ -368,7 +368,7 @@ def ask_memory(value) -> Asked:
 def ask_kv(value) -> Asked:
     from model.lessons.decoding import cache_rows
     rows = cache_rows()
-    names = [f"{r['kv_heads']} {t('limits.decode.kv_heads')}" for r in rows]
+    names = [t("tour.kv.bar", kv=r["kv_heads"]) for r in rows]
     return Asked("number", rows[1]["bytes_per_token"], {"kv": rows[1]["kv_heads"], "heads": rows[1]["heads"]},
                  lambda: bar_chart(names, [r["bytes_per_token"] for r in rows], decimals=0, text_outside=True,
                                    y_title=t("limits.decode.per_token"), title=t("tour.kv.figure")), tol=0)
