@@ -141,8 +141,8 @@ def test_a_session_manages_only_its_own_runs(tmp_path, fake, managers, monkeypat
         with pytest.raises(UserError) as e:
             act(rid, owner="token-b")
         assert e.value.message == Message("jobs.errors.not_yours", {"id": rid})
-    assert "another browser session" in say_in("en", e.value.message, monkeypatch)
-    assert "다른 브라우저 세션" in say_in("ko", e.value.message, monkeypatch)
+    assert "another browser" in say_in("en", e.value.message, monkeypatch)
+    assert "다른 브라우저에서" in say_in("ko", e.value.message, monkeypatch)
     assert m.summary(rid)["state"] == "running"  # nothing happened
 
     m.stop(rid, owner="token-a")  # the owner may
@@ -180,8 +180,8 @@ def test_queue_limits_per_session_and_in_all(tmp_path, fake, managers, monkeypat
     with pytest.raises(UserError) as e:
         m.start(TrainOptions(**FAST, steps=13), owner="a")
     assert e.value.message == Message("jobs.errors.too_many_yours", {"count": 2, "limit": 2})
-    assert "limit is 2 per browser session" in say_in("en", e.value.message, monkeypatch)
-    assert "세션당 한도 2개" in say_in("ko", e.value.message, monkeypatch)
+    assert "limit is 2 per browser)" in say_in("en", e.value.message, monkeypatch)
+    assert "브라우저당 한도 2개" in say_in("ko", e.value.message, monkeypatch)
     m.start(TrainOptions(**FAST, steps=14), owner="b")  # another session still may
     with pytest.raises(UserError) as e:
         m.start(TrainOptions(**FAST, steps=15), owner="c")
