@@ -45,7 +45,6 @@ def load_table(path: Path) -> dict | None:
 def table_stamp(doc: dict) -> str:
     """A short fingerprint of a study document's rows: what a figure drawn from it depends on."""
     import hashlib
-    import json
     return hashlib.sha1(json.dumps(doc.get("rows"), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -152,5 +151,3 @@ def run_summaries(folder: Path | None = None) -> list[dict]:
     return sorted(runs, key=lambda r: order.get(r["id"], len(order)))
 
 
-def document_text(doc: dict) -> str:
-    return json.dumps(doc, ensure_ascii=False, indent=1)
