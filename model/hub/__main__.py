@@ -7,6 +7,7 @@ python -m model.hub check FOLDER [--verbose] [--lang ko]  load a folder and prin
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tomllib
 from pathlib import Path
@@ -23,12 +24,22 @@ def difference_languages() -> list[str]:
     return sorted(p.parent.name for p in LOCALES.glob("*/differences.toml"))
 
 
+# a count's two words, `{name:one|other}`, as the app's catalogue writes them (app.i18n.fill)
+PLURAL = re.compile(r"\{(\w+):([^{}|]*)\|([^{}]*)\}")
+
+
+def said(text: str, args: dict) -> str:
+    """A catalogue sentence filled with its values: a count's word chosen by the count, then str.format."""
+    text = PLURAL.sub(lambda m: m.group(2) if args.get(m.group(1)) == 1 else m.group(3), text)
+    return text.format(**args)
+
+
 def differences_said(cfg, lang: str) -> list[str]:
     """Each difference from the paper as a sentence in `lang` (model.nn.differences), read from the app's
     catalogue as data: the command line runs without the app, and the words stay in one place."""
     from model.nn.differences import differences_in_words
     table = tomllib.loads((LOCALES / lang / "differences.toml").read_text(encoding="utf-8"))
-    return [table[m.code.split(".", 1)[1]].format(**m.args) for m in differences_in_words(cfg)]
+    return [said(table[m.code.split(".", 1)[1]], m.args) for m in differences_in_words(cfg)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -221,6 +221,12 @@ def _samples() -> dict:
         # the Table 3 study
         "names": ["base", "A-h1"], "paper": [4.92, 5.29], "ours_mean": [2.0, None], "ours_low": [1.9, None],
         "ours_high": [2.1, None], "seeds": [3, 0], "per_seed": [[1.9, 2.0, 2.1], []],
+        # the limits page: measured cost over n, accuracy per test length with its spread, a fitted power law
+        "sizes": [64, 128, 256], "xs": [8, 16, 32], "chance": 0.1, "chance_label": "chance",
+        "rows": {"<sinusoidal>": ([0.9, 0.5, None], [0.8, 0.4, None], [1.0, 0.6, None]), "b": ([1, 1, 1], [1, 1, 1],
+                                                                                                [1, 1, 1])},
+        "points": [(1e5, 2.0, "<base>"), (2e5, 1.8, "b")], "curve": [(1e5, 2.0), (2e5, 1.8)],
+        "points_label": "runs", "fit_label": "fit",
         # the family page: BERT, ViT, DETR
         "panels": [(f"at {i}", ["<s>", "b"], [0.7, 0.3], "b" if i else None) for i in range(4)],
         "family_vit.image": digit, "grid": g, "cell": 8 / g, "probs": np.full(10, 0.1), "predicted": 3,

@@ -104,8 +104,10 @@ def _disagreements(text: str) -> list[str]:
     bad = []
     for n, wrong in ((1, NOUNS), (2, SINGULARS)):
         shown = _render(text, n)
-        for m in re.finditer(rf"(?<![\w.×]){n}((?:\s+[A-Za-z][\w-]*){{1,3}})", shown):  # (not a product: 8×8)
+        for m in re.finditer(rf"(?<![\w.×]){n}((?:\s+[A-Za-z][\w/-]*){{1,3}})", shown):  # (not a product: 8×8)
             words = m.group(1).split()
+            if words[0] in ("per", "of"):  # "2 per key/value head", "2 of each head's": the count is not of those
+                continue
             i = next((i for i, w in enumerate(words) if w in NOUNS or w in SINGULARS), None)
             if i is None:
                 continue
@@ -123,6 +125,8 @@ def test_the_count_checker_sees_a_plural_after_one():
     assert _disagreements("{n} row(s)") == ["(s)", "2 row"]
     assert _disagreements("{n} key tokens") == ["1 key tokens"]
     assert _disagreements("{n} key {n:token|tokens}") == []
+    assert _disagreements("{kv} key/value heads") == ["1 key/value heads"]
+    assert _disagreements("({g} per key/value head)") == []
     assert _disagreements("{n} {n:thread|threads}") == []
     assert _disagreements("{done} of {total} {total:run|runs} finished") == []
     assert fill("{n} {n:run|runs}, {k:differs|differ}", {"n": 1, "k": 3}) == "1 run, differ"
