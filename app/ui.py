@@ -120,3 +120,9 @@ def scroll_to_requested(page: str) -> None:
             " for (const e of ['wheel', 'touchstart', 'keydown', 'mousedown'])"
             " window.addEventListener(e, stop, {once: true, capture: true}); })()</script>",
             unsafe_allow_javascript=True)
+
+
+def machine_said(text: str) -> str:
+    """A machine as a study document records it ("x86_64, 2 cores, torch 2.13.0+cpu"), its cores counted in the
+    page's language; the rest (architecture, library versions) is data and stays as written."""
+    return re.sub(r"\b(\d+) cores?\b", lambda m: t("common.cores", n=int(m.group(1))), text)

@@ -13,7 +13,7 @@ from app.format import number
 from app.i18n import t
 from app.page_inputs import LIMITS, SECTIONS
 from app.resources import SHIPPED, computed, of_weights, shared_figure
-from app.ui import show_figure, table, text
+from app.ui import machine_said, show_figure, table, text
 from model.lessons import decoding as dec
 from model.lessons import extrapolation as ex
 from model.lessons import limits as lim
@@ -164,7 +164,7 @@ else:
     for v in ex.length_verdicts(study):
         st.markdown(t(f"limits.claims.{v['claim']}") + " — **" + t(f"limits.outcome.{v['outcome']}") + "**")
     text("limits.lengths_closing", L=L, rows=2 * L + 2, seconds=study["seconds"] / 60,
-         command=study["command"], machine=study["machine"], date=study["date"])
+         command=study["command"], machine=machine_said(study["machine"]), date=study["date"])
 
 # ----------------------------------------------------------------------------- 4. scale
 st.header(t("limits.scale.header"), anchor="scale")

@@ -12,7 +12,7 @@ from app.i18n import UserError, options, t
 from app.resources import computed, shared_figure
 from app.state import keep
 from app.page_inputs import SECTIONS, STUDY
-from app.ui import error, show_figure, table as ui_table, text
+from app.ui import error, machine_said, show_figure, table as ui_table, text
 from model.lessons import table3
 from model.lessons.table3 import MINI_BASE, PAPER_TABLE3, STUDY_ROWS, paper_row
 from model.training.study import step_seconds
@@ -99,7 +99,7 @@ if doc is not None:
     done = sum(int(r.get("seeds_done", 0)) for r in doc["rows"])
     st.caption(t("study.made", runs=done, total=len(STUDY_ROWS) * int(opts.get("seeds", 0) or 0),
                  steps=study.whole(opts.get("steps")), batch=opts.get("batch_size", "?"),
-                 minutes=float(doc.get("seconds", 0.0)) / 60, machine=fmt.escape_md(doc.get("machine", "?")),
+                 minutes=float(doc.get("seconds", 0.0)) / 60, machine=fmt.escape_md(machine_said(str(doc.get("machine", "?")))),
                  decoded=opts.get("decode_limit", "?")))
     st.code(doc.get("command") or "", language="bash", wrap_lines=True)  # the whole command, at any width
 

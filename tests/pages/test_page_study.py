@@ -229,3 +229,15 @@ def test_the_studys_runs_are_listed_read_only_on_the_training_page(tmp_path, mon
     assert label in [e.label for e in at.expander]
     ids = [list(df.iloc[:, 0]) for df in tables(at)]
     assert ["base-s0", "A-h1-s0"] in ids
+
+
+@pytest.mark.parametrize("lang", list(LANGS))
+def test_the_machine_is_described_in_the_pages_language(lang):
+    """The study document records its machine in English ("x86_64, 2 cores, ..."): its cores are counted in the
+    page's language, not left as "2 cores" on the Korean page."""
+    at = run_page("study.py", lang)
+    assert_clean(at)
+    said = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+    assert ("2 cores" in said) == (lang == "en")
+    if lang == "ko":
+        assert "코어 2개" in said
