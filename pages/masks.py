@@ -209,7 +209,7 @@ def architectures_section():
     base = PRESETS[preset]
     col = {c: t(f"masks.column.{c}") for c in ("architecture", "parameters", "examples", "attentions", "masks", "use")}
     arch_rows = [{col["architecture"]: t(f"masks.arch.{arch}.name"),
-                  col["parameters"]: f"{parameter_count(base.replace(architecture=arch).to_dict()):,}",
+                  col["parameters"]: f"{parameter_count(base.replace(architecture=arch).to_dict()) / 1e6:.1f}M",  # as the overview
                   col["examples"]: known,
                   **{col[c]: t(f"masks.arch.{arch}.{c}") for c in ("attentions", "masks", "use")}}
                  for arch, known in ARCHITECTURES.items()]

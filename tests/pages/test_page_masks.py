@@ -62,7 +62,7 @@ def test_masks_page_en():
     assert metric(at, "decoder self: largest weight on a future token") == 0.0
     table = tables(at)[-1]
     assert list(table.iloc[:, 0]) == ["encoder-only", "decoder-only", "encoder-decoder"]
-    assert table.iloc[2, 1] == "63,082,496"  # paper_base, same as the overview page
+    assert table.iloc[2, 1] == "63.1M"  # paper_base, same as the overview page
 
 
 def test_masks_page_ko_bad_input():
@@ -274,7 +274,7 @@ def test_a_link_opens_the_view_it_describes():
     cross = next(f for f in figures(at) if title(f).startswith("encoder–decoder attention"))
     assert "layer 2 · head 4" in title(cross)
     assert np.allclose(z_of(cross), maps["cross"][1, 3], atol=1e-5)
-    assert tables(at)[-1].iloc[2, 1] != "63,082,496"  # paper_big, not paper_base
+    assert tables(at)[-1].iloc[2, 1] != "63.1M"  # paper_big, not paper_base
 
 
 BAD_LINK = {"model": "no-such-model", "batch": "x" * 100_000, "which": "<b>x</b>", "head": "99",
@@ -336,3 +336,15 @@ def test_causal_and_padding_say_a_query_also_sees_itself(lang):
     shown = [m.value for m in at.markdown]
     assert any(BOTH_SAYS[lang] in s for s in shown)
     assert not any(BOTH_NEVER[lang] in s for s in shown)
+
+
+def test_parameter_counts_are_written_as_the_overview_writes_them():
+    """The architectures' table counts parameters in millions with one decimal, as the overview does ("63.1M"),
+    not as a long whole number beside it ("22,565,376")."""
+    import re
+    from app.i18n import catalogue
+    at = run_page("masks.py")
+    assert_clean(at)
+    column = catalogue("en")["masks.column.parameters"]
+    arch = next(tb for tb in tables(at) if column in tb.columns)
+    assert all(re.fullmatch(r"\d+\.\dM", str(v)) for v in arch[column]), list(arch[column])
