@@ -48,7 +48,8 @@ sections: dict[str, list] = {}
 for i, p in enumerate(PAGES):
     page = st.Page(str(ROOT / "pages" / p.file), title=p.title, icon=p.icon, url_path=p.url, default=(i == 0))
     sections.setdefault(p.section, []).append(page)
-nav = st.navigation({t(f"pages.section.{key}"): sections[key] for key in SECTIONS if key in sections})
+# every page listed in the sidebar: collapsed, Streamlit hides the pages past the tenth behind "View more"
+nav = st.navigation({t(f"pages.section.{key}"): sections[key] for key in SECTIONS if key in sections}, expanded=True)
 current = nav.url_path or PAGES[0].url  # the default page's url_path is ""
 
 if current != PAGES[0].url:  # the first page imports nothing the warm-up does; the others must not import beside it

@@ -35,6 +35,7 @@ def spread_chart(xs: list, rows: dict[str, tuple[list, list, list]], *, chance: 
 def scale_chart(points: list[tuple[float, float, str]], curve: list[tuple[float, float]], *, title: str,
                 x_title: str, y_title: str, points_label: str, fit_label: str) -> Figure:
     """Seeds as points (parameters, loss, row name on hover) and the fitted law as a line, log-log."""
+    ys = [p[1] for p in points] + [c[1] for c in curve]
     traces = [dict(type="scatter", mode="markers", name=esc(points_label), x=[p[0] for p in points],
                    y=[p[1] for p in points], text=[esc(p[2]) for p in points],
                    hovertemplate="%{text}: %{x:,} → %{y:.4f}<extra></extra>", marker=dict(color=colour(0), size=7)),
@@ -42,4 +43,17 @@ def scale_chart(points: list[tuple[float, float, str]], curve: list[tuple[float,
                    line=dict(color=colour(1), width=2))]
     return figure(traces, dict(title=dict(text=esc(title)), height=380, margin=margins(title, 50),
                                xaxis=dict(title=dict(text=esc(x_title)), type="log"),
-                               yaxis=dict(title=dict(text=esc(y_title)), type="log"), legend=legend_below()))
+                               yaxis=dict(title=dict(text=esc(y_title)), type="log", **_named_ticks(ys)),
+                               legend=legend_below()))
+
+
+def _named_ticks(values: list[float], n: int = 4) -> dict:
+    """Ticks at n values spread evenly in log space over the data, each written with two decimals: the figure
+    holds its tick texts, so its margins are measured from them (plotly's own log ticks were estimated short)."""
+    import math
+    vals = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not vals:
+        return {}
+    lo, hi = math.log10(min(vals)), math.log10(max(vals))
+    ticks = sorted({round(10 ** (lo + (hi - lo) * i / (n - 1)), 2) for i in range(n)}) if hi > lo else [round(vals[0], 2)]
+    return dict(tickvals=ticks, ticktext=[f"{v:.2f}" for v in ticks])

@@ -319,7 +319,7 @@ LABELS_JS = """(key) => { const gd = document.querySelector(`.st-key-atlas-chart
   const box = gd.closest(`.st-key-atlas-chart-${key}`);
   return {x: groups.x.length, y: groups.y.length, titles: groups.titles.length, overlaps,
           scrolls: [box, ...box.querySelectorAll('*')].some((e) => e.scrollWidth > e.clientWidth + 1
-                                                               && getComputedStyle(e).overflowX === 'auto'),
+                                                               && ['auto', 'scroll'].includes(getComputedStyle(e).overflowX)),
           smallest: Math.min(...[...groups.x, ...groups.y, ...groups.titles].map((b) => b.size))}; }"""
 
 LONG_EN = ("the old man walked slowly to the small park near the river and sat under a tall tree "
