@@ -1,9 +1,11 @@
 """model/nn/differences.py: every difference from the paper said in words, in every language, the same through
-the app's `say` and through str.format (what `python -m model.hub check` uses)."""
+the app's `say` and through what `python -m model.hub check` fills them with (model.hub.__main__.said)."""
 import dataclasses
 import tomllib
 
 import pytest
+
+from model.hub.__main__ import said as hub_said
 
 from app import i18n
 from model import PRESETS, TransformerConfig
@@ -67,7 +69,7 @@ def test_every_sentence_exists_and_reads_the_same_in_the_app_and_on_the_command_
             for message in differences_in_words(cfg):
                 assert message.code in table, message.code
                 said = i18n.say(message)
-                assert said == table[message.code].format(**message.args) and "{" not in said
+                assert said == hub_said(table[message.code], message.args) and "{" not in said
                 seen.add(message.code)
     assert seen == set(table)  # and no sentence is left that nothing says
 
