@@ -262,7 +262,10 @@ def test_the_word_palette_draws_its_open_group_and_keeps_its_place(browser):
         with rerun(page) as ended:
             main.locator(".st-key-insp_pal_verb button").filter(has_text="like").first.click()
         assert main.locator(".st-key-insp_text textarea").input_value().rstrip().lower().endswith("like")
-        assert pieces.inner_text() != before, "the section around the box follows the new sentence"
+        # the word lands after the sentence's full stop, so the text now holds two sentences: the section around the
+        # box follows, with its tokens or with the note that each sentence is translated on its own
+        follows = pieces.inner_text() != before or main.get_by_text("Sentence shown below").count() > 0
+        assert follows, "the section around the box follows the new sentence"
         runs = ended()  # the palette's own run ends early, for the sentence's section
         assert "FINISHED_FRAGMENT_RUN_SUCCESSFULLY" in runs and "FINISHED_SUCCESSFULLY" not in runs, \
             f"a word click reruns the sentence's section only, not the page: {runs}"
