@@ -36,10 +36,12 @@ if i18n.STATE_KEY not in st.session_state:  # first visit: the link's language, 
         st.session_state[i18n.STATE_KEY] = i18n.language_from_locale(locale)
         if asked is not None:
             state.ignored_link_value(state.LANG_PARAM)
+else:  # the widget's value written back as the script's own: kept across a server-side page switch (st.switch_page)
+    st.session_state[i18n.STATE_KEY] = st.session_state[i18n.STATE_KEY]
 
 with st.sidebar:
     st.radio(t("common.language"), list(i18n.LANGS), format_func=i18n.LANGS.get, key=i18n.STATE_KEY,
-             horizontal=True, persist_state="session")  # kept across a server-side page switch (st.switch_page)
+             horizontal=True)
     with st.container(key="atlas-warm"):  # nothing to see: loads the next pages' element code while the browser is idle
         st.html("<style>.st-key-atlas-warm{display:none}</style>" + browser_warm.script(), unsafe_allow_javascript=True)
         browser_warm.elements()
