@@ -17,11 +17,9 @@ from app.ui import machine_said, show_figure, table, text
 from model.lessons import decoding as dec
 from model.lessons import extrapolation as ex
 from model.lessons import limits as lim
-from pages.views.limits import lengths_study, mb, scale_study, sweep_sizes
+from pages.views.limits import (BLOCKS, D_CHOICES, GLOBALS, HEAD_CHOICES, KS, N_CHOICES, WINDOWS, cost_sweep,
+                                lengths_study, mb, refusal_note, scale_study)
 
-N_CHOICES = [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 1048576]
-D_CHOICES, HEAD_CHOICES = [64, 128, 256, 512], [1, 2, 4, 8]
-MAX_FLOPS = 20_000_000_000  # one call past this is refused as too slow for a page (seconds on one core)
 SMALL_N = 16  # the scores and the window drawn at this n
 ERROR_N, ERROR_KS = 256, (8, 16, 32, 64, 128, 256)
 
@@ -36,14 +34,14 @@ n = c1.select_slider("n", N_CHOICES, **LIMITS.n.keep(1024, valid=N_CHOICES))
 d = c2.select_slider("d", D_CHOICES, **LIMITS.d.keep(256, valid=D_CHOICES))
 heads = c3.select_slider(t("limits.cost.heads"), HEAD_CHOICES, **LIMITS.heads.keep(4, valid=HEAD_CHOICES))
 c1, c2, c3, c4 = st.columns(4)
-block = c1.slider(t("limits.cost.block"), 16, 512, step=16, **LIMITS.block.keep(64))
-window = c2.slider(t("limits.cost.window"), 2, 256, **LIMITS.window.keep(32))
-global_tokens = c3.slider(t("limits.cost.global"), 0, 8, **LIMITS.global_tokens.keep(1))
-k = c4.slider(t("limits.cost.k"), 8, 256, step=8, **LIMITS.k.keep(64))
+block = c1.slider(t("limits.cost.block"), *BLOCKS[:2], step=BLOCKS[2], **LIMITS.block.keep(64))
+window = c2.slider(t("limits.cost.window"), *WINDOWS[:2], step=WINDOWS[2], **LIMITS.window.keep(32))
+global_tokens = c3.slider(t("limits.cost.global"), *GLOBALS[:2], step=GLOBALS[2], **LIMITS.global_tokens.keep(1))
+k = c4.slider(t("limits.cost.k"), *KS[:2], step=KS[2], **LIMITS.k.keep(64))
 setting = lim.Setting(n=n, d=d, heads=heads, block=block, window=window, global_tokens=global_tokens, k=k)
 names = {impl: t(f"limits.impl.{impl}") for impl in lim.IMPLS}
 
-results = computed(lim.sweep, setting, sweep_sizes(n), max_flops=MAX_FLOPS)
+results = computed(cost_sweep, setting)
 at_n = {r["impl"]: r for r in results if r["n"] == n}
 rows = []
 for impl in lim.IMPLS:
@@ -53,10 +51,7 @@ for impl in lim.IMPLS:
                  t("limits.cost.ms"): "—" if refused else number(r["seconds"] * 1000, ".2f"),
                  t("limits.cost.peak"): "—" if refused else mb(r["peak_bytes"]),
                  t("limits.cost.estimate"): mb(lim.estimate_bytes(impl, setting)),
-                 t("limits.cost.note"): t(f"limits.refused.{refused['kind']}", needed=mb(refused["needed"])
-                                          if refused["kind"] == "memory" else f"{refused['needed']:.2g}",
-                                          allowed=mb(refused["allowed"]) if refused["kind"] == "memory"
-                                          else f"{refused['allowed']:.2g}") if refused else ""})
+                 t("limits.cost.note"): refusal_note(refused)})
 table(rows, key="limits-cost")
 st.download_button(t("common.download_csv"), rows_csv(rows), file_name="attention-cost.csv", mime="text/csv",
                    key="lim_cost_csv")

@@ -98,7 +98,7 @@ text("overview.results", base_bleu_de=PAPER_TRAINING["paper_base"].bleu_en_de,
      base_steps=PAPER_TRAINING["paper_base"].steps, big_days=PAPER_TRAINING["paper_big"].hours / 24,
      big_steps=PAPER_TRAINING["paper_big"].steps, gpus=PAPER_GPUS)
 table([{
-    t("overview.results.model"): r.model,
+    t("overview.results.model"): t(f"overview.table.{r.key}_model") if r.key else r.model,
     t("overview.results.bleu_de"): r.bleu_en_de or "", t("overview.results.bleu_fr"): r.bleu_en_fr or "",
     t("overview.results.cost_de"): flops_text(r.flops_en_de), t("overview.results.cost_fr"): flops_text(r.flops_en_fr),
 } for r in PAPER_TABLE2], key="table2")

@@ -82,11 +82,24 @@ def estimate_flops(impl: str, s: Setting) -> int:
     return 4 * h * n * keys * dk
 
 
+def steps(impl: str, s: Setting) -> int:
+    """The Python loop's steps of one call: block-wise attention walks the keys `block` at a time, the window walks
+    the queries `window` at a time; full attention and Linformer are one batched call. Each step is a handful of
+    tensor operations whose fixed cost (and the memory profiler's, per operation) does not shrink with the block,
+    so a tiny block over a long sequence is slow however little arithmetic it does."""
+    if impl == "blockwise":
+        return -(-s.n // s.block)
+    if impl == "window":
+        return -(-s.n // s.window)
+    return 1
+
+
 def refusal(impl: str, s: Setting, budget: int | None = None, share: float = 0.25,
-            max_flops: int | None = None) -> dict | None:
+            max_flops: int | None = None, max_steps: int | None = None) -> dict | None:
     """None when the call fits; else {"kind": "memory", "needed": bytes, "allowed": bytes} when it would take more
-    than `share` of the memory free now (or more than `budget` bytes when given), or {"kind": "time", "needed":
-    flops, "allowed": max_flops} when it would compute more than `max_flops`; either way it is not run."""
+    than `share` of the memory free now (or more than `budget` bytes when given), {"kind": "time", "needed":
+    flops, "allowed": max_flops} when it would compute more than `max_flops`, or {"kind": "steps", ...} when its
+    loop would take more than `max_steps` steps; either way it is not run."""
     allowed = budget if budget is not None else available_bytes()
     if allowed is not None:
         allowed = int(allowed * (1.0 if budget is not None else share))
@@ -95,6 +108,8 @@ def refusal(impl: str, s: Setting, budget: int | None = None, share: float = 0.2
             return {"kind": "memory", "needed": needed, "allowed": allowed}
     if max_flops is not None and estimate_flops(impl, s) > max_flops:
         return {"kind": "time", "needed": estimate_flops(impl, s), "allowed": max_flops}
+    if max_steps is not None and steps(impl, s) > max_steps:
+        return {"kind": "steps", "needed": steps(impl, s), "allowed": max_steps}
     return None
 
 
@@ -144,11 +159,12 @@ def peak_bytes(fn) -> int:
     return peak
 
 
-def measure(impl: str, s: Setting, repeats: int = 3, max_flops: int | None = None) -> dict:
+def measure(impl: str, s: Setting, repeats: int = 3, max_flops: int | None = None,
+            max_steps: int | None = None) -> dict:
     """Time (median of `repeats` calls, after one warm-up call) and measured peak memory of one call, beside
     the estimate; {"refused": {...}} instead when the estimate does not fit in memory. Timed on one thread,
     so the numbers do not depend on what else the machine runs (two threads on a busy machine spin-wait)."""
-    refused = refusal(impl, s, max_flops=max_flops)
+    refused = refusal(impl, s, max_flops=max_flops, max_steps=max_steps)
     if refused:
         return {"impl": impl, "n": s.n, "refused": refused}
     threads = torch.get_num_threads()
@@ -173,7 +189,8 @@ def _measure(impl: str, s: Setting, repeats: int) -> dict:
             "estimate_bytes": estimate_bytes(impl, s), "refused": None}
 
 
-def sweep(s: Setting, sizes: tuple[int, ...], impls: tuple[str, ...] = IMPLS, max_flops: int | None = None) -> list[dict]:
+def sweep(s: Setting, sizes: tuple[int, ...], impls: tuple[str, ...] = IMPLS, max_flops: int | None = None,
+          max_steps: int | None = None) -> list[dict]:
     """measure() for every impl at every n in `sizes` (the other knobs from s); one timed call instead of three
     above a tenth of max_flops."""
     from dataclasses import replace
@@ -182,7 +199,7 @@ def sweep(s: Setting, sizes: tuple[int, ...], impls: tuple[str, ...] = IMPLS, ma
         for impl in impls:
             one = replace(s, n=n)
             big = max_flops is not None and estimate_flops(impl, one) > max_flops // 10
-            out.append(measure(impl, one, repeats=1 if big else 3, max_flops=max_flops))
+            out.append(measure(impl, one, repeats=1 if big else 3, max_flops=max_flops, max_steps=max_steps))
     return out
 
 

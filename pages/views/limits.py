@@ -5,12 +5,20 @@ import json
 from pathlib import Path
 
 from app.format import number
+from app.i18n import t
 from model.lessons import extrapolation as ex
+from model.lessons import limits as lim
 
 ROOT = Path(__file__).resolve().parents[2]
 LENGTHS = ROOT / "assets" / "study" / "lengths.json"
 TABLE3 = ROOT / "assets" / "study" / "table3.json"
 SWEEP_FROM, SWEEP_TO, SWEEP_POINTS = 128, 16384, 7
+# the cost section's controls: n, d and heads choose from these; the sliders' (min, max, step)
+N_CHOICES = [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 1048576]
+D_CHOICES, HEAD_CHOICES = [64, 128, 256, 512], [1, 2, 4, 8]
+BLOCKS, WINDOWS, GLOBALS, KS = (16, 512, 16), (2, 256, 1), (0, 8, 1), (8, 256, 8)
+MAX_FLOPS = 20_000_000_000  # one call past this is refused as too slow for a page (seconds on one core)
+MAX_STEPS = 512  # one call whose loop takes more steps is refused (each step is a dozen profiled operations)
 
 
 def mb(n_bytes: float) -> str:
@@ -27,6 +35,22 @@ def sweep_sizes(n: int) -> tuple[int, ...]:
         sizes.append(size)
         size *= 2
     return tuple(sizes[-(SWEEP_POINTS - 1):] + [n])
+
+
+def cost_sweep(setting: lim.Setting) -> list[dict]:
+    """The cost section's measurements: every answer at every size of sweep_sizes, within the page's budgets."""
+    return lim.sweep(setting, sweep_sizes(setting.n), max_flops=MAX_FLOPS, max_steps=MAX_STEPS)
+
+
+def refusal_note(refused: dict | None) -> str:
+    """Why a size was not run, in the reader's language ("" when it was)."""
+    if not refused:
+        return ""
+    if refused["kind"] == "memory":
+        return t("limits.refused.memory", needed=mb(refused["needed"]), allowed=mb(refused["allowed"]))
+    if refused["kind"] == "steps":
+        return t("limits.refused.steps", needed=number(refused["needed"], ",d"), allowed=number(refused["allowed"], ",d"))
+    return t("limits.refused.time", needed=f"{refused['needed']:.2g}", allowed=f"{refused['allowed']:.2g}")
 
 
 def _read(path: Path):

@@ -31,6 +31,37 @@ def test_a_size_past_memory_is_refused_from_the_estimate():
     assert out["refused"]["needed"] > 10**12
 
 
+def test_a_loop_of_too_many_blocks_is_refused_though_its_arithmetic_is_small():
+    """A window of 2 over a million tokens is little arithmetic and little memory, but half a million Python steps
+    (hours under the memory profiler): refused by its step count before it starts."""
+    s = limits.Setting(n=2**20, d=512, heads=8, window=2, block=16)
+    assert limits.estimate_flops("window", s) < 2 * 10**10
+    assert limits.refusal("window", s, budget=10**12, max_flops=2 * 10**10, max_steps=512) == {
+        "kind": "steps", "needed": 2**19, "allowed": 512}
+    assert limits.refusal("blockwise", replace(s, n=8192), budget=10**12, max_steps=512) is None  # 8192 / 16
+    assert limits.refusal("blockwise", replace(s, n=8193), budget=10**12, max_steps=512)["needed"] == 513
+    assert limits.steps("full", s) == limits.steps("linformer", s) == 1
+
+
+def test_every_call_the_page_allows_is_bounded_in_steps_and_arithmetic():
+    """Whatever the limits page's controls are set to, a call it runs stays within its budgets: the class of
+    defect where one combination of knobs (not each knob alone) makes a page run for an hour."""
+    import itertools
+    from pages.views import limits as page
+    extremes = [page.N_CHOICES, page.D_CHOICES, page.HEAD_CHOICES] + [
+        (lo, hi) for lo, hi, _ in (page.BLOCKS, page.WINDOWS, page.GLOBALS, page.KS)]
+    for n, d, heads, block, window, global_tokens, k in itertools.product(*extremes):
+        s = limits.Setting(n=n, d=d, heads=heads, block=block, window=window, global_tokens=global_tokens, k=k)
+        for size in page.sweep_sizes(n):
+            one = replace(s, n=size)
+            for impl in limits.IMPLS:
+                if limits.refusal(impl, one, budget=10**15, max_flops=page.MAX_FLOPS, max_steps=page.MAX_STEPS):
+                    continue
+                # a bound, not a timing: a profiled loop step costs at most ~20 ms, and one core does >= 1 GFLOP/s
+                bound = limits.steps(impl, one) * 0.02 + limits.estimate_flops(impl, one) / 1e9
+                assert bound <= 30, (impl, one, bound)
+
+
 def test_blockwise_output_is_full_attention_and_linformer_k_n_is_exact():
     s = limits.Setting(n=64, d=32, heads=2, block=8, k=64)
     diff = limits.difference_from_full(s)
