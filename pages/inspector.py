@@ -6,9 +6,11 @@ import streamlit as st
 from pages.views import inspector as ins
 from pages.views import inspector_reading as rd
 from pages.views.inspector_hub import hub_box
+from pages.views.inspector_view import show_view
 from app.charts.curves import bar_chart
 from app.charts.export import csv_text
 from app.fast import uses_element
+from app.fast.attention_view import available as attention_view_available
 from app.charts.headview import head_view
 from app.charts.heatmaps import attention_heatmap, grid_cell, head_grid
 from app.format import code_span
@@ -382,6 +384,7 @@ def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx,
     steps_name = "positions" if arch == "decoder-only" else "steps"
     tabs = ("grid", "head", steps_name, "stats") if ctx is not None or arch != "decoder-only" else ("grid", "head", "stats")
     labels = {name: t(f"inspector.tab.{name}") for name in tabs}
+    in_browser = attention_view_available()
     for name, tab in open_tabs(labels, key=INSPECTOR.tab.key, url=INSPECTOR.tab.url):
         if not tab.open:
             continue
@@ -393,6 +396,9 @@ def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx,
                     st.caption(note)
                 if kind != "cross":  # the classic heads, named, so that nobody has to scroll through every map
                     st.markdown(ins.pattern_line(patterns_of(view, kind, weights, k_labels, tok)))
+                if in_browser:  # layers, heads, tiles and tokens answered in the browser
+                    show_view(view, att, kind, src_labels, tgt_labels, cfg.kv_heads, arch == "encoder-decoder", "grid")
+                    continue
                 if uses_element():  # st.plotly_chart sends no clicks on a heatmap
                     st.caption(t("inspector.grid_click"))
                 clicked = show_figure(shared_figure("grid", (*view, kind), lambda: head_grid(
@@ -403,6 +409,9 @@ def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx,
                 if cell is not None:  # a tile clicked: its layer and head open below (the pickers show them)
                     st.session_state["insp_layer"], st.session_state["insp_head"] = cell
                 grid_detail(view, weights, kind, kind_names[kind], q_labels, k_labels, q_title, k_title)
+            elif name == "head" and in_browser:
+                text("inspector.head_view_live")
+                show_view(view, att, kind, src_labels, tgt_labels, cfg.kv_heads, arch == "encoder-decoder", "heads")
             elif name == "head":
                 head_view_tab(view, weights, kind, q_labels, k_labels, q_title, k_title)
             elif name == "positions":

@@ -24,6 +24,11 @@ FIRST_CHART = "PE: 100 positions × 128 dimensions"
 FIRST_TITLE = f"() => {{ const t = document.querySelector('{CHARTS} .gtitle'); return t ? t.textContent : ''; }}"
 
 
+# the inspector's grid, map and head view drawn by the server (as where the browser cannot draw the attention view,
+# app.fast.attention_view.available); tests/browser/test_browser_attention_view.py drives the browser's view
+SERVER_MAPS = {"ATLAS_ATTENTION_VIEW": "server"}
+
+
 def _browser(p):
     return p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
@@ -149,7 +154,7 @@ def test_a_chart_in_a_tab_is_drawn_when_its_tab_opens():
       return [p.querySelectorAll("[class*='st-key-atlas-chart-']").length,
               [...p.querySelectorAll('.js-plotly-plot')].map((g) => Math.round(g.getBoundingClientRect().width)),
               p.querySelectorAll("[data-testid='stDataFrame']").length]; }"""
-    with served() as (url, _), sync_playwright() as p:
+    with served(env_extra=SERVER_MAPS) as (url, _), sync_playwright() as p:
         browser = _browser(p)
         page = new_page(browser, viewport={"width": 1400, "height": 1000})
         page.goto(f"{url}/inspector?lang=en")
@@ -389,7 +394,7 @@ def test_a_click_on_a_tile_of_the_head_grid_opens_that_head_below():
     from playwright.sync_api import sync_playwright
 
     from app.i18n import catalogue
-    with served() as (url, _), sync_playwright() as p:
+    with served(env_extra=SERVER_MAPS) as (url, _), sync_playwright() as p:
         browser = _browser(p)
         page = new_page(browser, viewport={"width": 1400, "height": 1800})
         page.goto(f"{url}/inspector?lang=en")

@@ -20,6 +20,14 @@ pytestmark = pytest.mark.skipif(not (SHIPPED["en-ko"] / "model.safetensors").is_
                                 reason="the shipped en-ko model is not built")
 
 
+@pytest.fixture(autouse=True)
+def server_drawn_maps(monkeypatch):
+    """These tests read the grid, the map under it and the head view as the server draws them (where the browser
+    cannot draw the attention view: app.fast.attention_view.available); tests/pages/test_page_inspector_view.py
+    reads the browser's view."""
+    monkeypatch.setenv("ATLAS_ATTENTION_VIEW", "server")
+
+
 @pytest.fixture
 def empty_runs(tmp_path, monkeypatch):
     monkeypatch.setenv("ATLAS_RUNS_DIR", str(tmp_path / "runs"))

@@ -1,0 +1,98 @@
+"""The attention view: a sentence's whole attention sent to the browser once, and every choice that only changes
+the drawing answered there (app/static/attention_view.js is its browser half).
+
+A layer, a head, a tile of the grid, a token hovered or a query picked changes nothing the server computes, yet as
+Streamlit widgets each was a round trip: the script reran, the figure was rebuilt and sent again. This element
+gets every layer x head x query x key map of every kind of attention (encoder self-, decoder self-, cross-) once,
+and draws the grid of small multiples, the enlarged map of the tile clicked and the head view (BertViz's lines
+from each query to each key) in the page, from the same numbers.
+
+The payload is binary: a little-endian uint32 length, a JSON header (tokens, sizes, the words the view shows in
+the page's language, the colour scale, the first view), padding to an even offset, then every weight as a uint16
+count of 1/65535 — within 1e-5 of the float, finer than any colour or the three decimals the view prints, at half
+a float32's bytes (bench/attention_view_payload.py measures it; docs/benchmarks.md has the numbers).
+
+The view's choices go into the page's link (`?view=kind.layer.head.query`, 1-based, 0 for the mean or for every
+query) from the browser, with history.replaceState: no server run. The browser reads it back when a link opens the
+page, and this tab's sessionStorage keeps it across page switches; it stays in the link across the page's own runs
+because each run sends back the link it read (app.state.send_link). Tokens reach the page as text (canvas fillText and
+textContent), never as HTML."""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import struct
+
+import numpy as np
+import streamlit as st
+
+from app.fast.chart import LOAD_JS, uses_element, versioned
+
+MODULE = "attention_view.js"
+COMPONENT = "atlas_attention_view"
+PARAM = "view"
+SCALE = 65535  # a weight w is sent as round(w * SCALE)
+
+
+def quantise(weights) -> np.ndarray:
+    """(..., Lq, Lk) weights in [0, 1] as uint16 counts of 1/SCALE (NaN, as a fully masked row can give, is 0)."""
+    w = np.nan_to_num(np.asarray(weights, dtype=np.float64), nan=0.0)
+    return np.rint(np.clip(w, 0.0, 1.0) * SCALE).astype("<u2")
+
+
+def payload(kinds: list[dict], words: dict[str, str], colours: list, head_colours: list[str], mode: str) -> bytes:
+    """The bytes the browser gets. kinds: [{"id", "label", "weights" (layers, H, Lq, Lk), "q", "k" (token texts),
+    "q_title", "k_title", "groups" (one label per key/value head's query heads, or None), "decoder" (whether a
+    query is a decoding step)}]; mode: "grid" (tiles and the enlarged map) or "heads" (the head view)."""
+    header_kinds, blobs, offset = [], [], 0
+    for kind in kinds:
+        q = quantise(kind["weights"])
+        layers, heads, n_q, n_k = q.shape
+        header_kinds.append({"id": kind["id"], "label": kind["label"], "layers": layers, "heads": heads,
+                             "nq": n_q, "nk": n_k, "q": [str(x) for x in kind["q"]], "k": [str(x) for x in kind["k"]],
+                             "qTitle": kind["q_title"], "kTitle": kind["k_title"], "groups": kind.get("groups"),
+                             "decoder": bool(kind.get("decoder")), "offset": offset})
+        blobs.append(q.tobytes())
+        offset += q.size
+    header = {"kinds": header_kinds, "words": words, "colours": [list(stop) for stop in colours],
+              "headColours": list(head_colours),
+              "initial": {"kind": kinds[0]["id"], "layer": 1, "head": 1, "query": 0}, "mode": mode, "param": PARAM, "scale": SCALE}
+    head = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
+    pad = b" " * ((4 + len(head)) % 2)  # the weights start at an even offset (a Uint16Array's alignment)
+    return struct.pack("<I", len(head) + len(pad)) + head + pad + b"".join(blobs)
+
+
+def read_payload(data: bytes) -> tuple[dict, np.ndarray]:
+    """payload() read back (tests, benches): the header, and every weight as float64 in the order sent."""
+    (n,) = struct.unpack_from("<I", data)
+    header = json.loads(data[4:4 + n].decode())
+    return header, np.frombuffer(data[4 + n:], dtype="<u2").astype(np.float64) / SCALE
+
+
+def stub_js() -> str:
+    """The component's inline script: it imports app/static/attention_view.js (once per tab) and hands it the
+    payload; Streamlit calls it with each new payload on the same element, and the cleanup when it goes."""
+    load = LOAD_JS.replace("__atlasChartModule", "__atlasAttentionView") % f"app/static/{versioned(MODULE)}"
+    return """export default function (c) {
+  const load = (%s), call = {};
+  load.then((m) => m.render(c, call));
+  return () => { load.then((m) => m.unmount(c.parentElement, call)); };
+}""" % load
+
+
+@functools.lru_cache(maxsize=1)
+def _component():
+    return st.components.v2.component(COMPONENT, js=stub_js(), isolate_styles=False)
+
+
+def available() -> bool:
+    """Whether the browser can draw the view: the chart element's files are served (app.fast.chart.uses_element)
+    and ATLAS_ATTENTION_VIEW is not "server" (the switch back to the server-drawn grid and head view)."""
+    return uses_element() and os.environ.get("ATLAS_ATTENTION_VIEW") != "server"
+
+
+def attention_view(data: bytes, *, key: str) -> None:
+    """Draw the view (payload() bytes). The same key from one run to the next keeps the browser's view."""
+    _component()(key=f"atlas-attention-{key}", data=data, height="content")
+

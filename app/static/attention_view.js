@@ -1,0 +1,432 @@
+// Attention Atlas's attention view, in the browser (app/fast/attention_view.py is its Python half and says why).
+//
+// It gets a sentence's whole attention once and answers every choice that only changes the drawing here: the kind
+// of attention, the layer, the head, a tile of the grid (clicked: its map opens enlarged below), a token hovered
+// (its row of the map, or its lines in the head view, lit), a query picked (a decoding step, for a decoder). Each
+// choice goes into the page's link (?view=kind.layer.head.query) with history.replaceState, and into this tab's
+// sessionStorage, so the link reproduces the view and a page switch back finds it again — with no server run.
+// Tokens are drawn with canvas fillText and textContent: a token is text, never HTML.
+
+const views = new Map();  // the element's parent node -> its view record
+const STORE = "atlas-attention-view";
+const FONT = "12px 'Source Sans Pro', 'Source Sans 3', 'Noto Sans CJK KR', sans-serif";
+
+function decode(data) {
+  const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const n = view.getUint32(0, true);
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + n)));
+  const start = bytes.byteOffset + 4 + n;
+  const count = (bytes.byteLength - 4 - n) / 2;
+  // a copy when the bytes sit at an odd offset of their buffer (a Uint16Array needs an even one)
+  const words = start % 2 === 0 ? new Uint16Array(bytes.buffer, start, count)
+                                : new Uint16Array(bytes.slice(4 + n).buffer);
+  return {header, words, size: bytes.byteLength};
+}
+
+function el(tag, props = {}, ...children) {
+  const node = Object.assign(document.createElement(tag), props);
+  node.append(...children);
+  return node;
+}
+
+// ------------------------------------------------------------------------- the numbers
+
+function kindOf(rec) {
+  return rec.header.kinds.find((k) => k.id === rec.state.kind) || rec.header.kinds[0];
+}
+
+// The weight of query i, key j in layer l, head h (0-based); l or h = -1 averages over layers or heads.
+function weight(rec, kind, l, h, i, j) {
+  const {layers, heads, nq, nk, offset} = kind;
+  const ls = l < 0 ? [...Array(layers).keys()] : [l];
+  const hs = h < 0 ? [...Array(heads).keys()] : [h];
+  let sum = 0;
+  for (const a of ls) for (const b of hs) sum += rec.words[offset + ((a * heads + b) * nq + i) * nk + j];
+  return sum / (ls.length * hs.length) / rec.header.scale;
+}
+
+function map(rec, kind, l, h) {
+  const out = new Float32Array(kind.nq * kind.nk);
+  for (let i = 0; i < kind.nq; i++) for (let j = 0; j < kind.nk; j++) out[i * kind.nk + j] = weight(rec, kind, l, h, i, j);
+  return out;
+}
+
+// The colour scale as Python's charts use it: [[stop, "rgb(r, g, b)"], ...] -> the colour of w in [0, 1].
+function scaleOf(stops) {
+  const parsed = stops.map(([s, c]) => [s, c.match(/\d+(\.\d+)?/g).map(Number)]);
+  return (w) => {
+    const x = Math.min(1, Math.max(0, w));
+    let k = 1;
+    while (k < parsed.length - 1 && parsed[k][0] < x) k++;
+    const [s0, c0] = parsed[k - 1], [s1, c1] = parsed[k];
+    const f = s1 > s0 ? (x - s0) / (s1 - s0) : 0;
+    return `rgb(${c0.map((v, i) => Math.round(v + f * (c1[i] - v))).join(",")})`;
+  };
+}
+
+// ------------------------------------------------------------------------- the link and the tab's memory
+
+function choiceText(s) {
+  return `${s.kind}.${s.layer}.${s.head}.${s.query}`;
+}
+
+function parseChoice(text, kinds) {
+  if (!text) return null;
+  const [id, ...nums] = text.split(".");
+  const kind = kinds.find((k) => k.id === id) || kinds[0];  // another kind: its numbers, where they fit
+  if (nums.length !== 3 || !nums.every((x) => /^\d+$/.test(x))) return null;
+  const [layer, head, query] = nums.map(Number);
+  if (layer > kind.layers || head > kind.heads || query > kind.nq) return null;
+  return {kind: kind.id, layer, head, query};
+}
+
+function remember(rec) {
+  const text = choiceText(rec.state);
+  try { sessionStorage.setItem(STORE, text); } catch (e) { /* storage off: the link still holds it */ }
+  const url = new URL(window.location.href);
+  if (url.searchParams.get(rec.header.param) === text) return;
+  url.searchParams.set(rec.header.param, text);
+  window.history.replaceState(window.history.state, "", url);
+}
+
+function firstChoice(header) {
+  const inLink = new URL(window.location.href).searchParams.get(header.param);
+  let stored = null;
+  try { stored = sessionStorage.getItem(STORE); } catch (e) { /* none */ }
+  return parseChoice(inLink, header.kinds) || parseChoice(stored, header.kinds) || {...header.initial};
+}
+
+// ------------------------------------------------------------------------- drawing
+
+function buttons(rec, name, count, meanLabel, labelOf) {
+  const row = el("div", {className: "atlas-view-row"});
+  row.append(el("span", {className: "atlas-view-label", textContent: rec.header.words[name]}));
+  const values = [...Array(count).keys()].map((i) => i + 1);
+  if (meanLabel) values.push(0);
+  for (const v of values) {
+    const b = el("button", {type: "button", textContent: v === 0 ? meanLabel : labelOf(v)});
+    b.dataset.name = name;
+    b.dataset.value = String(v);
+    b.setAttribute("aria-pressed", String(rec.state[name] === v));
+    b.addEventListener("click", () => choose(rec, {[name]: v}));
+    row.append(b);
+  }
+  return row;
+}
+
+function toolbar(rec) {
+  const kind = kindOf(rec), w = rec.header.words, bar = el("div", {className: "atlas-view-bar"});
+  if (rec.header.kinds.length > 1) {
+    const row = el("div", {className: "atlas-view-row"}, el("span", {className: "atlas-view-label", textContent: w.kind}));
+    for (const k of rec.header.kinds) {
+      const b = el("button", {type: "button", textContent: k.label});
+      b.dataset.name = "kind";
+      b.dataset.value = k.id;
+      b.setAttribute("aria-pressed", String(k.id === kind.id));
+      b.addEventListener("click", () => choose(rec, {kind: k.id}));
+      row.append(b);
+    }
+    bar.append(row);
+  }
+  // the head view draws every head at once, each in its colour (not their mean)
+  const everyHead = rec.header.mode === "heads" ? w.all_heads : w.mean;
+  bar.append(buttons(rec, "layer", kind.layers, w.mean, String), buttons(rec, "head", kind.heads, everyHead, String));
+  const range = el("input", {type: "range", min: "0", max: String(kind.nq), step: "1", value: String(rec.state.query)});
+  range.dataset.name = "query";
+  range.addEventListener("input", () => choose(rec, {query: Number(range.value)}));
+  const said = el("span", {className: "atlas-view-said", textContent: queryWords(rec, kind)});
+  bar.append(el("div", {className: "atlas-view-row"},
+                el("span", {className: "atlas-view-label", textContent: kind.decoder ? w.step : w.query}), range, said));
+  return bar;
+}
+
+function queryWords(rec, kind) {
+  const q = rec.state.query;
+  return q === 0 ? rec.header.words.all_queries : `${q}: ${kind.q[q - 1]}`;
+}
+
+function tileSize(rec, kind) {
+  const width = rec.root.clientWidth || 700;
+  return Math.max(18, Math.min(72, Math.floor((width - 70) / kind.heads) - 4));
+}
+
+function paintMap(canvas, rec, kind, values, cell, focus) {
+  const ctx = canvas.getContext("2d");
+  const colour = rec.colour;
+  for (let i = 0; i < kind.nq; i++) {
+    for (let j = 0; j < kind.nk; j++) {
+      ctx.fillStyle = colour(values[i * kind.nk + j]);
+      ctx.globalAlpha = focus && focus !== i + 1 ? 0.25 : 1;
+      ctx.fillRect(j * cell.w, i * cell.h, Math.ceil(cell.w), Math.ceil(cell.h));
+    }
+  }
+  ctx.globalAlpha = 1;
+}
+
+function grid(rec, kind) {
+  const w = rec.header.words, size = tileSize(rec, kind);
+  const box = el("div", {className: "atlas-view-grid"});
+  box.append(el("div", {className: "atlas-view-hint", textContent: w.grid_hint}));
+  if (kind.groups) {
+    const row = el("div", {className: "atlas-view-tiles"}, el("span", {className: "atlas-view-rowname"}));
+    const per = kind.heads / kind.groups.length;
+    for (const g of kind.groups) {
+      row.append(el("span", {className: "atlas-view-group", textContent: g,
+                             style: `width:${per * (size + 4) - 4}px`}));
+    }
+    box.append(row);
+  }
+  for (let l = 0; l < kind.layers; l++) {
+    const row = el("div", {className: "atlas-view-tiles"},
+                   el("span", {className: "atlas-view-rowname", textContent: `${w.layer} ${l + 1}`}));
+    for (let h = 0; h < kind.heads; h++) {
+      const c = el("canvas", {width: size, height: size, title: `${w.layer} ${l + 1} · ${w.head} ${h + 1}`});
+      c.className = "atlas-view-tile";
+      c.dataset.layer = String(l + 1);
+      c.dataset.head = String(h + 1);
+      if (rec.state.layer === l + 1 && rec.state.head === h + 1) c.classList.add("atlas-view-chosen");
+      paintMap(c, rec, kind, map(rec, kind, l, h), {w: size / kind.nk, h: size / kind.nq}, 0);
+      c.addEventListener("click", () => choose(rec, {layer: l + 1, head: h + 1}));
+      row.append(c);
+    }
+    box.append(row);
+  }
+  return box;
+}
+
+function measure(text) {
+  const ctx = measure.ctx ||= document.createElement("canvas").getContext("2d");
+  ctx.font = FONT;
+  return ctx.measureText(text).width;
+}
+
+function detail(rec, kind) {
+  const w = rec.header.words, s = rec.state;
+  const values = map(rec, kind, s.layer - 1, s.head - 1);
+  const left = Math.min(160, Math.ceil(Math.max(...kind.q.map(measure), 20)) + 10);
+  const top = Math.min(160, Math.ceil(Math.max(...kind.k.map(measure), 20)) + 10);
+  const avail = Math.max(200, (rec.root.clientWidth || 700) - left - 10);
+  const cell = Math.max(8, Math.min(30, Math.floor(avail / kind.nk)));
+  const canvas = el("canvas", {width: left + cell * kind.nk, height: top + cell * kind.nq});
+  canvas.className = "atlas-view-detail";
+  const ctx = canvas.getContext("2d");
+  ctx.save();
+  ctx.translate(left, top);
+  paintMap(canvas, rec, kind, values, {w: cell, h: cell}, s.query);  // paints in the translated frame
+  ctx.restore();
+  const labels = () => {
+    ctx.font = FONT;
+    ctx.fillStyle = "#31333f";
+    ctx.textBaseline = "middle";
+    ctx.textAlign = "right";
+    kind.q.forEach((t, i) => ctx.fillText(t, left - 5, top + (i + 0.5) * cell, left - 8));
+    ctx.save();
+    ctx.translate(left, top - 5);
+    ctx.rotate(-Math.PI / 2);
+    ctx.textAlign = "left";
+    kind.k.forEach((t, j) => ctx.fillText(t, 0, (j + 0.5) * cell, top - 8));
+    ctx.restore();
+  };
+  labels();
+  const title = `${kind.label} · ${w.layer} ${s.layer || w.mean} · ${w.head} ${s.head || w.mean}`;
+  const readout = el("div", {className: "atlas-view-readout", textContent: w.hover_hint});
+  canvas.addEventListener("mousemove", (e) => {
+    const r = canvas.getBoundingClientRect();
+    const x = (e.clientX - r.left) * canvas.width / r.width - left, y = (e.clientY - r.top) * canvas.height / r.height - top;
+    const i = Math.floor(y / cell), j = Math.floor(x / cell);
+    if (i < 0 || j < 0 || i >= kind.nq || j >= kind.nk) { readout.textContent = w.hover_hint; return; }
+    readout.textContent = `${kind.qTitle} ${i + 1} “${kind.q[i]}” → ${kind.kTitle} ${j + 1} “${kind.k[j]}”: ` +
+                          values[i * kind.nk + j].toFixed(3);
+  });
+  canvas.addEventListener("click", (e) => {
+    const r = canvas.getBoundingClientRect();
+    const i = Math.floor(((e.clientY - r.top) * canvas.height / r.height - top) / cell);
+    if (i >= 0 && i < kind.nq) choose(rec, {query: rec.state.query === i + 1 ? 0 : i + 1});
+  });
+  const csv = () => {
+    const cellText = (t) => `"${String(t).replace(/"/g, '""')}"`;
+    const lines = [["", ...kind.k].map(cellText).join(",")];
+    for (let i = 0; i < kind.nq; i++) {
+      lines.push([cellText(kind.q[i]), ...Array.from(values.subarray(i * kind.nk, (i + 1) * kind.nk), (v) => v.toFixed(5))].join(","));
+    }
+    return URL.createObjectURL(new Blob([lines.join("\n") + "\n"], {type: "text/csv"}));
+  };
+  const link = el("a", {textContent: w.download, href: "#", className: "atlas-view-download"});
+  link.addEventListener("click", () => {
+    link.href = csv();
+    link.download = `attention-${kind.id}-L${s.layer || "mean"}-H${s.head || "mean"}.csv`;
+  });
+  return el("div", {className: "atlas-view-detailbox"}, el("div", {className: "atlas-view-title", textContent: title}),
+            el("div", {className: "atlas-view-scroll"}, canvas), readout, link);
+}
+
+// BertViz's head view: queries left, keys right, a line from each query to each key, as strong as its weight; one
+// colour per head. A token hovered (or the query picked) keeps only its lines.
+function headView(rec, kind) {
+  const w = rec.header.words, s = rec.state;
+  const heads = s.head === 0 ? [...Array(kind.heads).keys()] : [s.head - 1];
+  const rows = Math.max(kind.nq, kind.nk), line = 22, width = Math.min(520, Math.max(300, (rec.root.clientWidth || 600) - 20));
+  const side = Math.min(180, Math.ceil(Math.max(...kind.q.map(measure), ...kind.k.map(measure), 30)) + 12);
+  const canvas = el("canvas", {width, height: rows * line + 24});
+  canvas.className = "atlas-view-lines";
+  const maps = heads.map((h) => map(rec, kind, s.layer - 1, h));
+  const y = (i, n) => 12 + (rows * line) * (n > 1 ? i / (n - 1) : 0.5) * (rows - 1) / rows + line / 2;
+  const draw = (only) => {  // only: {side: "q" | "k", index} or null
+    const ctx = canvas.getContext("2d");
+    ctx.clearRect(0, 0, canvas.width, canvas.height);
+    ctx.font = FONT;
+    ctx.textBaseline = "middle";
+    const x0 = side, x1 = width - side;
+    heads.forEach((h, n) => {
+      ctx.strokeStyle = rec.header.headColours[h % rec.header.headColours.length];
+      const m = maps[n];
+      for (let i = 0; i < kind.nq; i++) {
+        if (s.query && s.query !== i + 1) continue;
+        if (only && only.side === "q" && only.index !== i) continue;
+        for (let j = 0; j < kind.nk; j++) {
+          if (only && only.side === "k" && only.index !== j) continue;
+          const v = m[i * kind.nk + j];
+          if (v < 0.02) continue;
+          ctx.globalAlpha = Math.min(1, 0.1 + 0.9 * v / Math.sqrt(heads.length));
+          ctx.lineWidth = 1 + 3 * v;
+          ctx.beginPath();
+          ctx.moveTo(x0, y(i, kind.nq));
+          ctx.lineTo(x1, y(j, kind.nk));
+          ctx.stroke();
+        }
+      }
+    });
+    ctx.globalAlpha = 1;
+    ctx.fillStyle = "#31333f";
+    ctx.textAlign = "right";
+    kind.q.forEach((t, i) => {
+      ctx.font = (only && only.side === "q" && only.index === i) || s.query === i + 1 ? "bold " + FONT : FONT;
+      ctx.fillText(t, x0 - 6, y(i, kind.nq), side - 10);
+    });
+    ctx.textAlign = "left";
+    kind.k.forEach((t, j) => {
+      ctx.font = only && only.side === "k" && only.index === j ? "bold " + FONT : FONT;
+      ctx.fillText(t, x1 + 6, y(j, kind.nk), side - 10);
+    });
+  };
+  draw(null);
+  const nearest = (e) => {
+    const r = canvas.getBoundingClientRect();
+    const x = (e.clientX - r.left) * canvas.width / r.width, yy = (e.clientY - r.top) * canvas.height / r.height;
+    if (x < side) return {side: "q", n: kind.nq};
+    if (x > width - side) return {side: "k", n: kind.nk};
+    return null;
+  };
+  const readout = el("div", {className: "atlas-view-readout", textContent: w.lines_hint});
+  canvas.addEventListener("mousemove", (e) => {
+    const at = nearest(e);
+    if (!at) { rec.hover = null; draw(null); readout.textContent = w.lines_hint; return; }
+    const r = canvas.getBoundingClientRect(), yy = (e.clientY - r.top) * canvas.height / r.height;
+    let best = 0;
+    for (let i = 0; i < at.n; i++) if (Math.abs(y(i, at.n) - yy) < Math.abs(y(best, at.n) - yy)) best = i;
+    rec.hover = {side: at.side, index: best};
+    draw(rec.hover);
+    const tokens = at.side === "q" ? kind.q : kind.k;
+    readout.textContent = `${at.side === "q" ? kind.qTitle : kind.kTitle} ${best + 1} “${tokens[best]}”`;
+  });
+  canvas.addEventListener("mouseleave", () => { rec.hover = null; draw(null); readout.textContent = w.lines_hint; });
+  const legend = el("div", {className: "atlas-view-legend"});
+  for (const h of heads) {
+    legend.append(el("span", {textContent: `${w.head} ${h + 1}`,
+                              style: `border-left: 14px solid ${rec.header.headColours[h % rec.header.headColours.length]}`}));
+  }
+  const titles = el("div", {className: "atlas-view-sides"}, el("b", {textContent: kind.qTitle}), el("b", {textContent: kind.kTitle}));
+  titles.style.width = width + "px";
+  return el("div", {className: "atlas-view-headbox"},
+            el("div", {className: "atlas-view-title", textContent: `${kind.label} · ${w.layer} ${s.layer || w.mean}`}),
+            titles, el("div", {className: "atlas-view-scroll"}, canvas), readout, legend);
+}
+
+function draw(rec) {
+  const kind = kindOf(rec);
+  const parts = [toolbar(rec)];
+  if (rec.header.mode === "heads") parts.push(headView(rec, kind));
+  else parts.push(grid(rec, kind), detail(rec, kind));
+  rec.root.replaceChildren(...parts);
+  rec.root.dataset.choice = choiceText(rec.state);
+  rec.root.dataset.drawn = String((rec.root.dataset.drawn | 0) + 1);
+}
+
+function choose(rec, change) {
+  const next = {...rec.state, ...change};
+  if (change.kind && change.kind !== rec.state.kind) {  // sizes differ between kinds: keep what fits
+    const kind = rec.header.kinds.find((k) => k.id === change.kind);
+    next.layer = Math.min(next.layer, kind.layers);
+    next.head = Math.min(next.head, kind.heads);
+    next.query = Math.min(next.query, kind.nq);
+  }
+  rec.state = next;
+  remember(rec);
+  draw(rec);
+}
+
+const STYLE = `
+.atlas-view {font: 14px 'Source Sans Pro', sans-serif; color: #31333f}
+.atlas-view-row {display: flex; flex-wrap: wrap; align-items: center; gap: 4px; margin: 2px 0}
+.atlas-view-label {min-width: 4.5em; font-weight: 600}
+.atlas-view-row button {border: 1px solid #d0d3da; background: #fff; border-radius: 6px; padding: 1px 8px;
+  font: inherit; cursor: pointer; min-width: 2em}
+.atlas-view-row button[aria-pressed='true'] {background: #1f77b4; border-color: #1f77b4; color: #fff}
+.atlas-view-row input[type=range] {width: 14em}
+.atlas-view-said, .atlas-view-hint, .atlas-view-readout {color: #555; font-size: 13px; min-height: 1.3em}
+.atlas-view-tiles {display: flex; align-items: center; gap: 4px; margin-top: 4px}
+.atlas-view-rowname {width: 62px; font-size: 12px; color: #555; flex: none}
+.atlas-view-group {font-size: 11px; color: #555; text-align: center; border-bottom: 1px solid #aaa; flex: none}
+.atlas-view-tile {cursor: pointer; outline: 1px solid #e3e5ea}
+.atlas-view-tile:hover {outline: 2px solid #ff7f0e}
+.atlas-view-chosen {outline: 3px solid #d62728 !important}
+.atlas-view-title {font-weight: 600; margin-top: 10px}
+.atlas-view-scroll {overflow-x: auto; max-width: 100%}
+.atlas-view-detail, .atlas-view-lines {display: block; cursor: crosshair}
+.atlas-view-legend {display: flex; flex-wrap: wrap; gap: 10px; font-size: 12px}
+.atlas-view-legend span {padding-left: 4px}
+.atlas-view-sides {display: flex; justify-content: space-between; font-size: 13px}
+.atlas-view-download {font-size: 13px}
+`;
+
+export function render(args, call) {
+  const {data, parentElement} = args;
+  let rec = views.get(parentElement);
+  if (!rec) {
+    if (!document.getElementById("atlas-view-style")) {
+      document.head.append(el("style", {id: "atlas-view-style", textContent: STYLE}));
+    }
+    const root = el("div", {className: "atlas-view"});
+    parentElement.append(root);
+    rec = {root, size: -1, state: null};
+    views.set(parentElement, rec);
+    rec.resized = new ResizeObserver(() => {
+      const width = root.clientWidth;
+      if (rec.header && width && Math.abs(width - (rec.width || 0)) > 8) { rec.width = width; draw(rec); }
+    });
+    rec.resized.observe(root);
+  }
+  rec.call = call;
+  const got = decode(data);
+  const same = rec.header && got.size === rec.size && JSON.stringify(got.header) === rec.headerText;
+  if (same) return;  // a rerun of the page with the same sentence: the view stays as the learner left it
+  rec.header = got.header;
+  rec.headerText = JSON.stringify(got.header);
+  rec.words = got.words;
+  rec.size = got.size;
+  rec.colour = scaleOf(got.header.colours);
+  const wanted = rec.state || firstChoice(got.header);
+  rec.state = parseChoice(choiceText(wanted), got.header.kinds) || {...got.header.initial};
+  rec.width = rec.root.clientWidth;
+  remember(rec);
+  draw(rec);
+}
+
+export function unmount(parentElement, call) {
+  const rec = views.get(parentElement);
+  if (!rec || rec.call !== call) return;
+  views.delete(parentElement);
+  rec.resized.disconnect();
+  rec.root.remove();
+}

@@ -1,0 +1,122 @@
+"""The inspector's attention view in Chromium, in both languages: a tile clicked opens its map, a layer or head
+picked, a cell or a token pointed at — each answered in the browser with no script run, each read off what is
+drawn; the choice in the link, kept across a language switch and reproduced by the link in a fresh browser."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from app.i18n import LANGS, catalogue
+
+from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, new_page, rerun, served, wait_idle
+
+pytestmark = pytest.mark.browser
+SHOTS = ROOT / "test-artifacts" / "screenshots"
+VIEW = ".atlas-view"
+CHOICE = f"() => document.querySelector('{VIEW}').dataset.choice"
+DRAWN = f"() => Number(document.querySelector('{VIEW}').dataset.drawn)"
+PIXELS = "(sel) => document.querySelector(sel).toDataURL()"
+
+
+def _open(page, url: str, lang: str, query: str = "") -> None:
+    page.goto(f"{url}/inspector?lang={lang}{query}")
+    wait_idle(page, draw_all=False)
+    page.wait_for_selector(VIEW, timeout=60_000)
+    page.locator(VIEW).first.scroll_into_view_if_needed()
+
+
+def _no_run(page, action) -> None:
+    """`action()` changes the drawing only: the view draws again, and no script run reaches the page."""
+    runs, drawn = page.__dict__["atlas_runs"][0], page.evaluate(DRAWN)
+    action()
+    page.wait_for_function(f"(n) => ({DRAWN})() > n", arg=drawn, timeout=5_000)
+    page.wait_for_timeout(400)  # a run the action had started would have finished by now on this page
+    assert page.__dict__["atlas_runs"][0] == runs, "a view's choice reran the script"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_view_answers_in_the_browser_and_keeps_its_choice_in_the_link(lang):
+    from playwright.sync_api import sync_playwright
+    words = catalogue(lang)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with served() as (url, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = new_page(browser, viewport={"width": 1200, "height": 1400})
+        _open(page, url, lang)
+        tiles = page.locator(".atlas-view-tile")
+        n = tiles.count()
+        assert n >= 4
+        last = tiles.nth(n - 1)
+        layer, head = int(last.get_attribute("data-layer")), int(last.get_attribute("data-head"))
+        _no_run(page, last.click)
+        assert page.evaluate(CHOICE) == f"encoder_self.{layer}.{head}.0"
+        assert f"view=encoder_self.{layer}.{head}.0" in page.url
+        title = page.locator(".atlas-view-title").inner_text()
+        assert f"{words['inspector.view.layer']} {layer} · {words['inspector.view.head']} {head}" in title, title
+        assert page.locator(".atlas-view-chosen").get_attribute("data-layer") == str(layer)
+
+        # the mean over heads, then layer 1, from the buttons
+        _no_run(page, lambda: page.locator("button[data-name='head'][data-value='0']").click())
+        _no_run(page, lambda: page.locator("button[data-name='layer'][data-value='1']").click())
+        assert page.evaluate(CHOICE) == "encoder_self.1.0.0"
+        assert words["inspector.view.mean"] in page.locator(".atlas-view-title").inner_text()
+
+        # a cell pointed at: its query, key and weight read out
+        box = page.locator(".atlas-view-detail").bounding_box()
+        page.mouse.move(box["x"] + box["width"] - 5, box["y"] + box["height"] - 5)
+        readout = page.locator(".atlas-view-detailbox .atlas-view-readout").inner_text()
+        assert re.search(r"→ .+: [01]\.\d{3}$", readout), readout
+
+        # a query picked by clicking its row: the others dimmed, the range input and the link follow
+        before = page.evaluate(PIXELS, ".atlas-view-detail")
+        _no_run(page, lambda: page.mouse.click(box["x"] + box["width"] - 5, box["y"] + box["height"] - 5))
+        choice = page.evaluate(CHOICE)
+        assert re.fullmatch(r"encoder_self\.1\.0\.[1-9]\d*", choice), choice
+        assert page.evaluate(PIXELS, ".atlas-view-detail") != before
+        page.locator(VIEW).screenshot(path=str(SHOTS / f"attention-view-grid-{lang}.png"))
+
+        # another language: the page runs again, the view keeps the learner's choice
+        other = next(x for x in LANGS if x != lang)
+        with rerun(page, draw_all=False):
+            page.locator("[data-testid='stSidebar'] [data-testid='stRadio'] label").filter(has_text=LANGS[other]).click()
+        page.wait_for_selector(VIEW, timeout=60_000)
+        page.wait_for_function(f"(c) => ({CHOICE})() === c", arg=choice, timeout=10_000)
+        assert catalogue(other)["inspector.view.layer"] in page.locator(".atlas-view-title").inner_text()
+        assert f"view={choice}" in page.url
+
+        # the link in a fresh browser opens the same view
+        link = page.url
+        fresh = new_page(browser.new_context(viewport={"width": 1200, "height": 1400}))
+        fresh.goto(link)
+        wait_idle(fresh, draw_all=False)
+        fresh.wait_for_selector(VIEW, timeout=60_000)
+        assert fresh.evaluate(CHOICE) == choice
+        browser.close()
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_head_view_lights_a_tokens_lines_when_pointed_at(lang):
+    from playwright.sync_api import sync_playwright
+    words = catalogue(lang)
+    with served() as (url, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = new_page(browser, viewport={"width": 1200, "height": 1400})
+        _open(page, url, lang, "&tab=head")
+        page.wait_for_selector(".atlas-view-lines", timeout=60_000)
+        canvas = page.locator(".atlas-view-lines")
+        every = page.evaluate(PIXELS, ".atlas-view-lines")
+        box = canvas.bounding_box()
+        page.mouse.move(box["x"] + 20, box["y"] + 12 + 22 * 2 + 11)  # the third query token
+        readout = page.locator(".atlas-view-headbox .atlas-view-readout").inner_text()
+        assert readout.startswith(words["common.query"]), readout
+        only = page.evaluate(PIXELS, ".atlas-view-lines")
+        assert only != every
+        page.locator(VIEW).screenshot(path=str(SHOTS / f"attention-view-heads-{lang}.png"))
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] + 200)  # away: every line again
+        assert page.evaluate(PIXELS, ".atlas-view-lines") == every
+        # one head, then layer 2: the legend names the head, the title the layer
+        _no_run(page, lambda: page.locator("button[data-name='head'][data-value='2']").click())
+        assert page.locator(".atlas-view-legend").inner_text().strip() == f"{words['inspector.view.head']} 2"
+        _no_run(page, lambda: page.locator("button[data-name='layer'][data-value='2']").click())
+        assert f"{words['inspector.view.layer']} 2" in page.locator(".atlas-view-title").inner_text()
+        browser.close()
