@@ -56,16 +56,16 @@ current = nav.url_path or PAGES[0].url  # the default page's url_path is ""
 
 if current != PAGES[0].url:  # the first page imports nothing the warm-up does; the others must not import beside it
     wait_for_warm_up()
-state.begin_page(current)
-state.set_link(state.LANG_PARAM, i18n.lang())  # the link says which language it shows
+try:  # from begin_page to send_link, the run's link changes are collected and sent in one message at its end
+    state.begin_page(current)
+    state.set_link(state.LANG_PARAM, i18n.lang())  # the link says which language it shows
 
-with st.sidebar:
-    st.button(t("common.reset_page"), icon=":material/restart_alt:", on_click=state.reset_page, args=(current,),
-              help=t("common.reset_page_help"), key="reset_page")
-    st.caption(t("common.link_hint"))
-    st.caption(f"**{t('common.device')}:** {device_description()}")
+    with st.sidebar:
+        st.button(t("common.reset_page"), icon=":material/restart_alt:", on_click=state.reset_page, args=(current,),
+                  help=t("common.reset_page_help"), key="reset_page")
+        st.caption(t("common.link_hint"))
+        st.caption(f"**{t('common.device')}:** {device_description()}")
 
-try:
     with page_running():  # the warm-up waits for this run between its steps
         nav.run()
         scroll_to_requested(current)  # a guided-tour stop opens its page at its section

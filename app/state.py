@@ -209,9 +209,10 @@ def _signature(valid) -> Any:
 # ----------------------------------------------------------------------------- Streamlit side
 
 def begin_page(page: str) -> None:
-    """Called by main.py before the page runs. Moving to another page drops the previous page's link
-    parameters (the new page writes its own); the first page of a session keeps the link it was opened by."""
+    """Called by main.py before the page runs (send_link ends its run). Moving to another page drops the previous
+    page's link parameters (the new page writes its own); the first page of a session keeps its opening link."""
     ss = st.session_state
+    ss[PAGE_RUN] = True  # until send_link: this run's link changes wait for its end
     previous = ss.get(PAGE)
     if previous is not None and previous != page:
         _clear_link()
@@ -223,8 +224,11 @@ def begin_page(page: str) -> None:
 # browser's history and a re-render of the whole app: opening the attention page wrote its 16 parameters one
 # by one (an entry per parameter, each a press of Back to leave it, and each a re-render). So a run
 # collects its changes here and main.py sends them at its end (send_link), in one message. A fragment's own
-# rerun has no such end: its changes (one control's) are sent at once.
+# rerun has no such end (main.py does not run, only the fragment's function): its changes (one control's) are
+# sent at once. main.py's runs are marked from begin_page to send_link (PAGE_RUN); a change made outside them
+# is a fragment's.
 LINK = "_link_changes"       # this run's changes: {"clear": drop the other parameters first, "set": {name: text|None}}
+PAGE_RUN = "_page_run"       # main.py's run is under way (begin_page ... send_link)
 
 
 def link_value(name: str) -> str | None:
@@ -243,7 +247,7 @@ def set_link(name: str, text: str | None) -> None:
     if link_value(name) == text:
         return
     st.session_state.setdefault(LINK, {"clear": False, "set": {}})["set"][name] = text
-    if _fragment_run():
+    if not st.session_state.get(PAGE_RUN, False):  # a fragment's own rerun: no run of main.py under way
         send_link()
 
 
@@ -259,12 +263,13 @@ def _clear_link() -> None:
     """Every parameter but the language out of the link (a page owns its link)."""
     lang = link_value(LANG_PARAM)
     st.session_state[LINK] = {"clear": True, "set": {LANG_PARAM: lang} if lang is not None else {}}
-    if _fragment_run():
-        send_link()
+    # not sent here: begin_page runs in main.py's run, reset_page is a button's callback outside any fragment (main.py runs next)
 
 
 def send_link() -> None:
-    """Send this run's changes to the link, in one message (none if the link stays as it is)."""
+    """Send this run's changes to the link, in one message (none if the link stays as it is). main.py's run ends
+    here: later changes, until its next begin_page, are a fragment's, sent at once."""
+    st.session_state.pop(PAGE_RUN, None)  # first: sending may be interrupted by a rerun requested meanwhile
     changes = st.session_state.get(LINK)
     if changes is None:
         return
@@ -278,12 +283,6 @@ def send_link() -> None:
     if new != now:
         st.query_params.from_dict(new)  # one message (a rerun requested meanwhile may interrupt it: kept for the next run)
     st.session_state.pop(LINK, None)
-
-
-def _fragment_run() -> bool:
-    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
-    ctx = get_script_run_ctx()
-    return bool(ctx is not None and ctx.fragment_ids_this_run)
 
 
 def keep(key: str, default: Any, *, url: str | None = None, valid=None, check=None, codec=None) -> dict:
