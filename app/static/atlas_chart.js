@@ -12,12 +12,14 @@
 // tests before they read or photograph a page).
 
 const NEAR = "400px 0px";  // a chart is drawn when it comes this close to the screen
-// A chart that answers clicks (spec.clicks) shows a hand over its plot, not Plotly's crosshair.
+// A chart that answers clicks (spec.clicks) shows a hand over its points, not Plotly's crosshair: while Plotly says
+// the pointer is over one (its plotly_hover and plotly_unhover events), the chart's box has the class
+// atlas-chart-pointing, whose hand every element inside takes (Plotly's own cursors are on its inner elements).
 // A chart wider than its column (scrollCue) shows that it scrolls: its scroll bar always, and its right edge faded
 // while there is more to the right.
 const FADE = "linear-gradient(to right, #000 calc(100% - 56px), rgba(0, 0, 0, 0.3))";
 document.head.appendChild(Object.assign(document.createElement("style"),
-  {textContent: ".atlas-chart-clickable .nsewdrag {cursor: pointer !important}\n" +
+  {textContent: ".atlas-chart-pointing, .atlas-chart-pointing * {cursor: pointer !important}\n" +
                 ".atlas-chart-wide {overflow-x: scroll !important; scrollbar-width: auto; scrollbar-color: #8a8a8a #e8e8e8}\n" +
                 `.atlas-chart-wide:not(.atlas-chart-at-end) {mask-image: ${FADE}; -webkit-mask-image: ${FADE}}`}));
 const charts = new Map();  // the element's parent node -> its chart record
@@ -62,14 +64,28 @@ function loadTheme(file) {
   return themeLoad;
 }
 
-// Read once per task: a rerun hands every chart of the page its figure in one go, and each reading of a computed
-// style makes the browser bring the page's styles up to date first.
+// Whether the page has a dark theme: the theme's background colour, as Streamlit gives it to a component's element
+// (the CSS custom property --st-background-color, inherited by `el`, the element's parentElement), else the page's
+// own background (document.body: the off-screen warm-up has no element). Read once per task: a rerun hands every
+// chart of the page its figure in one go, and each reading of a computed style makes the browser bring the page's
+// styles up to date first.
 let darkNow = null;
-function isDark() {
+let colourReader = null;  // a canvas context: any CSS colour in, "#rrggbb" or "rgba(...)" out
+function rgb(colour) {
+  if (!colour) return null;
+  colourReader = colourReader || document.createElement("canvas").getContext("2d");
+  colourReader.fillStyle = "#010203";
+  colourReader.fillStyle = colour;  // a value that is no colour leaves the marker
+  const c = colourReader.fillStyle;
+  if (c === "#010203" && colour.trim().toLowerCase() !== "#010203") return null;
+  if (c[0] === "#") return [1, 3, 5].map((i) => parseInt(c.slice(i, i + 2), 16));
+  const m = c.match(/\d+(\.\d+)?/g);
+  return m && m.length >= 3 ? m.slice(0, 3).map(Number) : null;
+}
+function isDark(el) {
   if (darkNow !== null) return darkNow;
-  const app = document.querySelector("[data-testid='stApp']") || document.body;
-  const m = getComputedStyle(app).backgroundColor.match(/\d+(\.\d+)?/g);
-  const [r, g, b] = m && m.length >= 3 ? m.map(Number) : [255, 255, 255];
+  const themeColour = el ? getComputedStyle(el).getPropertyValue("--st-background-color").trim() : "";
+  const [r, g, b] = rgb(themeColour) || rgb(getComputedStyle(document.body).backgroundColor) || [255, 255, 255];
   darkNow = 0.2126 * r + 0.7152 * g + 0.0722 * b < 128;
   setTimeout(() => { darkNow = null; }, 0);
   return darkNow;
@@ -83,10 +99,10 @@ function decode(data) {
 
 // The figure as Streamlit's chart element shows it: the theme's template where the figure has Streamlit's
 // default one, and the title in bold.
-function themed(spec, theme) {
+function themed(spec, theme, el) {
   const fig = spec.figure;
   const layout = Object.assign({}, fig.layout || {});
-  if (spec.theme) layout.template = theme[isDark() ? "dark" : "light"];
+  if (spec.theme) layout.template = theme[isDark(el) ? "dark" : "light"];
   const title = layout.title;
   if (typeof title === "string" && title) layout.title = {text: "<b>" + title + "</b>"};
   else if (title && typeof title.text === "string" && title.text) layout.title = Object.assign({}, title, {text: "<b>" + title.text + "</b>"});
@@ -112,7 +128,7 @@ function setFullscreen(rec, on) {
   } else {
     Object.assign(st, {position: "", inset: "", zIndex: "", height: rec.spec.height + "px", width: "100%", background: ""});
   }
-  const fig = themed(rec.spec, rec.theme);
+  const fig = themed(rec.spec, rec.theme, rec.parent);
   if (on) fig.layout = Object.assign({}, fig.layout, {height: window.innerHeight});
   Plotly.react(rec.div, fig.data, fig.layout, config(rec));
 }
@@ -137,7 +153,7 @@ async function draw(rec) {
       if (charts.get(rec.parent) !== rec) return;  // gone while loading
       rec.spec = spec;
       rec.theme = theme;
-      const fig = themed(spec, theme);
+      const fig = themed(spec, theme, rec.parent);
       // A figure whose plot needs a least width (a dense map's labels: layout.minreducedwidth) is drawn at least
       // that wide, margins added, and its box scrolls sideways where the column is narrower.
       const least = fig.layout.minreducedwidth
@@ -154,10 +170,14 @@ async function draw(rec) {
           const p = ev && ev.points && ev.points[0];
           if (rec.spec && rec.spec.clicks && p && rec.args.setTriggerValue) rec.args.setTriggerValue("click", {x: p.x, y: p.y});
         });
+        const pointing = (on) => rec.div.classList.toggle("atlas-chart-pointing", on && !!(rec.spec && rec.spec.clicks));
+        rec.div.on("plotly_hover", () => pointing(true));
+        rec.div.on("plotly_unhover", () => pointing(false));
+        rec.div.addEventListener("mouseleave", () => pointing(false));
       }
-      rec.div.classList.toggle("atlas-chart-clickable", !!spec.clicks);
+      if (!spec.clicks) rec.div.classList.remove("atlas-chart-pointing");
       rec.drawnVersion = spec.version;
-      rec.dark = isDark();
+      rec.dark = isDark(rec.parent);
       rec.width = rec.div.clientWidth;
       scrollCue(rec);
     } catch (e) {
@@ -249,7 +269,7 @@ export function render(args, call) {
   rec.call = call;
   rec.args = args;  // this call's setTriggerValue, for clicks
   const spec = decode(data);
-  if (spec.version === rec.drawnVersion && rec.dark === isDark() && !rec.drawing) return;
+  if (spec.version === rec.drawnVersion && rec.dark === isDark(parentElement) && !rec.drawing) return;
   rec.pending = spec;
   if (!rec.full) rec.div.style.height = spec.height + "px";  // the page keeps its length while a chart waits
   if (rec.visible || rec.all) draw(rec);
