@@ -44,6 +44,8 @@ with st.sidebar:
              horizontal=True)
     with st.container(key="atlas-warm"):  # nothing to see: loads the next pages' element code while the browser is idle
         st.html("<style>.st-key-atlas-warm{display:none}</style>" + browser_warm.script(), unsafe_allow_javascript=True)
+        run_under_way = st.empty()  # until the end of this run: the warm-up's script asks for no elements meanwhile
+        run_under_way.html(f'<span class="{browser_warm.RUNNING}"></span>')
         browser_warm.elements()
 
 sections: dict[str, list] = {}
@@ -73,3 +75,4 @@ finally:  # the page has drawn (or stopped): its link in one message; torch's th
     state.send_link()  # it; then, in the background, what the next pages import
     apply_server_threads()
     warm_up()
+    run_under_way.empty()  # the browser's warm-up may ask for its hidden elements again

@@ -8,9 +8,11 @@ it can draw, and the first figure of each kind a tab draws costs the browser com
 Then it asks the server for `elements`: one element of each kind the pages draw, inside the sidebar's hidden
 box, one group (GROUPS) a run. Drawing an element is what makes Streamlit's front end load that kind's code and
 the browser compile it the first time; the page that later shows one finds it ready. It asks for each group when
-the learner has not clicked or typed for QUIET_MS and no run is under way: drawn all at once in the middle of
-their clicks, those elements slowed a language switch to 1-2 s. The learner sees nothing of them; the next full
-run of the page removes them. Only public pieces: st.html with a script, st.* elements, our own static files."""
+the learner has not clicked or typed for QUIET_MS and no run of main.py is under way (our own element in the
+hidden box, of class RUNNING, says so: main.py writes it early in its run and empties it last): drawn all at
+once in the middle of their clicks, those elements slowed a language switch to 1-2 s. The learner sees nothing
+of them; the next full run of the page removes them. Only public pieces: st.html with a script, st.* elements,
+our own static files and elements."""
 from __future__ import annotations
 
 import streamlit as st
@@ -24,6 +26,8 @@ MARKER = "__atlasWarm"  # window.__atlasWarm: {started, done, charts, drawn: [..
 # charts "loaded" or "failed", drawn the trace types drawn off the screen, elements "asked" once the hidden button below was clicked, "done" after its last group ("waiting" while the learner
 # acts, "missing" without the button, "off" where NO_ELEMENTS is set)
 ELEMENTS_KEY = "atlas_warm_elements"  # the hidden button that asks for `elements`
+RUNNING = "atlas-run-under-way"  # the class of an element of main.py's, there while its run is under way (the
+# script waits: a run of the hidden elements' own would wait for the learner's, or land among it)
 NO_ELEMENTS = "__atlasWarmNoElements"  # window.__atlasWarmNoElements = true: the script does not click it (the
 # browser tests set it: a run of its own, seconds after a page opens, would land among their actions)
 
@@ -46,8 +50,7 @@ _SCRIPT = """<script>
     // the group asked for is drawn (or long overdue: a full run of the learner's may have come first)
     const drawn = step === 0 || document.querySelector('.st-key-atlas-warm-step-' + (step - 1)) ||
                   performance.now() - askedAt > 5000;
-    if (!drawn || performance.now() - lastInput < %(quiet)d ||
-        document.querySelector('[data-testid="stStatusWidget"]')) {
+    if (!drawn || performance.now() - lastInput < %(quiet)d || document.querySelector('.%(running)s')) {
       if (step === 0) state.elements = "waiting";
       setTimeout(() => idle(elements), 250);
       return;
@@ -81,7 +84,7 @@ def script() -> str:
     from app.fast.chart import warm_js
     return _SCRIPT % {"marker": MARKER, "delay": START_AFTER_MS,
                       "charts_expr": warm_js("idle") or "null", "elements_key": ELEMENTS_KEY,
-                      "no_elements": NO_ELEMENTS, "quiet": QUIET_MS, "steps": len(GROUPS)}
+                      "no_elements": NO_ELEMENTS, "quiet": QUIET_MS, "steps": len(GROUPS), "running": RUNNING}
 
 
 STEP_KEY = "_atlas_warm_step"  # session state: the next group of hidden elements to draw
