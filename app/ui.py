@@ -37,16 +37,17 @@ def show_matrix(fig, values, *, name: str, key: str, row_labels=None, col_labels
 # more beyond it, following the scroll (a scroll-driven animation; a table that fits has no scroll timeline, so
 # no fade), and the scroll bar stays visible. Browsers without scroll-driven animations show the scroll bar only.
 # The registered properties' syntax writes its "<" as the CSS escape \3c: st.html's sanitiser drops a style whose
-# text holds a "<".
+# text holds a "<". The scroller is the element that holds the table (`div:has(> table)` inside our keyed container):
+# the table itself stays a table.
 _TABLE_CSS = """<style>
 [class*='st-key-atlas-table'] th, [class*='st-key-atlas-table'] td {white-space: nowrap}
-[class*='st-key-atlas-table'] [data-testid='stMarkdownContainer'] {overflow-x: auto; scrollbar-width: thin}
+[class*='st-key-atlas-table'] div:has(> table) {overflow-x: auto; scrollbar-width: thin}
 @property --atlas-fade-left {syntax: '\\3c length>'; inherits: false; initial-value: 0px}
 @property --atlas-fade-right {syntax: '\\3c length>'; inherits: false; initial-value: 0px}
 @keyframes atlas-table-fade {0% {--atlas-fade-left: 0px; --atlas-fade-right: 48px} 10% {--atlas-fade-left: 48px}
   90% {--atlas-fade-right: 48px} 100% {--atlas-fade-left: 48px; --atlas-fade-right: 0px}}
 @supports (animation-timeline: scroll()) {
-  [class*='st-key-atlas-table'] [data-testid='stMarkdownContainer'] {
+  [class*='st-key-atlas-table'] div:has(> table) {
     animation: atlas-table-fade linear both; animation-timeline: scroll(self inline);
     mask-image: linear-gradient(to right, transparent, #000 var(--atlas-fade-left),
                                 #000 calc(100% - var(--atlas-fade-right)), transparent)}
