@@ -184,3 +184,108 @@ def test_every_top_level_definition_is_used():
                     and len(re.findall(rf"\b{re.escape(node.name)}\b", everything)) <= 1:
                 unused.append(f"{rel(path)}:{node.name}")
     assert unused == [], unused
+
+
+# Public APIs only, in the app's own code (app/ and pages/; tests may read Streamlit's page as they like): Streamlit
+# through `streamlit` and its components modules, and the exceptions its documented calls raise (st.rerun's
+# StreamlitAPIException); no stack-frame tricks; in our JavaScript and in the JS and CSS a .py file writes, no
+# Streamlit test ids (data-testid, stApp...) and no Plotly class names (its drawing's inner layers: a new Plotly
+# draws them otherwise). Our hooks are our own: st-key-* classes of keyed containers, our own elements and classes.
+PUBLIC_STREAMLIT = {"streamlit", "streamlit.components.v1", "streamlit.components.v2", "streamlit.errors"}
+PUBLIC_ST_MODULES = {"components", "column_config", "connections"}  # st.components.v1.html, st.column_config.*
+IMPORTERS = {"import_module", "__import__"}
+FRAME_TRICKS = re.compile(r"_getframe|\bcurrentframe\b")
+PAGE_INTERNALS = re.compile(
+    r"data-testid|\bst[A-Z][A-Za-z]+\b"  # Streamlit's element ids (stApp, stMain, stMarkdownContainer...)
+    r"|\b(nsewdrag|[a-z]*draglayer|cartesianlayer|main-svg|svg-container|plot-container|js-plotly-plot|hoverlayer"
+    r"|infolayer|bglayer|gtitle|legendtoggle|modebar-(btn|group|container))\b|\.(modebar|xtick|ytick|subplot)\b")
+
+
+def own_js():
+    return sorted(p for p in (ROOT / "app").rglob("*.js") if not p.name.endswith(".min.js"))
+
+
+def code_strings(tree: ast.AST):
+    """(line, text) of every string literal of a module but its docstrings (f-strings' literal parts too)."""
+    docs = {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
+            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            yield node.lineno, node.value
+
+
+def streamlit_modules(tree: ast.AST, st_names: set[str]):
+    """(line, module) of every streamlit module a file reaches: by import (`from streamlit import runtime` is
+    streamlit.runtime), by an attribute of the imported package that is a module (st.runtime), by an import
+    call with the module's name written in it (importlib.import_module("streamlit.runtime...")). The server's
+    warm-up importing Streamlit's emoji catalogue ahead of the pages (app.fast.warmup, a list of names that may
+    fail to import) uses nothing of it."""
+    import importlib.util
+    import types
+
+    import streamlit
+
+    def submodule(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            return False
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "streamlit")
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "streamlit":
+            for a in node.names:
+                full = f"{node.module}.{a.name}"
+                yield node.lineno, full if submodule(full) else node.module
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in st_names:
+            if isinstance(getattr(streamlit, node.attr, None), types.ModuleType) and node.attr not in PUBLIC_ST_MODULES:
+                yield node.lineno, f"streamlit.{node.attr}"
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) in IMPORTERS \
+                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) \
+                and node.args[0].value.split(".")[0] == "streamlit":
+            yield node.lineno, node.args[0].value
+
+
+def private_uses(path: Path) -> list[str]:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".js":
+        return [f"{i}: {m.group(0)}" for i, line in enumerate(text.splitlines(), 1)
+                for m in PAGE_INTERNALS.finditer(line)]
+    tree = ast.parse(text)
+    st_names = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import)
+                for a in n.names if a.name == "streamlit"}
+    found = [f"{line}: {m}" for line, m in streamlit_modules(tree, st_names) if m not in PUBLIC_STREAMLIT]
+    found += [f"{i}: {m.group(0)}" for i, line in enumerate(text.splitlines(), 1) for m in FRAME_TRICKS.finditer(line)]
+    found += [f"{line + s[:m.start()].count(chr(10))}: {m.group(0)}" for line, s in code_strings(tree)
+              for m in PAGE_INTERNALS.finditer(s)]
+    return found
+
+
+@pytest.mark.parametrize("path", python_files("app", "pages") + own_js(), ids=rel)
+def test_the_app_reaches_streamlit_and_plotly_through_their_public_apis(path):
+    assert private_uses(path) == [], "public APIs only: Streamlit's and Plotly's insides change without notice"
+
+
+def test_the_public_api_rule_sees_private_uses(tmp_path):
+    cases = {
+        "a.py": "from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx\n",
+        "b.py": "import streamlit as st\nctx = st.runtime.exists()\n",
+        "c.py": "from streamlit import runtime\n",
+        "d.py": "import importlib\nimportlib.import_module('streamlit.testing.v1')\n",
+        "e.py": "import sys\nf = sys._getframe(1)\n",
+        "f.py": "CSS = \"<style>[data-testid='stMarkdownContainer'] {overflow: auto}</style>\"\n",
+        "g.py": "JS = f\"document.querySelector('.stApp {{}}')\"\n",
+        "h.js": "const s = '.atlas-chart-clickable .nsewdrag {cursor: pointer}';\n",
+        "i.js": "gd.querySelector('.draglayer');\n",
+    }
+    for name, source in cases.items():
+        (tmp_path / name).write_text(source, encoding="utf-8")
+        assert private_uses(tmp_path / name), name
+    fine = tmp_path / "fine.py"
+    fine.write_text('"""Not [data-testid] in a docstring."""\nimport streamlit as st\n'
+                    "import streamlit.components.v1 as components\nfrom streamlit.errors import StreamlitAPIException\n"
+                    "st.components.v1.html('x')\nst.column_config.NumberColumn('n')\nst.dataframe([])\n"
+                    "CSS = '.st-key-atlas-table table {overflow-x: auto}'  # not stApp in a comment\n", encoding="utf-8")
+    assert private_uses(fine) == []
