@@ -9,8 +9,10 @@ from each query to each key) in the page, from the same numbers.
 
 The payload is binary: a little-endian uint32 length, a JSON header (tokens, sizes, the words the view shows in
 the page's language, the colour scale, the first view), padding to an even offset, then every weight as a uint16
-count of 1/65535 — within 1e-5 of the float, finer than any colour or the three decimals the view prints, at half
-a float32's bytes (bench/attention_view_payload.py measures it; docs/benchmarks.md has the numbers).
+count of 1/65535 — within one count (1.5e-5) of the float: half a count by rounding, one for a weight above 0 but
+below half a count, sent as one count so that 0 means masked — finer than any colour or the three decimals the
+view prints, at half a float32's bytes (bench/attention_view_payload.py measures it; docs/benchmarks.md has the
+numbers).
 
 The view's choices go into the page's link (`?view=kind.layer.head.query`, 1-based, 0 for the mean or for every
 query) from the browser, with history.replaceState: no server run. The browser reads it back when a link opens the
@@ -36,9 +38,29 @@ SCALE = 65535  # a weight w is sent as round(w * SCALE)
 
 
 def quantise(weights) -> np.ndarray:
-    """(..., Lq, Lk) weights in [0, 1] as uint16 counts of 1/SCALE (NaN, as a fully masked row can give, is 0)."""
+    """(..., Lq, Lk) weights in [0, 1] as uint16 counts of 1/SCALE. 0 only for an exact 0 (a masked key; NaN, as a
+    fully masked row can give, too): any weight above 0 is at least one count, so the view can mark masked cells
+    apart from open ones that are merely small."""
     w = np.nan_to_num(np.asarray(weights, dtype=np.float64), nan=0.0)
-    return np.rint(np.clip(w, 0.0, 1.0) * SCALE).astype("<u2")
+    q = np.rint(np.clip(w, 0.0, 1.0) * SCALE)
+    return np.where(w > 0, np.maximum(q, 1), 0).astype("<u2")
+
+
+WORDS = ("layer", "head", "mean", "all_heads", "all_queries", "query", "kind", "step", "grid_hint", "hover_hint",
+         "lines_hint", "download", "masked")  # the view's words: common.view.* of the catalogue
+
+
+def words() -> dict[str, str]:
+    """The view's words in the page's language."""
+    from app.i18n import t
+    return {w: t(f"common.view.{w}") for w in WORDS}
+
+
+def view_bytes(kinds: list[dict], mode: str) -> bytes:
+    """payload() with the view's words in the page's language and the app's colours (attention on 0…1 in the
+    maps' scale; one colour per head as the app's charts give them)."""
+    from app.charts.style import ATTN_SCALE, PALETTE, named_scale
+    return payload(kinds, words(), named_scale(ATTN_SCALE), PALETTE, mode)
 
 
 def payload(kinds: list[dict], words: dict[str, str], colours: list, head_colours: list[str], mode: str) -> bytes:

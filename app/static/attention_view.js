@@ -229,6 +229,23 @@ function detail(rec, kind) {
     ctx.restore();
   };
   labels();
+  // An exact 0 is a masked key (app/fast/attention_view.py sends any open weight as at least one step): marked ✕,
+  // as the app's other maps write "0" there and "0.00" in an open cell; big cells carry their weight.
+  ctx.font = FONT;
+  ctx.textAlign = "center";
+  ctx.textBaseline = "middle";
+  for (let i = 0; i < kind.nq; i++) {
+    for (let j = 0; j < kind.nk; j++) {
+      const v = values[i * kind.nk + j], x = left + (j + 0.5) * cell, yy = top + (i + 0.5) * cell;
+      if (v === 0 && cell >= 10) {
+        ctx.fillStyle = "#9a9ca3";
+        ctx.fillText("✕", x, yy);
+      } else if (cell >= 28) {
+        ctx.fillStyle = v > 0.5 ? "#ffffff" : "#31333f";
+        ctx.fillText(v.toFixed(2), x, yy);
+      }
+    }
+  }
   const title = `${kind.label} · ${w.layer} ${s.layer || w.mean} · ${w.head} ${s.head || w.mean}`;
   const readout = el("div", {className: "atlas-view-readout", textContent: w.hover_hint});
   canvas.addEventListener("mousemove", (e) => {
@@ -236,8 +253,9 @@ function detail(rec, kind) {
     const x = (e.clientX - r.left) * canvas.width / r.width - left, y = (e.clientY - r.top) * canvas.height / r.height - top;
     const i = Math.floor(y / cell), j = Math.floor(x / cell);
     if (i < 0 || j < 0 || i >= kind.nq || j >= kind.nk) { readout.textContent = w.hover_hint; return; }
+    const v = values[i * kind.nk + j];
     readout.textContent = `${kind.qTitle} ${i + 1} “${kind.q[i]}” → ${kind.kTitle} ${j + 1} “${kind.k[j]}”: ` +
-                          values[i * kind.nk + j].toFixed(3);
+                          (v === 0 ? `0 (${w.masked})` : v.toFixed(3));
   });
   canvas.addEventListener("click", (e) => {
     const r = canvas.getBoundingClientRect();

@@ -2,16 +2,11 @@
 and the view's words, as the browser gets them."""
 from __future__ import annotations
 
-from app.charts.style import ATTN_SCALE, PALETTE, named_scale
 from app.fast import attention_view as av
 from app.i18n import options, t
 from app.resources import shared_view
 from model.lessons.probe import kind_weights
 from pages.views.inspector import kv_labels
-
-VIEW_WORDS = ("layer", "head", "mean", "all_heads", "all_queries", "query", "kind", "step", "grid_hint", "hover_hint",
-              "lines_hint", "download")
-
 
 def view_payload(att, kind: str, src_labels, tgt_labels, kv_heads: int, steps: bool, mode: str) -> bytes:
     """The view's bytes for one kind of the sentence's attention: its query and key tokens, the grouped-query
@@ -25,8 +20,7 @@ def view_payload(att, kind: str, src_labels, tgt_labels, kv_heads: int, steps: b
            "q_title": t("inspector.target_query") if cross else t("common.query"),
            "k_title": t("inspector.source_key") if cross else t("common.key"),
            "groups": kv_labels(weights.shape[1], kv_heads), "decoder": steps and kind != "encoder_self"}
-    words = {w: t(f"inspector.view.{w}") for w in VIEW_WORDS}
-    return av.payload([one], words, named_scale(ATTN_SCALE), PALETTE, mode)
+    return av.view_bytes([one], mode)
 
 
 def show_view(view: tuple, att, kind: str, src_labels, tgt_labels, kv_heads: int, steps: bool, mode: str) -> None:

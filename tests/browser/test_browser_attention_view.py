@@ -52,14 +52,14 @@ def test_the_view_answers_in_the_browser_and_keeps_its_choice_in_the_link(lang):
         assert page.evaluate(CHOICE) == f"encoder_self.{layer}.{head}.0"
         assert f"view=encoder_self.{layer}.{head}.0" in page.url
         title = page.locator(".atlas-view-title").inner_text()
-        assert f"{words['inspector.view.layer']} {layer} · {words['inspector.view.head']} {head}" in title, title
+        assert f"{words['common.view.layer']} {layer} · {words['common.view.head']} {head}" in title, title
         assert page.locator(".atlas-view-chosen").get_attribute("data-layer") == str(layer)
 
         # the mean over heads, then layer 1, from the buttons
         _no_run(page, lambda: page.locator("button[data-name='head'][data-value='0']").click())
         _no_run(page, lambda: page.locator("button[data-name='layer'][data-value='1']").click())
         assert page.evaluate(CHOICE) == "encoder_self.1.0.0"
-        assert words["inspector.view.mean"] in page.locator(".atlas-view-title").inner_text()
+        assert words["common.view.mean"] in page.locator(".atlas-view-title").inner_text()
 
         # a cell pointed at: its query, key and weight read out
         box = page.locator(".atlas-view-detail").bounding_box()
@@ -81,7 +81,7 @@ def test_the_view_answers_in_the_browser_and_keeps_its_choice_in_the_link(lang):
             page.locator("[data-testid='stSidebar'] [data-testid='stRadio'] label").filter(has_text=LANGS[other]).click()
         page.wait_for_selector(VIEW, timeout=60_000)
         page.wait_for_function(f"(c) => ({CHOICE})() === c", arg=choice, timeout=10_000)
-        assert catalogue(other)["inspector.view.layer"] in page.locator(".atlas-view-title").inner_text()
+        assert catalogue(other)["common.view.layer"] in page.locator(".atlas-view-title").inner_text()
         assert f"view={choice}" in page.url
 
         # the link in a fresh browser opens the same view
@@ -116,7 +116,7 @@ def test_the_head_view_lights_a_tokens_lines_when_pointed_at(lang):
         assert page.evaluate(PIXELS, ".atlas-view-lines") == every
         # one head, then layer 2: the legend names the head, the title the layer
         _no_run(page, lambda: page.locator("button[data-name='head'][data-value='2']").click())
-        assert page.locator(".atlas-view-legend").inner_text().strip() == f"{words['inspector.view.head']} 2"
+        assert page.locator(".atlas-view-legend").inner_text().strip() == f"{words['common.view.head']} 2"
         _no_run(page, lambda: page.locator("button[data-name='layer'][data-value='2']").click())
-        assert f"{words['inspector.view.layer']} 2" in page.locator(".atlas-view-title").inner_text()
+        assert f"{words['common.view.layer']} 2" in page.locator(".atlas-view-title").inner_text()
         browser.close()
