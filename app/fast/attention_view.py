@@ -9,8 +9,7 @@ from each query to each key) in the page, from the same numbers.
 
 The payload is binary: a little-endian uint32 length, a JSON header (tokens, sizes, the words the view shows in
 the page's language, the colour scale, the first view), padding to an even offset, then every weight as a uint16
-count of 1/65535 — within one count (1.5e-5) of the float: half a count by rounding, one for a weight above 0 but
-below half a count, sent as one count so that 0 means masked — finer than any colour or the three decimals the
+count of 1/65535 — within half a count (7.6e-6) of the float, finer than any colour or the three decimals the
 view prints, at half a float32's bytes (bench/attention_view_payload.py measures it; docs/benchmarks.md has the
 numbers).
 
@@ -38,12 +37,9 @@ SCALE = 65535  # a weight w is sent as round(w * SCALE)
 
 
 def quantise(weights) -> np.ndarray:
-    """(..., Lq, Lk) weights in [0, 1] as uint16 counts of 1/SCALE. 0 only for an exact 0 (a masked key; NaN, as a
-    fully masked row can give, too): any weight above 0 is at least one count, so the view can mark masked cells
-    apart from open ones that are merely small."""
+    """(..., Lq, Lk) weights in [0, 1] as uint16 counts of 1/SCALE (NaN, as a fully masked row can give, is 0)."""
     w = np.nan_to_num(np.asarray(weights, dtype=np.float64), nan=0.0)
-    q = np.rint(np.clip(w, 0.0, 1.0) * SCALE)
-    return np.where(w > 0, np.maximum(q, 1), 0).astype("<u2")
+    return np.rint(np.clip(w, 0.0, 1.0) * SCALE).astype("<u2")
 
 
 WORDS = ("layer", "head", "mean", "all_heads", "all_queries", "query", "kind", "step", "grid_hint", "hover_hint",
@@ -66,7 +62,8 @@ def view_bytes(kinds: list[dict], mode: str) -> bytes:
 def payload(kinds: list[dict], words: dict[str, str], colours: list, head_colours: list[str], mode: str) -> bytes:
     """The bytes the browser gets. kinds: [{"id", "label", "weights" (layers, H, Lq, Lk), "q", "k" (token texts),
     "q_title", "k_title", "groups" (one label per key/value head's query heads, or None), "decoder" (whether a
-    query is a decoding step)}]; mode: "grid" (tiles and the enlarged map) or "heads" (the head view)."""
+    query is a decoding step), "causal" (whether a causal mask hides every later key: the view marks those cells;
+    a weight of exactly 0 alone says nothing, since a peaked softmax underflows to 0 in float32)}]; mode: "grid" (tiles and the enlarged map) or "heads" (the head view)."""
     header_kinds, blobs, offset = [], [], 0
     for kind in kinds:
         q = quantise(kind["weights"])
@@ -74,7 +71,8 @@ def payload(kinds: list[dict], words: dict[str, str], colours: list, head_colour
         header_kinds.append({"id": kind["id"], "label": kind["label"], "layers": layers, "heads": heads,
                              "nq": n_q, "nk": n_k, "q": [str(x) for x in kind["q"]], "k": [str(x) for x in kind["k"]],
                              "qTitle": kind["q_title"], "kTitle": kind["k_title"], "groups": kind.get("groups"),
-                             "decoder": bool(kind.get("decoder")), "offset": offset})
+                             "decoder": bool(kind.get("decoder")), "causal": bool(kind.get("causal")),
+                             "offset": offset})
         blobs.append(q.tobytes())
         offset += q.size
     header = {"kinds": header_kinds, "words": words, "colours": [list(stop) for stop in colours],

@@ -215,32 +215,35 @@ function detail(rec, kind) {
   ctx.translate(left, top);
   paintMap(canvas, rec, kind, values, {w: cell, h: cell}, s.query);  // paints in the translated frame
   ctx.restore();
+  const ink = getComputedStyle(rec.root).color;  // the theme's text colour (light or dark pages)
+  const every = Math.ceil(13 / cell);  // a label every `every` rows and columns: 13 px apart at least
   const labels = () => {
     ctx.font = FONT;
-    ctx.fillStyle = "#31333f";
+    ctx.fillStyle = ink;
     ctx.textBaseline = "middle";
     ctx.textAlign = "right";
-    kind.q.forEach((t, i) => ctx.fillText(t, left - 5, top + (i + 0.5) * cell, left - 8));
+    kind.q.forEach((t, i) => { if (i % every === 0) ctx.fillText(t, left - 5, top + (i + 0.5) * cell, left - 8); });
     ctx.save();
     ctx.translate(left, top - 5);
     ctx.rotate(-Math.PI / 2);
     ctx.textAlign = "left";
-    kind.k.forEach((t, j) => ctx.fillText(t, 0, (j + 0.5) * cell, top - 8));
+    kind.k.forEach((t, j) => { if (j % every === 0) ctx.fillText(t, 0, (j + 0.5) * cell, top - 8); });
     ctx.restore();
   };
   labels();
-  // An exact 0 is a masked key (app/fast/attention_view.py sends any open weight as at least one step): marked ✕,
-  // as the app's other maps write "0" there and "0.00" in an open cell; big cells carry their weight.
+  // A key the causal mask hides (a later one) is marked ✕; an open weight that is 0 to three decimals (a peaked
+  // softmax underflows to exactly 0 in float32) is not: only the mask says what is masked. Big cells carry their weight.
+  const masked = (i, j) => kind.causal && j > i + (kind.nk - kind.nq);
   ctx.font = FONT;
   ctx.textAlign = "center";
   ctx.textBaseline = "middle";
   for (let i = 0; i < kind.nq; i++) {
     for (let j = 0; j < kind.nk; j++) {
       const v = values[i * kind.nk + j], x = left + (j + 0.5) * cell, yy = top + (i + 0.5) * cell;
-      if (v === 0 && cell >= 10) {
+      if (masked(i, j) && cell >= 10) {
         ctx.fillStyle = "#9a9ca3";
         ctx.fillText("✕", x, yy);
-      } else if (cell >= 28) {
+      } else if (cell >= 28) {  // on the scale's light half dark digits, on its dark half white ones
         ctx.fillStyle = v > 0.5 ? "#ffffff" : "#31333f";
         ctx.fillText(v.toFixed(2), x, yy);
       }
@@ -255,7 +258,7 @@ function detail(rec, kind) {
     if (i < 0 || j < 0 || i >= kind.nq || j >= kind.nk) { readout.textContent = w.hover_hint; return; }
     const v = values[i * kind.nk + j];
     readout.textContent = `${kind.qTitle} ${i + 1} “${kind.q[i]}” → ${kind.kTitle} ${j + 1} “${kind.k[j]}”: ` +
-                          (v === 0 ? `0 (${w.masked})` : v.toFixed(3));
+                          (masked(i, j) ? `0 (${w.masked})` : v.toFixed(3));
   });
   canvas.addEventListener("click", (e) => {
     const r = canvas.getBoundingClientRect();
@@ -316,7 +319,7 @@ function headView(rec, kind) {
       }
     });
     ctx.globalAlpha = 1;
-    ctx.fillStyle = "#31333f";
+    ctx.fillStyle = getComputedStyle(rec.root).color;
     ctx.textAlign = "right";
     kind.q.forEach((t, i) => {
       ctx.font = (only && only.side === "q" && only.index === i) || s.query === i + 1 ? "bold " + FONT : FONT;
@@ -385,17 +388,17 @@ function choose(rec, change) {
 }
 
 const STYLE = `
-.atlas-view {font: 14px 'Source Sans Pro', sans-serif; color: #31333f}
+.atlas-view {font-size: 14px; font-family: var(--st-font, 'Source Sans Pro', sans-serif); color: var(--st-text-color, #31333f)}
 .atlas-view-row {display: flex; flex-wrap: wrap; align-items: center; gap: 4px; margin: 2px 0}
 .atlas-view-label {min-width: 4.5em; font-weight: 600}
-.atlas-view-row button {border: 1px solid #d0d3da; background: #fff; border-radius: 6px; padding: 1px 8px;
-  font: inherit; cursor: pointer; min-width: 2em}
+.atlas-view-row button {border: 1px solid var(--st-border-color, #d0d3da); background: var(--st-background-color, #fff);
+  color: inherit; border-radius: 6px; padding: 1px 8px; font: inherit; cursor: pointer; min-width: 2em}
 .atlas-view-row button[aria-pressed='true'] {background: #1f77b4; border-color: #1f77b4; color: #fff}
 .atlas-view-row input[type=range] {width: 14em}
-.atlas-view-said, .atlas-view-hint, .atlas-view-readout {color: #555; font-size: 13px; min-height: 1.3em}
+.atlas-view-said, .atlas-view-hint, .atlas-view-readout {opacity: 0.8; font-size: 13px; min-height: 1.3em}
 .atlas-view-tiles {display: flex; align-items: center; gap: 4px; margin-top: 4px}
-.atlas-view-rowname {width: 62px; font-size: 12px; color: #555; flex: none}
-.atlas-view-group {font-size: 11px; color: #555; text-align: center; border-bottom: 1px solid #aaa; flex: none}
+.atlas-view-rowname {width: 62px; font-size: 12px; opacity: 0.8; flex: none}
+.atlas-view-group {font-size: 11px; opacity: 0.8; text-align: center; border-bottom: 1px solid currentColor; flex: none}
 .atlas-view-tile {cursor: pointer; outline: 1px solid #e3e5ea}
 .atlas-view-tile:hover {outline: 2px solid #ff7f0e}
 .atlas-view-chosen {outline: 3px solid #d62728 !important}

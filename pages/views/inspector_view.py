@@ -19,7 +19,8 @@ def view_payload(att, kind: str, src_labels, tgt_labels, kv_heads: int, steps: b
            "k": tgt_labels if kind == "decoder_self" else src_labels,
            "q_title": t("inspector.target_query") if cross else t("common.query"),
            "k_title": t("inspector.source_key") if cross else t("common.key"),
-           "groups": kv_labels(weights.shape[1], kv_heads), "decoder": steps and kind != "encoder_self"}
+           "groups": kv_labels(weights.shape[1], kv_heads), "decoder": steps and kind != "encoder_self",
+           "causal": kind == "decoder_self"}
     return av.view_bytes([one], mode)
 
 
