@@ -1,6 +1,7 @@
 """The shape of the house, checked on the source: folders that tell the architecture, files a reader can hold,
 no import circles, public APIs only, and no lab notebook in the tree."""
 import ast
+from collections import Counter
 import io
 import re
 import subprocess
@@ -175,13 +176,13 @@ def test_the_timing_rule_sees_a_timing():
 def test_every_top_level_definition_is_used():
     """A function or class in model/, app/ or pages/ that no code, test, benchmark or script names is dead code."""
     everything = "\n".join(p.read_text(encoding="utf-8") for p in python_files(*CODE_DIRS, "tests", "bench", "tools"))
-    everything += "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "app").rglob("*.js"))
+    everything += "\n".join(p.read_text(encoding="utf-8") for p in own_js())  # not the vendored plotly.min.js
+    names = Counter(re.findall(r"\w+", everything))  # every word counted once: a search per definition took minutes
     unused = []
     for path in python_files(*CODE_DIRS):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                    and not node.name.startswith("__") \
-                    and len(re.findall(rf"\b{re.escape(node.name)}\b", everything)) <= 1:
+                    and not node.name.startswith("__") and names[node.name] <= 1:
                 unused.append(f"{rel(path)}:{node.name}")
     assert unused == [], unused
 
@@ -289,3 +290,64 @@ def test_the_public_api_rule_sees_private_uses(tmp_path):
                     "st.components.v1.html('x')\nst.column_config.NumberColumn('n')\nst.dataframe([])\n"
                     "CSS = '.st-key-atlas-table table {overflow-x: auto}'  # not stApp in a comment\n", encoding="utf-8")
     assert private_uses(fine) == []
+
+
+# One caching idiom (docs/architecture.md, "caches in one way"): Streamlit's caches are made in app/resources.py only
+# (and app/jobs/manager.py's server-wide JobManager), so every cached result has its key, its bound and its language
+# said there; a page asks app.resources. A functools cache in pages/ would keep a result for the whole server with
+# none of that (no language, no weights version, no bound), so pages have none.
+STREAMLIT_CACHES = {"cache_data", "cache_resource", "cache", "experimental_memo", "experimental_singleton"}
+FUNCTOOLS_CACHES = {"cache", "lru_cache", "cached_property"}
+CACHE_HOMES = {"app/resources.py", "app/jobs/manager.py"}
+
+
+def cache_uses(path: Path, pages: bool) -> list[str]:
+    """(line: what) of every Streamlit cache the file makes (st.cache_data, `from streamlit import cache_data`,
+    through any name streamlit is imported as) and, with `pages`, every functools cache it imports or decorates
+    with."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    st_names = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import)
+                for a in n.names if a.name == "streamlit"}
+    ft_names = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import)
+                for a in n.names if a.name == "functools"}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "streamlit":
+            found += [f"{node.lineno}: streamlit.{a.name}" for a in node.names if a.name in STREAMLIT_CACHES]
+        elif isinstance(node, ast.ImportFrom) and node.module == "functools" and pages:
+            found += [f"{node.lineno}: functools.{a.name}" for a in node.names if a.name in FUNCTOOLS_CACHES]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id in st_names and node.attr in STREAMLIT_CACHES:
+                found.append(f"{node.lineno}: streamlit.{node.attr}")
+            elif pages and node.value.id in ft_names and node.attr in FUNCTOOLS_CACHES:
+                found.append(f"{node.lineno}: functools.{node.attr}")
+    return found
+
+
+@pytest.mark.parametrize("path", [p for p in python_files("app", "pages") if rel(p) not in CACHE_HOMES], ids=rel)
+def test_results_are_cached_in_app_resources_only(path):
+    found = cache_uses(path, pages=rel(path).startswith("pages/"))
+    assert found == [], "cache through app.resources (docs/architecture.md says which function for what)"
+
+
+def test_the_cache_rule_sees_caches(tmp_path):
+    cases = {
+        "a.py": "import streamlit as st\n@st.cache_data(ttl=3)\ndef f(x):\n    return x\n",
+        "b.py": "import streamlit\nf = streamlit.cache_resource(lambda: 1)\n",
+        "c.py": "from streamlit import cache_data\n",
+        "d.py": "def f():\n    import streamlit as _st\n    return _st.cache_resource\n",
+        "e.py": "import functools\n@functools.lru_cache(maxsize=1)\ndef f():\n    return 1\n",
+        "f.py": "from functools import cache\n@cache\ndef f():\n    return 1\n",
+        "g.py": "import functools as ft\n@ft.cache\ndef f():\n    return 1\n",
+    }
+    for name, source in cases.items():
+        (tmp_path / name).write_text(source, encoding="utf-8")
+        assert cache_uses(tmp_path / name, pages=True), name
+    for name in "abcd":
+        assert cache_uses(tmp_path / f"{name}.py", pages=False), name
+    assert cache_uses(tmp_path / "e.py", pages=False) == []  # app/'s constants (a file's hash) may use functools
+    fine = tmp_path / "fine.py"
+    fine.write_text('"""Not st.cache_data in a docstring."""\nimport functools\nimport streamlit as st\n'
+                    "from app.resources import computed\nf = functools.partial(int, base=2)\nst.write('cache')\n",
+                    encoding="utf-8")
+    assert cache_uses(fine, pages=True) == []
