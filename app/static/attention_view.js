@@ -109,7 +109,7 @@ function buttons(rec, name, count, meanLabel, labelOf) {
     b.dataset.name = name;
     b.dataset.value = String(v);
     b.setAttribute("aria-pressed", String(rec.state[name] === v));
-    b.addEventListener("click", () => choose(rec, {[name]: v}));
+    b.addEventListener("click", () => choose(rec, {[name]: v}, `button[data-name="${name}"][data-value="${v}"]`));
     row.append(b);
   }
   return row;
@@ -124,7 +124,7 @@ function toolbar(rec) {
       b.dataset.name = "kind";
       b.dataset.value = k.id;
       b.setAttribute("aria-pressed", String(k.id === kind.id));
-      b.addEventListener("click", () => choose(rec, {kind: k.id}));
+      b.addEventListener("click", () => choose(rec, {kind: k.id}, `button[data-name="kind"][data-value="${k.id}"]`));
       row.append(b);
     }
     bar.append(row);
@@ -134,7 +134,7 @@ function toolbar(rec) {
   bar.append(buttons(rec, "layer", kind.layers, w.mean, String), buttons(rec, "head", kind.heads, everyHead, String));
   const range = el("input", {type: "range", min: "0", max: String(kind.nq), step: "1", value: String(rec.state.query)});
   range.dataset.name = "query";
-  range.addEventListener("input", () => choose(rec, {query: Number(range.value)}));
+  range.addEventListener("input", () => choose(rec, {query: Number(range.value)}, "input[data-name='query']"));
   const said = el("span", {className: "atlas-view-said", textContent: queryWords(rec, kind)});
   bar.append(el("div", {className: "atlas-view-row"},
                 el("span", {className: "atlas-view-label", textContent: kind.decoder ? w.step : w.query}), range, said));
@@ -187,7 +187,16 @@ function grid(rec, kind) {
       c.dataset.head = String(h + 1);
       if (rec.state.layer === l + 1 && rec.state.head === h + 1) c.classList.add("atlas-view-chosen");
       paintMap(c, rec, kind, map(rec, kind, l, h), {w: size / kind.nk, h: size / kind.nq}, 0);
+      c.tabIndex = 0;  // a tile is reached with Tab and opened with Enter or Space, as a button is
+      c.setAttribute("role", "button");
+      c.setAttribute("aria-label", c.title);
       c.addEventListener("click", () => choose(rec, {layer: l + 1, head: h + 1}));
+      c.addEventListener("keydown", (e) => {
+        if (e.key === "Enter" || e.key === " ") {
+          e.preventDefault();
+          choose(rec, {layer: l + 1, head: h + 1}, `.atlas-view-tile[data-layer="${l + 1}"][data-head="${h + 1}"]`);
+        }
+      });
       row.append(c);
     }
     box.append(row);
@@ -374,7 +383,7 @@ function draw(rec) {
   rec.root.dataset.drawn = String((rec.root.dataset.drawn | 0) + 1);
 }
 
-function choose(rec, change) {
+function choose(rec, change, focus) {
   const next = {...rec.state, ...change};
   if (change.kind && change.kind !== rec.state.kind) {  // sizes differ between kinds: keep what fits
     const kind = rec.header.kinds.find((k) => k.id === change.kind);
@@ -385,6 +394,10 @@ function choose(rec, change) {
   rec.state = next;
   remember(rec);
   draw(rec);
+  if (focus) {  // the control used keeps the keyboard's focus in the new drawing
+    const again = rec.root.querySelector(focus);
+    if (again) again.focus();
+  }
 }
 
 const STYLE = `
@@ -400,7 +413,7 @@ const STYLE = `
 .atlas-view-rowname {width: 62px; font-size: 12px; opacity: 0.8; flex: none}
 .atlas-view-group {font-size: 11px; opacity: 0.8; text-align: center; border-bottom: 1px solid currentColor; flex: none}
 .atlas-view-tile {cursor: pointer; outline: 1px solid #e3e5ea}
-.atlas-view-tile:hover {outline: 2px solid #ff7f0e}
+.atlas-view-tile:hover, .atlas-view-tile:focus-visible {outline: 2px solid #ff7f0e}
 .atlas-view-chosen {outline: 3px solid #d62728 !important}
 .atlas-view-title {font-weight: 600; margin-top: 10px}
 .atlas-view-scroll {overflow-x: auto; max-width: 100%}

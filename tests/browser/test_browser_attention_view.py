@@ -75,6 +75,13 @@ def test_the_view_answers_in_the_browser_and_keeps_its_choice_in_the_link(lang):
         assert page.evaluate(PIXELS, ".atlas-view-detail") != before
         page.locator(VIEW).screenshot(path=str(SHOTS / f"attention-view-grid-{lang}.png"))
 
+        # from the keyboard: a tile reached by focus opens with Enter and keeps the focus
+        page.locator(".atlas-view-tile").first.focus()
+        _no_run(page, lambda: page.keyboard.press("Enter"))
+        choice = page.evaluate(CHOICE)
+        assert choice.startswith("encoder_self.1.1."), choice
+        assert page.evaluate("() => document.activeElement.dataset.layer + '.' + document.activeElement.dataset.head") == "1.1"
+
         # another language: the page runs again, the view keeps the learner's choice
         other = next(x for x in LANGS if x != lang)
         with rerun(page, draw_all=False):
