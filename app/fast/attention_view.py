@@ -43,7 +43,7 @@ def quantise(weights) -> np.ndarray:
 
 
 WORDS = ("layer", "head", "mean", "all_heads", "all_queries", "query", "kind", "step", "grid_hint", "hover_hint",
-         "lines_hint", "download", "masked")  # the view's words: common.view.* of the catalogue
+         "lines_hint", "download", "masked", "masked_hint")  # the view's words: common.view.* of the catalogue
 
 
 def words() -> dict[str, str]:

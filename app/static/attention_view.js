@@ -151,12 +151,19 @@ function tileSize(rec, kind) {
   return Math.max(18, Math.min(72, Math.floor((width - 70) / kind.heads) - 4));
 }
 
+// The later keys of a causal kind: masked, whatever their weight (a weight of 0 alone is no sign of a mask).
+function isMasked(kind, i, j) {
+  return kind.causal && j > i + (kind.nk - kind.nq);
+}
+
+const MASKED = "#d9d9de";  // a masked cell: grey, apart from the colour scale's lightest blue at every size
+
 function paintMap(canvas, rec, kind, values, cell, focus) {
   const ctx = canvas.getContext("2d");
   const colour = rec.colour;
   for (let i = 0; i < kind.nq; i++) {
     for (let j = 0; j < kind.nk; j++) {
-      ctx.fillStyle = colour(values[i * kind.nk + j]);
+      ctx.fillStyle = isMasked(kind, i, j) ? MASKED : colour(values[i * kind.nk + j]);
       ctx.globalAlpha = focus && focus !== i + 1 ? 0.25 : 1;
       ctx.fillRect(j * cell.w, i * cell.h, Math.ceil(cell.w), Math.ceil(cell.h));
     }
@@ -219,6 +226,7 @@ function detail(rec, kind) {
   const cell = Math.max(8, Math.min(30, Math.floor(avail / kind.nk)));
   const canvas = el("canvas", {width: left + cell * kind.nk, height: top + cell * kind.nq});
   canvas.className = "atlas-view-detail";
+  Object.assign(canvas.dataset, {left, top, cell, rows: kind.nq, cols: kind.nk});  // where each cell is drawn
   const ctx = canvas.getContext("2d");
   ctx.save();
   ctx.translate(left, top);
@@ -242,7 +250,7 @@ function detail(rec, kind) {
   labels();
   // A key the causal mask hides (a later one) is marked ✕; an open weight that is 0 to three decimals (a peaked
   // softmax underflows to exactly 0 in float32) is not: only the mask says what is masked. Big cells carry their weight.
-  const masked = (i, j) => kind.causal && j > i + (kind.nk - kind.nq);
+  const masked = (i, j) => isMasked(kind, i, j);
   ctx.font = FONT;
   ctx.textAlign = "center";
   ctx.textBaseline = "middle";
@@ -250,7 +258,7 @@ function detail(rec, kind) {
     for (let j = 0; j < kind.nk; j++) {
       const v = values[i * kind.nk + j], x = left + (j + 0.5) * cell, yy = top + (i + 0.5) * cell;
       if (masked(i, j) && cell >= 10) {
-        ctx.fillStyle = "#9a9ca3";
+        ctx.fillStyle = "#6b6d75";
         ctx.fillText("✕", x, yy);
       } else if (cell >= 28) {  // on the scale's light half dark digits, on its dark half white ones
         ctx.fillStyle = v > 0.5 ? "#ffffff" : "#31333f";
@@ -287,8 +295,9 @@ function detail(rec, kind) {
     link.href = csv();
     link.download = `attention-${kind.id}-L${s.layer || "mean"}-H${s.head || "mean"}.csv`;
   });
+  const key = kind.causal ? el("div", {className: "atlas-view-hint", textContent: w.masked_hint}) : "";
   return el("div", {className: "atlas-view-detailbox"}, el("div", {className: "atlas-view-title", textContent: title}),
-            el("div", {className: "atlas-view-scroll"}, canvas), readout, link);
+            el("div", {className: "atlas-view-scroll"}, canvas), readout, key, link);
 }
 
 // BertViz's head view: queries left, keys right, a line from each query to each key, as strong as its weight; one

@@ -127,3 +127,38 @@ def test_the_head_view_lights_a_tokens_lines_when_pointed_at(lang):
         _no_run(page, lambda: page.locator("button[data-name='layer'][data-value='2']").click())
         assert f"{words['common.view.layer']} 2" in page.locator(".atlas-view-title").inner_text()
         browser.close()
+
+
+def test_the_later_keys_of_a_causal_map_are_drawn_masked_and_said_so():
+    """The decoder's self-attention: a later key's cell is the mask's grey (whatever its weight), an earlier one a
+    colour of the scale; pointed at, the later key reads as masked."""
+    from playwright.sync_api import sync_playwright
+    words = catalogue("en")
+    grey = [217, 217, 222]
+    with served() as (url, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = new_page(browser, viewport={"width": 1200, "height": 1400})
+        _open(page, url, "en", "&kind=decoder_self")
+        canvas = page.locator(".atlas-view-detail")
+        canvas.scroll_into_view_if_needed()
+        d = {k: float(v) for k, v in canvas.evaluate("(c) => ({...c.dataset})").items()}
+        assert d["rows"] == d["cols"] > 2
+
+        def centre(i, j):  # canvas pixels of query i, key j (0-based)
+            return [int(d["left"] + (j + 0.5) * d["cell"]), int(d["top"] + (i + 0.5) * d["cell"])]
+
+        def colour(i, j):
+            x, y = int(d["left"] + j * d["cell"]) + 1, int(d["top"] + i * d["cell"]) + 1  # a corner: clear of the ✕
+            return canvas.evaluate("(c, [x, y]) => Array.from(c.getContext('2d').getImageData(x, y, 1, 1).data.slice(0, 3))",
+                                   [x, y])
+
+        last = int(d["cols"]) - 1
+        assert colour(0, last) == grey and colour(1, last) == grey  # later keys
+        assert colour(last, 0) != grey and colour(last, last) != grey  # earlier keys and the query itself
+        box = canvas.bounding_box()
+        x, y = centre(0, last)
+        page.mouse.move(box["x"] + x, box["y"] + y)
+        assert page.locator(".atlas-view-detailbox .atlas-view-readout").inner_text().endswith(
+            f"0 ({words['common.view.masked']})")
+        assert words["common.view.masked_hint"] in page.locator(".atlas-view-detailbox").inner_text()
+        browser.close()
