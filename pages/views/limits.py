@@ -49,7 +49,7 @@ def refusal_note(refused: dict | None) -> str:
     if refused["kind"] == "memory":
         return t("limits.refused.memory", needed=mb(refused["needed"]), allowed=mb(refused["allowed"]))
     if refused["kind"] == "steps":
-        return t("limits.refused.steps", needed=number(refused["needed"], ",d"), allowed=number(refused["allowed"], ",d"))
+        return t("limits.refused.steps", needed=refused["needed"], allowed=refused["allowed"])
     return t("limits.refused.time", needed=f"{refused['needed']:.2g}", allowed=f"{refused['allowed']:.2g}")
 
 

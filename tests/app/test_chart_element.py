@@ -113,7 +113,11 @@ def test_a_chart_needs_its_key():
 @pytest.mark.parametrize("page", [p.file for p in PAGES])
 def test_every_page_draws_with_streamlits_chart_when_switched(page, monkeypatch):
     """ATLAS_CHARTS=streamlit: the page runs without an exception and draws every chart the chart element draws,
-    the same figures, each with st.plotly_chart (so both paths of app.fast.plot work on every page)."""
+    the same figures, each with st.plotly_chart (so both paths of app.fast.plot work on every page). The inspector's
+    maps drawn by the server in both runs (the attention view needs the element's static files, so it is off with
+    st.plotly_chart)."""
+    monkeypatch.setenv("ATLAS_ATTENTION_VIEW", "server")
+
     def drawn():
         at = run_page(page, "en")
         assert_clean(at)

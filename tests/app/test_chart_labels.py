@@ -174,9 +174,11 @@ TAG = re.compile(r"<[^<>\s][^<>]*>")
 @pytest.mark.parametrize("lang", list(LANGS))
 @pytest.mark.parametrize("page,params", PAGES_WITH_TOKENS, ids=lambda x: x if isinstance(x, str) else
                          "-".join(x.values()) or "default")
-def test_every_chart_on_a_page_shows_its_words_as_text(page, params, lang):
+def test_every_chart_on_a_page_shows_its_words_as_text(page, params, lang, monkeypatch):
     """Every chart each page draws at its defaults carries no label escaped twice (a page gave a builder a label it
-    had escaped itself) and no raw tag but the builders' own markup (a catalogue title's `<pad>`)."""
+    had escaped itself) and no raw tag but the builders' own markup (a catalogue title's `<pad>`). The inspector's
+    maps as the server draws them (the attention view draws tokens as text: tests/browser/test_browser_attention_view.py)."""
+    monkeypatch.setenv("ATLAS_ATTENTION_VIEW", "server")
     at = open_link(page, params, lang=lang, timeout=180)
     assert_clean(at)
     assert charts(at), "the page draws charts"
