@@ -1,6 +1,7 @@
 """Cached, server-wide resources (one copy per Streamlit server, not per rerun)."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import streamlit as st
@@ -87,15 +88,18 @@ def pretrained_dir() -> Path:
     return Path(os.environ.get("ATLAS_PRETRAINED_DIR") or ROOT / "pretrained")
 
 
+PRETRAINED_FRESH_S = 10.0  # a model the learner just put in pretrained/ shows up within this many seconds
+SIZES_FRESH_S = 60.0  # a folder's sizes change only when its files are replaced
+
+
 def pretrained_models() -> dict[str, Path]:
-    """Label -> folder of every pretrained model we can run: pretrained/<name>/ and the local hub cache."""
+    """Label -> folder of every pretrained model we can run: pretrained/<name>/ and the local hub cache, scanned
+    at most every PRETRAINED_FRESH_S seconds, not on every rerun (each candidate's config.json is read)."""
     from model.hub import hub_cache_dir
-    return _pretrained_models(str(pretrained_dir()), str(hub_cache_dir()))
+    return from_disk(_pretrained_models, str(pretrained_dir()), str(hub_cache_dir()), fresh_s=PRETRAINED_FRESH_S)
 
 
-@st.cache_data(ttl=10, show_spinner=False)
 def _pretrained_models(base_dir: str, cache_dir: str) -> dict[str, Path]:
-    """Scanned at most every 10 s, not on every rerun (each candidate's config.json is read)."""
     from model.hub import cached_models, is_hf_folder, supported
     found: dict[str, Path] = {}
     base = Path(base_dir)
@@ -111,10 +115,13 @@ def _pretrained_models(base_dir: str, cache_dir: str) -> dict[str, Path]:
     return found
 
 
-@st.cache_data(ttl=60, show_spinner=False, max_entries=16)
 def pretrained_sizes(folders: tuple[str, ...]) -> list[dict | None]:
     """model.hub.size_summary of each pretrained folder (None for one that cannot be read), read from the
-    config and the weights file's header only."""
+    config and the weights file's header only, at most every SIZES_FRESH_S seconds."""
+    return from_disk(_pretrained_sizes, tuple(folders), fresh_s=SIZES_FRESH_S)
+
+
+def _pretrained_sizes(folders: tuple[str, ...]) -> list[dict | None]:
     from model.hub import HubError, size_summary
     out = []
     for folder in folders:
@@ -221,6 +228,24 @@ def computed(fn, *args, **kwargs):
     """`fn(*args, **kwargs)` of a pure module-level function of model/ (no model folder: a lesson's numbers),
     once for the whole server per arguments; each caller gets its own copy (st.cache_data)."""
     return _computed(_cache_name(fn), args, tuple(sorted(kwargs.items())), fn)
+
+
+READS_KEPT = 64  # values read from disk (a runs folder's summaries, the pretrained models found), for all sessions
+
+
+@st.cache_data(show_spinner=False, max_entries=READS_KEPT)
+def _from_disk(name: str, args: tuple, kwargs: tuple, fresh_s: float, period: int, _fn):
+    return _fn(*args, **dict(kwargs))
+
+
+def from_disk(fn, *args, fresh_s: float, **kwargs):
+    """`fn(*args, **kwargs)` of a module-level function that reads files that change under the server (run
+    folders, a study's table, the pretrained models found), read at most once per `fresh_s` seconds for the whole
+    server and not on every rerun: what a session gets is at most `fresh_s` seconds old (the key holds the
+    current period of `fresh_s` seconds, and an old period's entry goes with the least recently used). Each caller
+    gets its own copy (st.cache_data)."""
+    return _from_disk(_cache_name(fn), args, tuple(sorted(kwargs.items())), float(fresh_s),
+                      int(time.time() // fresh_s), fn)
 
 
 def warm_first_model() -> None:

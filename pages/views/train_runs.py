@@ -13,6 +13,7 @@ from app.i18n import Message, UserError, options, t
 from app.jobs import COMPARE_METRICS, MB, compare_label, run_actions as offered_actions
 from app.jobs.options import ALL_TASKS
 from app.pages_list import PAGES
+from app.resources import from_disk
 from app.state import RUN_PARAM, keep
 from app.ui import error, plot, table
 from pages.views import study
@@ -213,7 +214,10 @@ def cleanup_list(mgr, owner: str) -> None:
                 t("train.col.yours"): "✓" if r["mine"] else ""} for r in old], key="cleanup")
 
 
-@st.cache_data(ttl=3.0, max_entries=2, show_spinner=False)
+STUDY_FRESH_S = 3.0  # the page polls while runs train; each summary reads every run's files
+
+
 def study_runs_of(folder: str) -> list[dict]:
-    """The study's runs, summarised at most every few seconds (not on every rerun of this page)."""
-    return study.run_summaries(Path(folder))
+    """The study's runs, summarised at most every STUDY_FRESH_S seconds for the whole server (not on every
+    rerun of this page)."""
+    return from_disk(study.run_summaries, Path(folder), fresh_s=STUDY_FRESH_S)

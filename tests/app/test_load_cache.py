@@ -227,3 +227,25 @@ def test_computed_results_are_cached_per_arguments_and_copied():
     assert a is not b and (a == b).all()  # st.cache_data: each caller gets its own copy
     with pytest.raises(ValueError):
         res.computed(lambda: 1)  # a lambda has no name to key it by
+
+
+def _read_count(folder: str) -> int:
+    """A stand-in for a function that reads run files: how many files the folder holds."""
+    from pathlib import Path
+    return len(list(Path(folder).iterdir()))
+
+
+def test_what_is_read_from_disk_is_at_most_fresh_s_old(tmp_path, monkeypatch):
+    """from_disk reads once per period of fresh_s seconds for every session, then reads again."""
+    now = [1000.0]
+    monkeypatch.setattr(res.time, "time", lambda: now[0])
+    (tmp_path / "a").write_text("a")
+    assert res.from_disk(_read_count, str(tmp_path), fresh_s=3.0) == 1
+    (tmp_path / "b").write_text("b")
+    now[0] += 1.0
+    assert res.from_disk(_read_count, str(tmp_path), fresh_s=3.0) == 1  # within the period: not read again
+    now[0] += 3.0
+    assert res.from_disk(_read_count, str(tmp_path), fresh_s=3.0) == 2
+    with pytest.raises(ValueError):
+        res.from_disk(lambda: 1, fresh_s=3.0)  # a lambda has no name to key it by
+
