@@ -53,13 +53,21 @@ def _type(lang: str):
 
 
 @pytest.mark.slow
-def test_two_sessions_with_the_same_sentence_compute_once(fresh_caches, monkeypatch):
+@pytest.mark.parametrize("maps", ["browser", "server"])
+def test_two_sessions_with_the_same_sentence_compute_once(fresh_caches, monkeypatch, maps):
+    """The translation, the maps (the attention view's bytes, or the grid figure where the server draws it) and the
+    statistics are computed once for every session that types the same sentence."""
     import app.charts.heatmaps as heatmaps
     import model.inference.decode as decode
     import model.inference.metrics as metrics
-    translate, grid, stats = Counter(decode.translate), Counter(heatmaps.head_grid), Counter(metrics.summarize_heads)
+    import pages.views.inspector_view as inspector_view
+    if maps == "server":
+        monkeypatch.setenv("ATLAS_ATTENTION_VIEW", "server")
+    drawn = Counter(heatmaps.head_grid if maps == "server" else inspector_view.view_payload)
+    translate, grid, stats = Counter(decode.translate), drawn, Counter(metrics.summarize_heads)
     monkeypatch.setattr(decode, "translate", translate)
-    monkeypatch.setattr(heatmaps, "head_grid", grid)  # the page imports it on each run: the counter is used
+    # the page imports these on each run (or calls them through their module): the counters are used
+    monkeypatch.setattr(heatmaps if maps == "server" else inspector_view, drawn.__name__, drawn)
     monkeypatch.setattr(metrics, "summarize_heads", stats)
 
     first = _type("en")
@@ -67,7 +75,7 @@ def test_two_sessions_with_the_same_sentence_compute_once(fresh_caches, monkeypa
     assert after_first[0] >= 1 and after_first[1] >= 1 and after_first[2] >= 1  # this sentence was computed
     second = _type("en")  # another browser session, same sentence
     assert (translate.calls, grid.calls, stats.calls) == after_first, "the second session recomputed"
-    assert first and first == second  # and sees exactly the same figures
+    assert first == second and (first or maps == "browser")  # and sees exactly the same figures
 
     _type("ko")  # the same sentence in Korean: new titles, so new figures, but the same translation
     assert translate.calls == after_first[0]
@@ -249,3 +257,10 @@ def test_what_is_read_from_disk_is_at_most_fresh_s_old(tmp_path, monkeypatch):
     with pytest.raises(ValueError):
         res.from_disk(lambda: 1, fresh_s=3.0)  # a lambda has no name to key it by
 
+
+def test_a_shared_view_key_is_a_tuple_of_plain_values(fresh_caches):
+    assert res.shared_view("key-test", (*res.weights_key(res.SHIPPED["lm"]), "text", (1, 2)), lambda: 1) == 1
+    with pytest.raises(TypeError, match="'key-test'.*part 1 .* list"):
+        res.shared_view("key-test", ("text", [1, 2]), lambda: 1)
+    with pytest.raises(TypeError, match="'key-test'.*not list"):
+        res.shared_view("key-test", ["text"], lambda: 1)
