@@ -325,8 +325,37 @@ def shared_view(name: str, key: tuple, build):
     key by construction (what a page shows has its words); `key` must hold everything else the result depends
     on (the model folder and weights version, the text, the options), since every session asking with an equal
     key gets this very object: callers never modify it. Numbers a model/ function computes, which hold no words,
-    are cached once for every language instead (computed, of_weights)."""
+    are cached once for every language instead (computed, of_weights). A key that is not a tuple of plain values
+    (text, numbers, tuples of them: weights_key(path) for a model's) raises TypeError naming the view."""
+    _check_key(name, key)
     return _shared_view(name, lang(), key, build)
+
+
+def _check_key(name: str, key) -> None:
+    """A view's key is a hashable tuple: a list, an array or a model in it (hashed by its contents on every rerun,
+    or not at all) is a caller's mistake, said here with the view's name rather than deep in Streamlit's hasher."""
+    if not isinstance(key, tuple):
+        raise TypeError(f"shared view {name!r}: the key is a tuple, not {type(key).__name__}")
+    try:
+        hash(key)
+    except TypeError:
+        at = next(i for i, part in enumerate(key) if not _hashable(part))
+        raise TypeError(f"shared view {name!r}: part {at} of the key is a {type(key[at]).__name__}; a key holds "
+                        "text, numbers and tuples of them") from None
+
+
+def _hashable(value) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def weights_key(path: Path | str) -> tuple[str, float]:
+    """(folder, weights_stamp(folder)): how a shared_view key names a model whose outputs the view draws, so a
+    training run that saves newer weights gets new views."""
+    return str(path), weights_stamp(path)
 
 
 def shared_figure(name: str, key: tuple, build):

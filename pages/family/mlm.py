@@ -10,7 +10,7 @@ from app.charts.export import csv_text
 from app.charts.family_mlm import mask_predictions
 from app.charts.heatmaps import attention_heatmap, head_grid
 from app.i18n import UserError, prose, say, t
-from app.resources import of_weights, shared_figure, weights_stamp
+from app.resources import of_weights, shared_figure, weights_key
 from app.state import OneBased, keep
 from app.page_inputs import FAMILY, SECTIONS
 from app.ui import error, show_figure, show_matrix, table, text
@@ -129,7 +129,7 @@ def render() -> None:
         lm_labels = labels([lm.tokenizer.id_to_piece(i) for i in lm_ids])
         lm_weights = kind_weights(forward_pass(lm_path, lm_ids), "decoder_self")  # (layers, H, T, T)
     layer_word, head_word = t("common.layer"), t("common.head")
-    view = (str(loaded.path), weights_stamp(loaded.path), text_a, text_b, tuple(sorted(picked or ())))
+    view = (*weights_key(loaded.path), text_a, text_b, tuple(sorted(picked or ())))
     left, right = st.columns(2)
     with left:
         st.markdown(t("family_mlm.bert_side"))
@@ -140,7 +140,7 @@ def render() -> None:
         if lm_weights is None:
             st.info(t(lm_note, n=lm_max))
         else:
-            show_figure(shared_figure("fam-mlm-grid", (*view, "lm", str(lm_path), weights_stamp(lm_path)), lambda: head_grid(
+            show_figure(shared_figure("fam-mlm-grid", (*view, "lm", *weights_key(lm_path)), lambda: head_grid(
                 lm_weights, layer_title=layer_word, head_title=head_word)), name="lm-all-heads", key="fam-mlm-lm-grid")
     _head_detail(result, piece_labels, lm_weights, lm_labels)
     st.caption(t("common.rows_cols"))
