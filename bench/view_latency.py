@@ -3,6 +3,7 @@ clicked, a layer or head button clicked, a cell pointed at, a token of the head 
 run, a server-drawn control of the same kind (the masks page's head slider), its script run to a drawn frame.
 
     python bench/view_latency.py [--moves 30] [--lang en]
+    python bench/view_latency.py --big      # a random 12-layer x 12-head Llama (3 key/value heads) on ~64 tokens
 
 The view's clock starts at the event's own timestamp (a capturing listener on the view, before its handler) and
 stops in the second animation frame after the handler drew: the frame with the new drawing has been produced.
@@ -61,11 +62,12 @@ def head_moves(page, moves: int, rng: random.Random) -> list[float]:
     page.locator(".atlas-view-lines").scroll_into_view_if_needed()
     box = page.locator(".atlas-view-lines").bounding_box()
     times = []
+    top, bottom = max(box["y"], 0), min(box["y"] + box["height"], page.viewport_size["height"])  # on the screen
     for _ in range(moves):
-        page.mouse.move(box["x"] + 20, box["y"] + rng.uniform(0.1, 0.9) * box["height"])
+        page.mouse.move(box["x"] + 20, top + rng.uniform(0.1, 0.9) * (bottom - top))
         page.wait_for_function("() => window.__lat.length > 0", timeout=5_000)
         times.append(page.evaluate("() => { const v = window.__lat.map((x) => x[1]); window.__lat = []; return v.pop(); }"))
-        page.mouse.move(box["x"] + box["width"] / 2, box["y"] - 40)
+        page.mouse.move(box["x"] + box["width"] / 2, top - 40)
         page.evaluate(TWO_FRAMES)
         page.evaluate("() => { window.__lat = []; }")
     return times
@@ -93,23 +95,47 @@ def server_moves(page, moves: int) -> list[float]:
     return times
 
 
+BIG_TEXT = ("the quick brown fox jumps over the lazy dog while my friend reads a long book about the sea and the sky "
+            "in the quiet old library near the school every day")
+
+
+def big_model(folder: Path) -> str:
+    """A random Llama of BERT-base's head count (12 layers x 12 heads, 3 key/value heads) in `folder`/big, saved as
+    save_pretrained writes it (the hub tests' own maker; needs transformers): the inspector's name for it."""
+    import tests.model.test_hub_llama as maker
+    maker.D, maker.HEADS, maker.KV, maker.FF, maker.LAYERS = 96, 12, 3, 128, 12
+    (folder / "big").mkdir(parents=True)
+    maker.make_checkpoint(folder / "big", "llama-spm")
+    return "pretrained: big"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--moves", type=int, default=30)
     ap.add_argument("--lang", default="en")
+    ap.add_argument("--big", action="store_true", help="a 12 x 12-head model on ~64 tokens instead of the shipped one")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
     rng = random.Random(0)
     results: dict[str, list[float]] = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        with served() as (url, _):
+        env, query = {}, ""
+        if args.big:
+            import tempfile
+            from urllib.parse import quote
+            folder = Path(tempfile.mkdtemp())
+            env = {"ATLAS_PRETRAINED_DIR": str(folder)}
+            query = f"&model={quote(big_model(folder))}&text={quote(BIG_TEXT)}"
+        with served(env_extra=env) as (url, _):
             page = new_page(browser, viewport={"width": 1300, "height": 1500})
-            page.goto(f"{url}/inspector?lang={args.lang}")
+            page.goto(f"{url}/inspector?lang={args.lang}{query}")
             wait_idle(page, draw_all=False)
-            page.wait_for_selector(".atlas-view")
+            page.wait_for_selector(".atlas-view", timeout=120_000)
+            print("maps:", page.evaluate("() => document.querySelectorAll('.atlas-view-tile').length"),
+                  "tokens:", page.evaluate("() => document.querySelector('.atlas-view-detail').dataset.cols"))
             results.update(view_moves(page, args.moves, rng))
-            page.goto(f"{url}/inspector?lang={args.lang}&tab=head")
+            page.goto(f"{url}/inspector?lang={args.lang}&tab=head{query}")
             wait_idle(page, draw_all=False)
             page.wait_for_selector(".atlas-view-lines")
             results["token hover"] = head_moves(page, args.moves, rng)
@@ -121,7 +147,7 @@ def main() -> None:
     rows = [{"action": k, "moves": len(v), "p50_ms": round(pct(v, 0.5), 1), "p95_ms": round(pct(v, 0.95), 1)}
             for k, v in results.items() if v]
     print(table(rows))
-    write("view_latency", {"machine": machine(), "rows": rows, "raw": results})
+    write("view_latency_big" if args.big else "view_latency", {"machine": machine(), "rows": rows, "raw": results})
 
 
 if __name__ == "__main__":

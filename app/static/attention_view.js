@@ -36,33 +36,37 @@ function kindOf(rec) {
   return rec.header.kinds.find((k) => k.id === rec.state.kind) || rec.header.kinds[0];
 }
 
-// The weight of query i, key j in layer l, head h (0-based); l or h = -1 averages over layers or heads.
-function weight(rec, kind, l, h, i, j) {
-  const {layers, heads, nq, nk, offset} = kind;
-  const ls = l < 0 ? [...Array(layers).keys()] : [l];
-  const hs = h < 0 ? [...Array(heads).keys()] : [h];
-  let sum = 0;
-  for (const a of ls) for (const b of hs) sum += rec.words[offset + ((a * heads + b) * nq + i) * nk + j];
-  return sum / (ls.length * hs.length) / rec.header.scale;
-}
-
+// One (nq x nk) map as floats: layer l, head h (0-based); l or h = -1 averages over layers or heads. A map of one
+// layer and head is read straight from the payload; a mean adds the maps it covers, row after row.
 function map(rec, kind, l, h) {
-  const out = new Float32Array(kind.nq * kind.nk);
-  for (let i = 0; i < kind.nq; i++) for (let j = 0; j < kind.nk; j++) out[i * kind.nk + j] = weight(rec, kind, l, h, i, j);
+  const {layers, heads, nq, nk, offset} = kind, size = nq * nk, out = new Float32Array(size);
+  const ls = l < 0 ? [...Array(layers).keys()] : [l], hs = h < 0 ? [...Array(heads).keys()] : [h];
+  for (const a of ls) {
+    for (const b of hs) {
+      const start = offset + (a * heads + b) * size;
+      for (let x = 0; x < size; x++) out[x] += rec.words[start + x];
+    }
+  }
+  const norm = 1 / (ls.length * hs.length * rec.header.scale);
+  for (let x = 0; x < size; x++) out[x] *= norm;
   return out;
 }
 
-// The colour scale as Python's charts use it: [[stop, "rgb(r, g, b)"], ...] -> the colour of w in [0, 1].
+// The colour scale as Python's charts use it: [[stop, "rgb(r, g, b)"], ...] -> a table of LEVELS colours
+// [r, g, b] on 0…1 (finer than the eye tells apart), and the CSS colour of a weight.
+const LEVELS = 256;
 function scaleOf(stops) {
   const parsed = stops.map(([s, c]) => [s, c.match(/\d+(\.\d+)?/g).map(Number)]);
-  return (w) => {
-    const x = Math.min(1, Math.max(0, w));
+  const table = new Uint8ClampedArray(LEVELS * 3);
+  for (let n = 0; n < LEVELS; n++) {
+    const x = n / (LEVELS - 1);
     let k = 1;
     while (k < parsed.length - 1 && parsed[k][0] < x) k++;
     const [s0, c0] = parsed[k - 1], [s1, c1] = parsed[k];
     const f = s1 > s0 ? (x - s0) / (s1 - s0) : 0;
-    return `rgb(${c0.map((v, i) => Math.round(v + f * (c1[i] - v))).join(",")})`;
-  };
+    for (let i = 0; i < 3; i++) table[n * 3 + i] = Math.round(c0[i] + f * (c1[i] - c0[i]));
+  }
+  return table;
 }
 
 // ------------------------------------------------------------------------- the link and the tab's memory
@@ -156,23 +160,49 @@ function isMasked(kind, i, j) {
   return kind.causal && j > i + (kind.nk - kind.nq);
 }
 
-const MASKED = "#d9d9de";  // a masked cell: grey, apart from the colour scale's lightest blue at every size
+const MASKED = [217, 217, 222];  // a masked cell: grey, apart from the colour scale's lightest blue at every size
 
-function paintMap(canvas, rec, kind, values, cell, focus) {
-  const ctx = canvas.getContext("2d");
-  const colour = rec.colour;
-  for (let i = 0; i < kind.nq; i++) {
-    for (let j = 0; j < kind.nk; j++) {
-      ctx.fillStyle = isMasked(kind, i, j) ? MASKED : colour(values[i * kind.nk + j]);
-      ctx.globalAlpha = focus && focus !== i + 1 ? 0.25 : 1;
-      ctx.fillRect(j * cell.w, i * cell.h, Math.ceil(cell.w), Math.ceil(cell.h));
+// The map drawn cell by cell into an (nk x nq) image, then scaled onto `canvas` at (x, y) without smoothing: one
+// pass over the numbers, however many pixels a cell takes. Rows other than the focused query (1-based) are faint.
+function paintMap(canvas, rec, kind, values, x, y, width, height, focus) {
+  const {nq, nk} = kind, table = rec.colour;
+  const image = new ImageData(nk, nq), px = image.data;
+  for (let i = 0; i < nq; i++) {
+    const alpha = focus && focus !== i + 1 ? 64 : 255;
+    for (let j = 0; j < nk; j++) {
+      const o = (i * nk + j) * 4;
+      if (isMasked(kind, i, j)) {
+        px[o] = MASKED[0]; px[o + 1] = MASKED[1]; px[o + 2] = MASKED[2];
+      } else {
+        const n = Math.round(Math.min(1, Math.max(0, values[i * nk + j])) * (LEVELS - 1)) * 3;
+        px[o] = table[n]; px[o + 1] = table[n + 1]; px[o + 2] = table[n + 2];
+      }
+      px[o + 3] = alpha;
     }
   }
-  ctx.globalAlpha = 1;
+  const cells = paintMap.canvas ||= document.createElement("canvas");
+  cells.width = nk;
+  cells.height = nq;
+  cells.getContext("2d").putImageData(image, 0, 0);
+  const ctx = canvas.getContext("2d");
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(cells, x, y, width, height);
 }
 
+// The grid's tiles depend on the numbers and the width only: built once per kind and tile size, and kept from one
+// drawing to the next (a choice only moves the outline), so a click never repaints every head of a large model.
 function grid(rec, kind) {
-  const w = rec.header.words, size = tileSize(rec, kind);
+  const size = tileSize(rec, kind), id = `${kind.id}:${size}`;
+  if (!rec.grid || rec.grid.id !== id) rec.grid = {id, box: buildGrid(rec, kind, size)};
+  for (const c of rec.grid.box.querySelectorAll(".atlas-view-tile")) {
+    c.classList.toggle("atlas-view-chosen", rec.state.layer === Number(c.dataset.layer) &&
+                                             rec.state.head === Number(c.dataset.head));
+  }
+  return rec.grid.box;
+}
+
+function buildGrid(rec, kind, size) {
+  const w = rec.header.words;
   const box = el("div", {className: "atlas-view-grid"});
   box.append(el("div", {className: "atlas-view-hint", textContent: w.grid_hint}));
   if (kind.groups) {
@@ -192,8 +222,7 @@ function grid(rec, kind) {
       c.className = "atlas-view-tile";
       c.dataset.layer = String(l + 1);
       c.dataset.head = String(h + 1);
-      if (rec.state.layer === l + 1 && rec.state.head === h + 1) c.classList.add("atlas-view-chosen");
-      paintMap(c, rec, kind, map(rec, kind, l, h), {w: size / kind.nk, h: size / kind.nq}, 0);
+      paintMap(c, rec, kind, map(rec, kind, l, h), 0, 0, size, size, 0);
       c.tabIndex = 0;  // a tile is reached with Tab and opened with Enter or Space, as a button is
       c.setAttribute("role", "button");
       c.setAttribute("aria-label", c.title);
@@ -228,10 +257,7 @@ function detail(rec, kind) {
   canvas.className = "atlas-view-detail";
   Object.assign(canvas.dataset, {left, top, cell, rows: kind.nq, cols: kind.nk});  // where each cell is drawn
   const ctx = canvas.getContext("2d");
-  ctx.save();
-  ctx.translate(left, top);
-  paintMap(canvas, rec, kind, values, {w: cell, h: cell}, s.query);  // paints in the translated frame
-  ctx.restore();
+  paintMap(canvas, rec, kind, values, left, top, cell * kind.nk, cell * kind.nq, s.query);
   const ink = getComputedStyle(rec.root).color;  // the theme's text colour (light or dark pages)
   const every = Math.ceil(13 / cell);  // a label every `every` rows and columns: 13 px apart at least
   const labels = () => {
@@ -455,6 +481,7 @@ export function render(args, call) {
   const same = rec.header && got.size === rec.size && JSON.stringify(got.header) === rec.headerText;
   if (same) return;  // a rerun of the page with the same sentence: the view stays as the learner left it
   rec.header = got.header;
+  rec.grid = null;  // new numbers or words: the tiles are built again
   rec.headerText = JSON.stringify(got.header);
   rec.words = got.words;
   rec.size = got.size;
