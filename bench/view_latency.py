@@ -1,6 +1,7 @@
 """Input to drawn frame in the inspector's attention view (app/static/attention_view.js), in Chromium: a tile
 clicked, a layer or head button clicked, a cell pointed at, a token of the head view pointed at; and, in the same
-run, a server-drawn control of the same kind (the masks page's head slider), its script run to a drawn frame.
+run, a server-drawn control of the same kind (the masks page's head slider, as the server drew it before the view:
+ATLAS_ATTENTION_VIEW=server), its script run to a drawn frame.
 
     python bench/view_latency.py [--moves 30] [--lang en]
     python bench/view_latency.py --big      # a random 12-layer x 12-head Llama (3 key/value heads) on ~64 tokens
@@ -139,6 +140,7 @@ def main() -> None:
             wait_idle(page, draw_all=False)
             page.wait_for_selector(".atlas-view-lines")
             results["token hover"] = head_moves(page, args.moves, rng)
+        with served(env_extra={"ATLAS_ATTENTION_VIEW": "server"}) as (url, _):  # the masks page as the server drew it
             page = new_page(browser, viewport={"width": 1300, "height": 1500})
             page.goto(f"{url}/masks?lang={args.lang}")
             wait_idle(page, draw_all=False)

@@ -7,6 +7,7 @@ from pages.views.masks import SEEDED, encoder_decoder_models, pick_model as _pic
 from app.charts.export import rows_csv
 from app.charts.heatmaps import attention_heatmap, head_grid, matrix_heatmap
 from app.charts.style import amend, lift_title
+from app.fast.attention_view import attention_view, available as attention_view_available, view_bytes
 from app.i18n import Message, UserError, options, t
 from app.resources import parameter_count, shared_figure, shared_view
 from app.state import OneBased, keep, open_tabs
@@ -164,10 +165,15 @@ def kinds_section(model, tok, seeded):
         k_labels = dec_labels if kind == "decoder_self" else src_labels
         q_title, k_title = t(f"masks.axis.{kind}.query"), t(f"masks.axis.{kind}.key")
         rule = t("common.rows_cols_cross") if kind == "cross" else t("common.rows_cols")
+        shown = (*ran, kind, tuple(q_labels), tuple(k_labels))
+        if attention_view_available():  # layer, head and every map answered in the browser
+            _kinds_view(w, kind, kind_names[kind], q_labels, k_labels, q_title, k_title, shown)
+            st.caption(rule + " " + t("masks.shape", q=w.shape[2], k=w.shape[3]))
+            _kinds_metrics(maps, ran, seeded)
+            return
         c1, c2 = st.columns(2)
         layer = _one_based(t("common.layer"), w.shape[0], MASKS.layer.key, c1, MASKS.layer.url)
         head = _one_based(t("common.head"), w.shape[1], MASKS.head.key, c2, MASKS.head.url)
-        shown = (*ran, kind, tuple(q_labels), tuple(k_labels))
         left, right = st.columns([3, 2])
         with left:
             one = w[layer - 1, head - 1]  # (Lq, Lk)
@@ -185,15 +191,33 @@ def kinds_section(model, tok, seeded):
                         row_labels=[f"L{l + 1}H{h + 1}:{q}" for l in range(w.shape[0]) for h in range(w.shape[1])
                                     for q in q_labels], col_labels=k_labels, key="kind_grid")
             st.caption(t("masks.grid_caption"))
-        future = shared_view("masks-future", (model_key, *ran), lambda: max_future_weight(maps["decoder_self"]))
-        m1, m2, m3 = st.columns(3)
-        m1.metric(t("masks.metric.encoder_self"), "×".join(map(str, maps["encoder_self"].shape[2:])))
-        m2.metric(t("masks.metric.decoder_self"), f"{future:g}")
-        m3.metric(t("masks.metric.cross"), "×".join(map(str, maps["cross"].shape[2:])))
-        if seeded:
-            st.caption(t("masks.untrained_note"))
+        _kinds_metrics(maps, ran, seeded)
     except UserError as e:
         error(e)
+
+
+def _kinds_metrics(maps, ran, seeded) -> None:
+    future = shared_view("masks-future", (model_key, *ran), lambda: max_future_weight(maps["decoder_self"]))
+    m1, m2, m3 = st.columns(3)
+    m1.metric(t("masks.metric.encoder_self"), "×".join(map(str, maps["encoder_self"].shape[2:])))
+    m2.metric(t("masks.metric.decoder_self"), f"{future:g}")
+    m3.metric(t("masks.metric.cross"), "×".join(map(str, maps["cross"].shape[2:])))
+    if seeded:
+        st.caption(t("masks.untrained_note"))
+
+
+def _kinds_view(w, kind, name, q_labels, k_labels, q_title, k_title, shown) -> None:
+    """The attention view of this kind (app.fast.attention_view): its first layer and head are the page's inputs
+    (a link or a tour stop sets them; without their sliders they are kept as they are)."""
+    layers, heads = w.shape[:2]
+    keep(MASKS.layer.key, 1, url=MASKS.layer.url, valid=range(1, layers + 1))
+    keep(MASKS.head.key, 1, url=MASKS.head.url, valid=range(1, heads + 1))
+    layer, head = st.session_state[MASKS.layer.key], st.session_state[MASKS.head.key]
+    data = shared_view("masks-view", (model_key, *shown, layer, head), lambda: view_bytes(
+        [{"id": kind, "label": name, "weights": w, "q": q_labels, "k": k_labels, "q_title": q_title,
+          "k_title": k_title, "causal": kind == "decoder_self"}], "grid",
+        {"kind": kind, "layer": layer, "head": head}))
+    attention_view(data, key="masks-kinds")
 
 
 kinds_section(model, tok, seeded)

@@ -52,18 +52,23 @@ def words() -> dict[str, str]:
     return {w: t(f"common.view.{w}") for w in WORDS}
 
 
-def view_bytes(kinds: list[dict], mode: str) -> bytes:
+def view_bytes(kinds: list[dict], mode: str, initial: dict | None = None) -> bytes:
     """payload() with the view's words in the page's language and the app's colours (attention on 0…1 in the
     maps' scale; one colour per head as the app's charts give them)."""
     from app.charts.style import ATTN_SCALE, PALETTE, named_scale
-    return payload(kinds, words(), named_scale(ATTN_SCALE), PALETTE, mode)
+    return payload(kinds, words(), named_scale(ATTN_SCALE), PALETTE, mode, initial)
 
 
-def payload(kinds: list[dict], words: dict[str, str], colours: list, head_colours: list[str], mode: str) -> bytes:
+def payload(kinds: list[dict], words: dict[str, str], colours: list, head_colours: list[str], mode: str,
+            initial: dict | None = None) -> bytes:
     """The bytes the browser gets. kinds: [{"id", "label", "weights" (layers, H, Lq, Lk), "q", "k" (token texts),
     "q_title", "k_title", "groups" (one label per key/value head's query heads, or None), "decoder" (whether a
     query is a decoding step), "causal" (whether a causal mask hides every later key: the view marks those cells;
-    a weight of exactly 0 alone says nothing, since a peaked softmax underflows to 0 in float32)}]; mode: "grid" (tiles and the enlarged map) or "heads" (the head view)."""
+    a weight of exactly 0 alone says nothing, since a peaked softmax underflows to 0 in float32)}].
+    mode: "grid" (tiles and the enlarged map) or "heads" (the head view). initial: the first view the page asks for,
+    {"kind", "layer", "head", "query"} (1-based, 0 for a mean or for every query; default the first kind, layer 1,
+    head 1): the page's own inputs, which a link or a tour stop may have set. The browser prefers the link's view,
+    then the learner's last one on the page while the page asks for the same first view."""
     header_kinds, blobs, offset = [], [], 0
     for kind in kinds:
         q = quantise(kind["weights"])
@@ -77,7 +82,8 @@ def payload(kinds: list[dict], words: dict[str, str], colours: list, head_colour
         offset += q.size
     header = {"kinds": header_kinds, "words": words, "colours": [list(stop) for stop in colours],
               "headColours": list(head_colours),
-              "initial": {"kind": kinds[0]["id"], "layer": 1, "head": 1, "query": 0}, "mode": mode, "param": PARAM, "scale": SCALE}
+              "initial": {"kind": kinds[0]["id"], "layer": 1, "head": 1, "query": 0, **(initial or {})}, "mode": mode,
+              "param": PARAM, "scale": SCALE}
     head = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
     pad = b" " * ((4 + len(head)) % 2)  # the weights start at an even offset (a Uint16Array's alignment)
     return struct.pack("<I", len(head) + len(pad)) + head + pad + b"".join(blobs)

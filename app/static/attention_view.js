@@ -85,20 +85,35 @@ function parseChoice(text, kinds) {
   return {kind: kind.id, layer, head, query};
 }
 
+// The tab's memory of a page's view: the learner's last choice, with the first view the page asked for then (its
+// own inputs: a link, a tour stop). One entry per page.
+function storeKey() {
+  return `${STORE}:${window.location.pathname}`;
+}
+
 function remember(rec) {
   const text = choiceText(rec.state);
-  try { sessionStorage.setItem(STORE, text); } catch (e) { /* storage off: the link still holds it */ }
+  try {
+    sessionStorage.setItem(storeKey(), JSON.stringify({choice: text, asked: choiceText(rec.header.initial)}));
+  } catch (e) { /* storage off: the link still holds it */ }
   const url = new URL(window.location.href);
   if (url.searchParams.get(rec.header.param) === text) return;
   url.searchParams.set(rec.header.param, text);
   window.history.replaceState(window.history.state, "", url);
 }
 
+// The first view: the link's, else the learner's last one on this page unless the page now asks for another (its
+// inputs changed since: a tour stop set them), else what the page asks for.
 function firstChoice(header) {
-  const inLink = new URL(window.location.href).searchParams.get(header.param);
+  const inLink = parseChoice(new URL(window.location.href).searchParams.get(header.param), header.kinds);
+  if (inLink) return inLink;
   let stored = null;
-  try { stored = sessionStorage.getItem(STORE); } catch (e) { /* none */ }
-  return parseChoice(inLink, header.kinds) || parseChoice(stored, header.kinds) || {...header.initial};
+  try { stored = JSON.parse(sessionStorage.getItem(storeKey()) || "null"); } catch (e) { /* none */ }
+  if (stored && stored.asked === choiceText(header.initial)) {
+    const last = parseChoice(stored.choice, header.kinds);
+    if (last) return last;
+  }
+  return {...header.initial};
 }
 
 // ------------------------------------------------------------------------- drawing

@@ -162,3 +162,32 @@ def test_the_later_keys_of_a_causal_map_are_drawn_masked_and_said_so():
             f"0 ({words['common.view.masked']})")
         assert words["common.view.masked_hint"] in page.locator(".atlas-view-detailbox").inner_text()
         browser.close()
+
+
+def test_the_masks_page_view_starts_where_its_inputs_say_and_keeps_the_learners_choice_across_pages():
+    """The masks page's view opens at the layer and head its link (or a tour stop) asks for; the learner's own
+    choice after that survives a visit to another page; inputs asked anew (another link) win over it."""
+    from playwright.sync_api import sync_playwright
+
+    from app.pages_list import PAGES
+    nav = "[data-testid='stSidebarNav']"
+    with served() as (url, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = new_page(browser, viewport={"width": 1200, "height": 1400})
+        page.goto(f"{url}/masks?lang=en&kind=cross&layer=2&kind_head=3")
+        wait_idle(page, draw_all=False)
+        page.wait_for_selector(VIEW, timeout=60_000)
+        assert page.evaluate(CHOICE) == "cross.2.3.0"
+        page.locator(VIEW).scroll_into_view_if_needed()
+        _no_run(page, lambda: page.locator(".atlas-view-tile[data-layer='1'][data-head='1']").click())
+        assert page.evaluate(CHOICE) == "cross.1.1.0" and "view=cross.1.1.0" in page.url
+        for info in (next(x for x in PAGES if x.url == "attention"), next(x for x in PAGES if x.url == "masks")):
+            with rerun(page, draw_all=False):
+                page.locator(nav).get_by_role("link", name=info.title_in("en"), exact=True).click()
+        page.wait_for_selector(VIEW, timeout=60_000)
+        assert page.evaluate(CHOICE) == "cross.1.1.0"  # the learner's choice, back from another page
+        page.goto(f"{url}/masks?lang=en&kind=cross&layer=1&kind_head=2")  # asked anew, in the same tab
+        wait_idle(page, draw_all=False)
+        page.wait_for_selector(VIEW, timeout=60_000)
+        assert page.evaluate(CHOICE) == "cross.1.2.0"
+        browser.close()

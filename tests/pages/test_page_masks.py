@@ -13,6 +13,13 @@ from tests.apptest_util import assert_clean, run_page
 from tests import apptest_util
 
 
+@pytest.fixture(autouse=True)
+def server_drawn_maps(monkeypatch):
+    """The three kinds' layer and head sliders and maps as the server draws them (where the browser cannot draw the
+    attention view); tests/pages/test_page_masks_view.py reads the browser's view."""
+    monkeypatch.setenv("ATLAS_ATTENTION_VIEW", "server")
+
+
 def run_with_model(tmp_path, monkeypatch, name: str, make, lang="en"):
     """The page with one run folder `name` (made by make(folder)) picked in the model selector."""
     monkeypatch.setenv("ATLAS_RUNS_DIR", str(tmp_path / "runs"))
