@@ -53,6 +53,21 @@ def figures(at) -> list[dict]:
     return [c.figure for c in charts(at)]
 
 
+def attention_views(at) -> list[bytes]:
+    """The payload of every attention view of the page (app/fast/attention_view.py), in the page's order."""
+    from app.fast.attention_view import COMPONENT
+    out = []
+
+    def walk(node):
+        if getattr(node, "type", None) == "bidi_component" and node.proto.component_name == COMPONENT:
+            out.append(node.proto.bytes)
+        for child in (getattr(node, "children", None) or {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return out
+
+
 def title(fig: dict) -> str:
     """The figure's title as read: a title wrapped to a narrow column (app.charts.style.wrapped) reads as one line."""
     t = fig["layout"].get("title") or {}

@@ -3,6 +3,9 @@ SentencePiece tokenizer.model), Mistral (a window shorter than the sentence) and
 BPE tokenizer.json) put where a learner puts them, opened in every language: attention maps, next-token bars,
 no error."""
 import pytest
+
+from app.fast import attention_view as av
+from tests.apptest_read import attention_views
 from app.i18n import LANGS
 
 from tests.apptest_read import figures
@@ -38,7 +41,10 @@ def test_a_llama_family_decoder_shows_attention_and_the_next_token(use, name, la
     assert not at.error, [e.value for e in at.error]
     drawn = figures(at)
     assert any(f["data"][0].get("orientation") == "h" for f in drawn)  # the next-token bars
-    assert any(f["data"][0].get("type") == "heatmap" for f in drawn)  # the attention maps
+    (view,) = attention_views(at)  # the attention maps, in the browser's view
+    header, weights = av.read_payload(view)
+    kind = header["kinds"][0]
+    assert kind["causal"] and weights.size == kind["layers"] * kind["heads"] * kind["nq"] * kind["nk"]
 
 
 @pytest.mark.parametrize("lang", list(LANGS))
@@ -70,6 +76,10 @@ def test_a_grouped_query_llama_says_its_differences_in_words_and_which_heads_sha
     group = cfg.n_heads // cfg.kv_heads
     expected = [i18n.t("inspector.kv_group", first=g * group + 1, last=(g + 1) * group, kv=g + 1)
                 for g in range(cfg.kv_heads)]
+    (view,) = attention_views(at)
+    assert av.read_payload(view)[0]["kinds"][0]["groups"] == expected  # the view's labels over the heads
+    monkeypatch.setenv("ATLAS_ATTENTION_VIEW", "server")  # and the grid as the server draws it
+    at.run()
     grid = [f for f in figures(at) if f["layout"].get("annotations") and f["layout"].get("shapes")]
     assert grid, "no grid with brackets"
     shown = [a["text"].replace("<br>", " ") for a in grid[0]["layout"]["annotations"]]

@@ -13,23 +13,10 @@ from app.i18n import LANGS, catalogue
 from app.fast import attention_view as av
 from app.resources import SHIPPED
 from app.state import open_tab
-from tests.apptest_read import figures, title, z_of
+from tests.apptest_read import attention_views, figures, title, z_of
 from tests.apptest_util import assert_clean, run_page
 
 SENTENCE = "My friend did not buy a red apple."
-
-
-def _views(at) -> list[bytes]:
-    out = []
-
-    def walk(node):
-        if getattr(node, "type", None) == "bidi_component" and node.proto.component_name == av.COMPONENT:
-            out.append(node.proto.bytes)
-        for child in (getattr(node, "children", None) or {}).values():
-            walk(child)
-
-    walk(at._tree)
-    return out
 
 
 def _setup(at):
@@ -83,7 +70,7 @@ def test_the_grid_tab_sends_the_models_attention_once_in_the_pages_language(lang
     monkeypatch.delenv("ATLAS_ATTENTION_VIEW")
     at = run_page("inspector.py", lang, setup=_setup)
     assert_clean(at)
-    (data,) = _views(at)
+    (data,) = attention_views(at)
     header, weights = av.read_payload(data)
     kind = header["kinds"][0]
     assert kind["id"] == "encoder_self" and header["mode"] == "grid"
@@ -104,7 +91,7 @@ def test_the_head_tab_sends_the_head_view_and_each_kind_its_tokens_and_mask():
         at.session_state["insp_kind"] = name
         at.run()
         assert_clean(at)
-        (data,) = _views(at)
+        (data,) = attention_views(at)
         header, _ = av.read_payload(data)
         kind = header["kinds"][0]
         assert header["mode"] == "heads" and kind["id"] == name and kind["decoder"] is True

@@ -9,7 +9,7 @@ from app.i18n import LANGS, catalogue
 
 from app.fast import attention_view as av
 from tests.apptest_util import assert_clean, open_link, run_page
-from tests.pages.test_page_inspector_view import _views
+from tests.apptest_read import attention_views
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -19,7 +19,7 @@ def test_the_kind_shown_goes_to_the_view_with_its_tokens_and_mask(lang):
     for name in ("encoder_self", "decoder_self", "cross"):
         at.radio(key="kind").set_value(name).run()
         assert_clean(at)
-        (data,) = _views(at)
+        (data,) = attention_views(at)
         header, weights = av.read_payload(data)
         kind = header["kinds"][0]
         assert kind["id"] == name and kind["label"] == catalogue(lang)[f"masks.kind.{name}"]
@@ -37,7 +37,7 @@ def test_the_kind_shown_goes_to_the_view_with_its_tokens_and_mask(lang):
 def test_the_view_starts_at_the_layer_and_head_the_link_asks_for():
     at = open_link("masks.py", {"kind": "cross", "layer": "2", "kind_head": "3"}, lang="en")
     assert_clean(at)
-    (data,) = _views(at)
+    (data,) = attention_views(at)
     header, _ = av.read_payload(data)
     assert header["initial"] == {"kind": "cross", "layer": 2, "head": 3, "query": 0}
     assert at.query_params["layer"] == "2" and at.query_params["kind_head"] == "3"
@@ -46,7 +46,7 @@ def test_the_view_starts_at_the_layer_and_head_the_link_asks_for():
 def test_a_layer_the_model_does_not_have_is_refused_and_the_view_starts_at_the_first():
     at = open_link("masks.py", {"layer": "9", "kind_head": "1"}, lang="en")
     assert_clean(at)
-    (data,) = _views(at)
+    (data,) = attention_views(at)
     header, _ = av.read_payload(data)
     assert header["initial"]["layer"] == 1
     assert any("“layer”" in toast.value for toast in at.toast)

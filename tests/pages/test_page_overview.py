@@ -106,7 +106,8 @@ def test_headline_results_and_table2(overview):
         assert phrase in shown, phrase
     table = tables(at)[2]
     col = {k: words[f"overview.results.{k}"] for k in ("model", "bleu_de", "bleu_fr", "cost_de", "cost_fr")}
-    assert list(table[col["model"]]) == [r.model for r in PAPER_TABLE2]
+    assert list(table[col["model"]]) == [words[f"overview.table.{r.key}_model"] if r.key else r.model for r in PAPER_TABLE2]
+    assert [r.key for r in PAPER_TABLE2][-2:] == ["base", "big"]  # the paper's two models, named as Table 3 names them
     byte_net = table.iloc[0]
     assert (byte_net[col["bleu_de"]], byte_net[col["bleu_fr"]], byte_net[col["cost_de"]]) == ("23.75", "", "")
     assert table.iloc[6][col["bleu_de"]] == "26.30" and table.iloc[5][col["cost_fr"]] == "8.0·10²⁰"
