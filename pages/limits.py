@@ -41,7 +41,7 @@ k = c4.slider(t("limits.cost.k"), *KS[:2], step=KS[2], **LIMITS.k.keep(64))
 setting = lim.Setting(n=n, d=d, heads=heads, block=block, window=window, global_tokens=global_tokens, k=k)
 names = {impl: t(f"limits.impl.{impl}") for impl in lim.IMPLS}
 
-results = computed(cost_sweep, setting)
+results = cost_sweep(setting)
 at_n = {r["impl"]: r for r in results if r["n"] == n}
 rows = []
 for impl in lim.IMPLS:

@@ -95,14 +95,17 @@ def steps(impl: str, s: Setting) -> int:
 
 
 def refusal(impl: str, s: Setting, budget: int | None = None, share: float = 0.25,
-            max_flops: int | None = None, max_steps: int | None = None) -> dict | None:
+            max_flops: int | None = None, max_steps: int | None = None, max_bytes: int | None = None) -> dict | None:
     """None when the call fits; else {"kind": "memory", "needed": bytes, "allowed": bytes} when it would take more
-    than `share` of the memory free now (or more than `budget` bytes when given), {"kind": "time", "needed":
-    flops, "allowed": max_flops} when it would compute more than `max_flops`, or {"kind": "steps", ...} when its
-    loop would take more than `max_steps` steps; either way it is not run."""
+    than `share` of the memory free now or than `max_bytes` (or more than `budget` bytes when given), {"kind":
+    "time", "needed": flops, "allowed": max_flops} when it would compute more than `max_flops`, or {"kind": "steps",
+    ...} when its loop would take more than `max_steps` steps; either way it is not run."""
     allowed = budget if budget is not None else available_bytes()
     if allowed is not None:
         allowed = int(allowed * (1.0 if budget is not None else share))
+    if max_bytes is not None and budget is None:
+        allowed = max_bytes if allowed is None else min(allowed, max_bytes)
+    if allowed is not None:
         needed = estimate_bytes(impl, s)
         if needed > allowed:
             return {"kind": "memory", "needed": needed, "allowed": allowed}
@@ -160,11 +163,11 @@ def peak_bytes(fn) -> int:
 
 
 def measure(impl: str, s: Setting, repeats: int = 3, max_flops: int | None = None,
-            max_steps: int | None = None) -> dict:
+            max_steps: int | None = None, max_bytes: int | None = None) -> dict:
     """Time (median of `repeats` calls, after one warm-up call) and measured peak memory of one call, beside
     the estimate; {"refused": {...}} instead when the estimate does not fit in memory. Timed on one thread,
     so the numbers do not depend on what else the machine runs (two threads on a busy machine spin-wait)."""
-    refused = refusal(impl, s, max_flops=max_flops, max_steps=max_steps)
+    refused = refusal(impl, s, max_flops=max_flops, max_steps=max_steps, max_bytes=max_bytes)
     if refused:
         return {"impl": impl, "n": s.n, "refused": refused}
     threads = torch.get_num_threads()
@@ -189,18 +192,31 @@ def _measure(impl: str, s: Setting, repeats: int) -> dict:
             "estimate_bytes": estimate_bytes(impl, s), "refused": None}
 
 
+# The knobs each answer reads; the others do not change its call (full attention reads none of them)
+KNOBS = {"full": (), "blockwise": ("block",), "window": ("window", "global_tokens"), "linformer": ("k",)}
+
+
+def relevant(impl: str, s: Setting) -> Setting:
+    """s with the knobs `impl` does not read set to their defaults: equal settings, equal calls, so a measurement
+    is made once per call that differs (moving Linformer's k does not measure full attention again)."""
+    from dataclasses import fields, replace
+    default = {f.name: f.default for f in fields(Setting) if f.name in ("block", "window", "global_tokens", "k")}
+    return replace(s, **{name: value for name, value in default.items() if name not in KNOBS[impl]})
+
+
+def sweep_point(impl: str, s: Setting, max_flops: int | None = None, max_steps: int | None = None,
+                max_bytes: int | None = None) -> dict:
+    """measure() as a sweep takes it: one timed call instead of three above a tenth of max_flops."""
+    big = max_flops is not None and estimate_flops(impl, s) > max_flops // 10
+    return measure(impl, s, repeats=1 if big else 3, max_flops=max_flops, max_steps=max_steps, max_bytes=max_bytes)
+
+
 def sweep(s: Setting, sizes: tuple[int, ...], impls: tuple[str, ...] = IMPLS, max_flops: int | None = None,
-          max_steps: int | None = None) -> list[dict]:
-    """measure() for every impl at every n in `sizes` (the other knobs from s); one timed call instead of three
-    above a tenth of max_flops."""
+          max_steps: int | None = None, max_bytes: int | None = None) -> list[dict]:
+    """sweep_point() for every impl at every n in `sizes` (the other knobs from s, those an impl reads)."""
     from dataclasses import replace
-    out = []
-    for n in sizes:
-        for impl in impls:
-            one = replace(s, n=n)
-            big = max_flops is not None and estimate_flops(impl, one) > max_flops // 10
-            out.append(measure(impl, one, repeats=1 if big else 3, max_flops=max_flops, max_steps=max_steps))
-    return out
+    return [sweep_point(impl, relevant(impl, replace(s, n=n)), max_flops, max_steps, max_bytes)
+            for n in sizes for impl in impls]
 
 
 def difference_from_full(s: Setting) -> dict:

@@ -18,7 +18,8 @@ N_CHOICES = [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 1048576]
 D_CHOICES, HEAD_CHOICES = [64, 128, 256, 512], [1, 2, 4, 8]
 BLOCKS, WINDOWS, GLOBALS, KS = (16, 512, 16), (2, 256, 1), (0, 8, 1), (8, 256, 8)
 MAX_FLOPS = 20_000_000_000  # one call past this is refused as too slow for a page (seconds on one core)
-MAX_STEPS = 512  # one call whose loop takes more steps is refused (each step is a dozen profiled operations)
+MAX_STEPS = 256  # one call whose loop takes more steps is refused (each step is a dozen profiled operations)
+MAX_BYTES = 2**30  # nor one that needs more memory than this (nor a quarter of the free memory): a server has many learners
 
 
 def mb(n_bytes: float) -> str:
@@ -38,8 +39,13 @@ def sweep_sizes(n: int) -> tuple[int, ...]:
 
 
 def cost_sweep(setting: lim.Setting) -> list[dict]:
-    """The cost section's measurements: every answer at every size of sweep_sizes, within the page's budgets."""
-    return lim.sweep(setting, sweep_sizes(setting.n), max_flops=MAX_FLOPS, max_steps=MAX_STEPS)
+    """The cost section's measurements: every answer at every size of sweep_sizes, within the page's budgets, each
+    call measured once for the server (app.resources.computed) and only with the knobs it reads (lim.relevant)."""
+    from dataclasses import replace
+
+    from app.resources import computed
+    return [computed(lim.sweep_point, impl, lim.relevant(impl, replace(setting, n=n)), MAX_FLOPS, MAX_STEPS, MAX_BYTES)
+            for n in sweep_sizes(setting.n) for impl in lim.IMPLS]
 
 
 def refusal_note(refused: dict | None) -> str:

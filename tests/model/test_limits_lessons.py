@@ -43,6 +43,14 @@ def test_a_loop_of_too_many_blocks_is_refused_though_its_arithmetic_is_small():
     assert limits.steps("full", s) == limits.steps("linformer", s) == 1
 
 
+def test_a_page_may_cap_the_memory_of_one_call_below_what_is_free():
+    s = limits.Setting(n=8192, d=64, heads=4)  # full attention: about 2 GiB of scores
+    refused = limits.refusal("full", s, max_bytes=2**30)
+    assert refused["kind"] == "memory" and refused["needed"] == limits.estimate_bytes("full", s) > 2**31
+    assert refused["allowed"] <= 2**30
+    assert limits.refusal("full", limits.Setting(n=1024, d=64, heads=4), max_bytes=2**30) is None
+
+
 def test_every_call_the_page_allows_is_bounded_in_steps_and_arithmetic():
     """Whatever the limits page's controls are set to, a call it runs stays within its budgets: the class of
     defect where one combination of knobs (not each knob alone) makes a page run for an hour."""
