@@ -6,6 +6,9 @@ public APIs (docs/architecture.md, "The speed layer"; docs/benchmarks.md has eac
   when it comes near the screen) — or, with ATLAS_CHARTS=streamlit in the server's environment, by
   st.plotly_chart: the one switch back to Streamlit's own chart. A chart drawn with clickable=True sends the
   point a learner clicks back to the script (the element only).
+- attention_view.py: a sentence's whole attention sent to the browser once (uint16 steps in one binary payload) and
+  drawn there: layer, head, a tile, a cell or a token pointed at, a query picked, answered with no server run
+  (the inspector's grid and head view, the masks page's three kinds).
 - browser_warm.py: while a learner reads the first page, their browser loads the chart element with Plotly
   and draws one element of each kind the next pages use, hidden.
 - warmup.py: the server's warm-up (imports and first builds in a background thread).
