@@ -208,7 +208,7 @@ function paintMap(canvas, rec, kind, values, x, y, width, height, focus) {
 // drawing to the next (a choice only moves the outline), so a click never repaints every head of a large model.
 function grid(rec, kind) {
   const size = tileSize(rec, kind), id = `${kind.id}:${size}`;
-  if (!rec.grid || rec.grid.id !== id) rec.grid = {id, box: buildGrid(rec, kind, size)};
+  if (!rec.grid || rec.grid.id !== id) rec.grid = {id, box: scroller(buildGrid(rec, kind, size))};
   for (const c of rec.grid.box.querySelectorAll(".atlas-view-tile")) {
     c.classList.toggle("atlas-view-chosen", rec.state.layer === Number(c.dataset.layer) &&
                                              rec.state.head === Number(c.dataset.head));
@@ -338,7 +338,7 @@ function detail(rec, kind) {
   });
   const key = kind.causal ? el("div", {className: "atlas-view-hint", textContent: w.masked_hint}) : "";
   return el("div", {className: "atlas-view-detailbox"}, el("div", {className: "atlas-view-title", textContent: title}),
-            el("div", {className: "atlas-view-scroll"}, canvas), readout, key, link);
+            scroller(canvas), readout, key, link);
 }
 
 // BertViz's head view: queries left, keys right, a line from each query to each key, as strong as its weight; one
@@ -420,7 +420,7 @@ function headView(rec, kind) {
   titles.style.width = width + "px";
   return el("div", {className: "atlas-view-headbox"},
             el("div", {className: "atlas-view-title", textContent: `${kind.label} · ${w.layer} ${s.layer || w.mean}`}),
-            titles, el("div", {className: "atlas-view-scroll"}, canvas), readout, legend);
+            titles, scroller(canvas), readout, legend);
 }
 
 function draw(rec) {
@@ -429,6 +429,7 @@ function draw(rec) {
   if (rec.header.mode === "heads") parts.push(headView(rec, kind));
   else parts.push(grid(rec, kind), detail(rec, kind));
   rec.root.replaceChildren(...parts);
+  rec.root.querySelectorAll(".atlas-view-scroll").forEach(scrollCue);
   rec.root.dataset.choice = choiceText(rec.state);
   rec.root.dataset.drawn = String((rec.root.dataset.drawn | 0) + 1);
 }
@@ -450,6 +451,22 @@ function choose(rec, change, focus) {
   }
 }
 
+// A map wider than its column shows that it scrolls, as the app's charts do: its scroll bar always, and its right
+// edge faded while there is more to the right.
+const FADE = "linear-gradient(to right, #000 calc(100% - 56px), rgba(0, 0, 0, 0.3))";
+
+function scrollCue(box) {
+  const wide = box.scrollWidth > box.clientWidth + 1;
+  box.classList.toggle("atlas-view-wide", wide);
+  box.classList.toggle("atlas-view-at-end", !wide || box.scrollLeft + box.clientWidth >= box.scrollWidth - 2);
+}
+
+function scroller(child) {
+  const box = el("div", {className: "atlas-view-scroll"}, child);
+  box.addEventListener("scroll", () => scrollCue(box), {passive: true});
+  return box;
+}
+
 const STYLE = `
 .atlas-view {font-size: 14px; font-family: var(--st-font, 'Source Sans Pro', sans-serif); color: var(--st-text-color, #31333f)}
 .atlas-view-row {display: flex; flex-wrap: wrap; align-items: center; gap: 4px; margin: 2px 0}
@@ -467,6 +484,8 @@ const STYLE = `
 .atlas-view-chosen {outline: 3px solid #d62728 !important}
 .atlas-view-title {font-weight: 600; margin-top: 10px}
 .atlas-view-scroll {overflow-x: auto; max-width: 100%}
+.atlas-view-wide {overflow-x: scroll; scrollbar-width: auto; scrollbar-color: #8a8a8a #e8e8e8}
+.atlas-view-wide:not(.atlas-view-at-end) {mask-image: ${FADE}; -webkit-mask-image: ${FADE}}
 .atlas-view-detail, .atlas-view-lines {display: block; cursor: crosshair}
 .atlas-view-legend {display: flex; flex-wrap: wrap; gap: 10px; font-size: 12px}
 .atlas-view-legend span {padding-left: 4px}

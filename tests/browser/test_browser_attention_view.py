@@ -191,3 +191,24 @@ def test_the_masks_page_view_starts_where_its_inputs_say_and_keeps_the_learners_
         page.wait_for_selector(VIEW, timeout=60_000)
         assert page.evaluate(CHOICE) == "cross.1.2.0"
         browser.close()
+
+
+def test_a_map_wider_than_its_column_shows_that_it_scrolls():
+    """A long sentence at 1000 px: the enlarged map is wider than the page's column, so its box shows a scroll bar
+    and a faded right edge, until it is scrolled to the end (as the app's wide charts do)."""
+    from urllib.parse import quote
+
+    from playwright.sync_api import sync_playwright
+    text = "the teacher bought an apple yesterday and the cat sees the sky but I love flowers " * 5
+    wide = "() => document.querySelector('.atlas-view-detailbox .atlas-view-scroll').className"
+    with served() as (url, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = new_page(browser, viewport={"width": 1000, "height": 1200})
+        _open(page, url, "en", f"&text={quote(text.strip())}")
+        box = page.locator(".atlas-view-detailbox .atlas-view-scroll")
+        assert box.evaluate("(b) => b.scrollWidth > b.clientWidth")
+        assert "atlas-view-wide" in page.evaluate(wide) and "atlas-view-at-end" not in page.evaluate(wide)
+        assert box.evaluate("(b) => getComputedStyle(b).overflowX") == "scroll"
+        box.evaluate("(b) => { b.scrollLeft = b.scrollWidth; }")
+        page.wait_for_function(f"() => ({wide})().includes('atlas-view-at-end')", timeout=5_000)
+        browser.close()

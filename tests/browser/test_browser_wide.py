@@ -24,9 +24,10 @@ LONG = "the teacher bought an apple yesterday and the cat sees the sky but I lov
 PAGES = ["masks?tab=padding", "multihead?heads=8", "positional", "family",
          f"inspector?text={quote(LONG.strip())}"]
 
-# Each chart of the page: whether it is wider than the box it is drawn in and, if so, whether that box shows it
-# scrolls (a scroll bar always shown, the right edge faded while more is to the right); whether each colour bar's
-# labels and its title are inside the visible box. Each formula: whether it is wider than its line.
+# Each chart of the page (and each map of the attention view): whether it is wider than the box it is drawn in and,
+# if so, whether that box shows it scrolls (a scroll bar always shown, the right edge faded while more is to the
+# right); whether each colour bar's labels and its title are inside the visible box. Each formula: whether it is
+# wider than its line.
 WIDE_JS = r"""() => {
   const out = [];
   for (const gd of document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')) {
@@ -43,6 +44,11 @@ WIDE_JS = r"""() => {
       const r = e.getBoundingClientRect(); return r.width && (r.right > b.right + 1 || r.left < b.left - 1); })
       .map(e => e.textContent.slice(0, 40));
     if ((wide && !cue) || hidden.length || cut.length) out.push({chart: title.slice(0, 60), wide, cue, hidden, cut});
+  }
+  for (const box of document.querySelectorAll('.atlas-view-scroll')) {  // the attention view's maps and tiles
+    const wide = box.scrollWidth > box.clientWidth + 1, style = getComputedStyle(box);
+    const cue = style.overflowX === 'scroll' && (style.maskImage || style.webkitMaskImage || 'none') !== 'none';
+    if (wide && !cue) out.push({view: box.firstElementChild.className, wide, cue});
   }
   for (const f of document.querySelectorAll('[data-testid="stMain"] .katex-display')) {
     const inner = f.querySelector('.katex-html') || f, width = inner.getBoundingClientRect().width;
