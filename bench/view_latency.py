@@ -32,6 +32,10 @@ LISTEN = """() => {
   root.addEventListener('click', mark, true);
   root.addEventListener('mousemove', mark, true);
 }"""
+VISIBLE = """() => { const c = document.querySelector('.atlas-view-detail'), r = c.getBoundingClientRect(),
+  b = c.parentElement.getBoundingClientRect();
+  return {x0: Math.max(r.left, b.left), x1: Math.min(r.right, b.right) - 4, y0: Math.max(r.top, 0),
+          y1: Math.min(r.bottom, window.innerHeight) - 4}; }"""
 TWO_FRAMES = "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(performance.now()))))"
 
 
@@ -52,8 +56,9 @@ def view_moves(page, moves: int, rng: random.Random) -> dict[str, list[float]]:
         buttons.nth(rng.randrange(buttons.count())).click()
         out["button click"].append(last())
         page.locator(".atlas-view-detail").scroll_into_view_if_needed()
-        box = page.locator(".atlas-view-detail").bounding_box()
-        page.mouse.move(box["x"] + rng.uniform(0.5, 0.95) * box["width"], box["y"] + rng.uniform(0.5, 0.95) * box["height"])
+        v = page.evaluate(VISIBLE)  # the part of the map on the screen (a wide map scrolls in its box)
+        page.mouse.move(v["x0"] + rng.uniform(0.5, 0.95) * (v["x1"] - v["x0"]),
+                        v["y0"] + rng.uniform(0.5, 0.95) * (v["y1"] - v["y0"]))
         out["cell hover"].append(last())
     return out
 
