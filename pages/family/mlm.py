@@ -1,7 +1,9 @@
 """The family page's BERT-style section: a small encoder-only masked language model trained here on the
 teaching corpus fills in the [MASK]s a learner types or clicks, and its bidirectional self-attention is
-shown beside the shipped decoder-only `lm` reading the same tokens (full squares vs causal triangles).
-Layout only: the computation is model.family.mlm (cached in app.resources), the figures app/charts/family_mlm.py."""
+shown beside the shipped decoder-only `lm` reading the same tokens (full squares vs causal triangles): each in
+an attention view (app.fast.attention_view), which answers layer, head and tile in the browser, with a table of
+the attention every head puts on later tokens; with ATLAS_ATTENTION_VIEW=server the server-drawn grids and one
+layer and head picked below them instead. Layout only: the computation is model.family.mlm (cached in app.resources), the figures app/charts/family_mlm.py."""
 from __future__ import annotations
 
 import streamlit as st
@@ -9,8 +11,9 @@ import streamlit as st
 from app.charts.export import csv_text
 from app.charts.family_mlm import mask_predictions
 from app.charts.heatmaps import attention_heatmap, head_grid
+from app.fast.attention_view import attention_view, available as attention_view_available, view_bytes
 from app.i18n import UserError, prose, say, t
-from app.resources import of_weights, shared_figure, weights_key
+from app.resources import of_weights, shared_figure, shared_view, weights_key
 from app.state import OneBased, keep
 from app.page_inputs import FAMILY, SECTIONS
 from app.ui import error, show_figure, show_matrix, table, text
@@ -130,6 +133,10 @@ def render() -> None:
         lm_weights = kind_weights(forward_pass(lm_path, lm_ids), "decoder_self")  # (layers, H, T, T)
     layer_word, head_word = t("common.layer"), t("common.head")
     view = (*weights_key(loaded.path), text_a, text_b, tuple(sorted(picked or ())))
+    if attention_view_available():  # layer, head and tile answered in the browser
+        _views(view, result, piece_labels, lm_weights, lm_labels, lm_path, t(lm_note, n=lm_max))
+        st.caption(t("common.rows_cols"))
+        return
     left, right = st.columns(2)
     with left:
         st.markdown(t("family_mlm.bert_side"))
@@ -144,6 +151,48 @@ def render() -> None:
                 lm_weights, layer_title=layer_word, head_title=head_word)), name="lm-all-heads", key="fam-mlm-lm-grid")
     _head_detail(result, piece_labels, lm_weights, lm_labels)
     st.caption(t("common.rows_cols"))
+
+
+def _views(view: tuple, result, piece_labels, lm_weights, lm_labels, lm_path, no_lm: str) -> None:
+    """Both models in attention views side by side, each starting at the kept layer and head (a link's
+    `mlm_layer` / `mlm_head`, kept without their pickers; the lm's the nearest it has), each with its share of
+    attention on later tokens for every layer and head."""
+    n_layers, n_heads = result.attention.shape[:2]
+    keep("fam_mlm_layer", n_layers - 1, url="mlm_layer", valid=range(n_layers), codec=OneBased)
+    keep("fam_mlm_head", 0, url="mlm_head", valid=range(n_heads), codec=OneBased)
+    layer, head = st.session_state["fam_mlm_layer"], st.session_state["fam_mlm_head"]
+    q_title, k_title = t("common.query"), t("common.key")
+    left, right = st.columns(2)
+    with left:
+        st.markdown(t("family_mlm.bert_side"))
+        data = shared_view("fam-mlm-view", (*view, "mlm", layer, head), lambda: view_bytes(
+            [{"id": "mlm", "label": t("family_mlm.view_mlm"), "weights": result.attention, "q": piece_labels,
+              "k": piece_labels, "q_title": q_title, "k_title": k_title, "causal": False}], "grid",
+            {"kind": "mlm", "layer": layer + 1, "head": head + 1}))
+        attention_view(data, key="fam-mlm")
+        _later_table(result.attention, "fam-mlm-later")
+    with right:
+        st.markdown(t("family_mlm.lm_side"))
+        if lm_weights is None:
+            st.info(no_lm)
+            return
+        lm_layer, lm_head = min(layer, lm_weights.shape[0] - 1), min(head, lm_weights.shape[1] - 1)
+        data = shared_view("fam-mlm-view", (*view, "lm", *weights_key(lm_path), lm_layer, lm_head), lambda: view_bytes(
+            [{"id": "lm", "label": t("family_mlm.view_lm"), "weights": lm_weights, "q": lm_labels, "k": lm_labels,
+              "q_title": q_title, "k_title": k_title, "causal": True}], "grid",
+            {"kind": "lm", "layer": lm_layer + 1, "head": lm_head + 1}))
+        attention_view(data, key="fam-mlm-lm")
+        _later_table(lm_weights, "fam-mlm-lm-later")
+
+
+def _later_table(weights, key: str) -> None:
+    """The share of attention on later tokens (mean of the rows) of every layer (rows) and head (columns): all of
+    it at once, so no choice of layer or head has to ask the server."""
+    later = later_share(weights)
+    layer_word, head_word = t("common.layer"), t("common.head")
+    st.caption(t("family_mlm.later_table"))
+    table([{layer_word: str(li + 1), **{f"{head_word} {h + 1}": f"{v:.1%}" for h, v in enumerate(row)}}
+           for li, row in enumerate(later)], key=key)
 
 
 @st.fragment(key="fam-mlm-detail")

@@ -43,9 +43,11 @@ def twice_escaped(fig: dict) -> list[str]:
 # ----------------------------------------------------------------------------- the pages
 
 @pytest.mark.parametrize("lang", list(LANGS))
-def test_gpt_maps_show_the_start_token_escaped_once(lang):
+def test_gpt_maps_show_the_start_token_escaped_once(lang, monkeypatch):
     """The decoder-only member's axes begin with `<s>`: Plotly must be given `&lt;s&gt;`, which it shows as
-    `<s>`, not `&amp;lt;s&amp;gt;`, which it shows as `&lt;s&gt;`."""
+    `<s>`, not `&amp;lt;s&amp;gt;`, which it shows as `&lt;s&gt;`. The map as the server draws it (the attention
+    view draws tokens as text: tests/pages/test_page_family_view.py)."""
+    monkeypatch.setenv("ATLAS_ATTENTION_VIEW", "server")
     at = open_link("family.py", {"member": "gpt"}, lang=lang)
     assert_clean(at)
     figs = {c.id: c.figure for c in charts(at)}
@@ -58,8 +60,9 @@ def test_gpt_maps_show_the_start_token_escaped_once(lang):
 
 
 @pytest.mark.parametrize("lang", ["en"])
-def test_gpt_typed_markup_is_shown_as_typed(lang):
-    """Text a learner types with `&` and tags reaches the bars and the map once escaped."""
+def test_gpt_typed_markup_is_shown_as_typed(lang, monkeypatch):
+    """Text a learner types with `&` and tags reaches the bars and the map (as the server draws it) once escaped."""
+    monkeypatch.setenv("ATLAS_ATTENTION_VIEW", "server")
     at = open_link("family.py", {"member": "gpt", "gpt_text": "you & <b>me</b>"}, lang=lang)
     assert_clean(at)
     for c in charts(at):

@@ -351,11 +351,12 @@ def test_dense_heatmaps_draw_every_label_readable():
     sentence (20 tokens), the family page's masked-LM map of a 24-word sentence (more pieces: the map grows wider
     than its column and scrolls), and the multi-head page at H = 64 (small multiples of every head, and one
     enlarged with its 24 tokens): every label drawn, none overlapping another, at 10 px or more, on a laptop's
-    window."""
+    window. The family page's map as the server draws it (ATLAS_ATTENTION_VIEW=server; the attention view draws
+    its tokens itself)."""
     from urllib.parse import quote
 
     from playwright.sync_api import sync_playwright
-    with served() as (url, _), sync_playwright() as p:
+    with served(env_extra=SERVER_MAPS) as (url, _), sync_playwright() as p:
         browser = _browser(p)
         page = new_page(browser, viewport={"width": 1400, "height": 1000})
         page.goto(f"{url}/masks?lang=en&tab=padding&batch={quote(LONG_EN)}%0A{quote('a short one')}")

@@ -20,7 +20,6 @@ def family_member(at, member: str):
 
 
 SECTIONS = [
-    ("family-fam-mlm-detail", lambda at: at.selectbox(key="fam_mlm_head").set_value(2), {"fam_mlm_layer", "fam_mlm_head"}),
     ("family-fam-detr-detail", lambda at: at.selectbox(key="fam_detr_query").set_value(3),
      {"fam_detr_query", "fam_detr_layer", "fam_detr_head"}),
     ("family-fam-vit-cls", lambda at: at.selectbox(key="fam_vit_layer").set_value(2), {"fam_vit_layer"}),
