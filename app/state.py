@@ -36,6 +36,7 @@ TAB_DEFAULTS = "_tab_defaults"  # {page: {open_tabs key: its first tab}}: what "
 WRITTEN = "_link_written"    # {name: the text this session's inputs last wrote there}: not a shared link's value
 SEEN = "_link_seen"          # keys whose link value was already considered (a link applies once)
 DRAWN_IN = "_drawn_in"       # {key: the language its widget was last drawn in}
+RESETS = "_resets"           # {page: how many times "reset this page" ran}: the browser's choices start again
 LANG_PARAM = "lang"
 RUN_PARAM = "run"            # a training run that an in-app link opens (opened_run)
 MAX_URL_TEXT = 4000          # a link's value longer than this is refused (a sentence, a matrix)
@@ -285,15 +286,15 @@ def send_link() -> None:
     st.session_state.pop(LINK, None)
 
 
-def keep(key: str, default: Any, *, url: str | None = None, valid=None, check=None, codec=None) -> dict:
+def keep(key: str, default: Any, *, url: str | None = None, valid=None, check=None, codec=None, browser=False) -> dict:
     """Prepare the input `key` (see the module's docstring); returns the widget's keyword arguments.
 
     valid: what the widget can hold (a range, the options, between(lo, hi), a predicate); for a slider, exactly
            its range. A kept value outside it shows as the nearest value inside (the learner's own value
            returns when it fits again); a linked value outside it is refused.
-    check: a further test for values from a link only (a matrix that parses): what a learner types is theirs,
-           and the page explains what is wrong with it.
-    codec: how the value is written in a link (default: by the type of `default`; OneBased for indices)."""
+    check: a further test for values from a link only (a matrix that parses): a learner's own the page explains.
+    codec: how the value is written in a link (default: by the type of `default`; OneBased for indices).
+    browser: the link is read here, written by the browser (app.fast.choice: a choice answered in the page)."""
     ss = st.session_state
     page = ss.get(PAGE, "")
     ss.setdefault(DEFAULTS, {}).setdefault(page, {})[key] = default
@@ -326,7 +327,7 @@ def keep(key: str, default: Any, *, url: str | None = None, valid=None, check=No
         ss[key] = value
     ranges[key], shown[key] = signature, value
     _resend_after_language_switch(key)
-    if url is not None:
+    if url is not None and not browser:
         _write_link(url, codec.encode(ss[key]) if codec else encode(ss[key]))
     return {"key": key, "persist_state": "session"}
 
@@ -382,6 +383,7 @@ def reset_page(page: str) -> None:
         ss.get(ASKED, {}).pop(key, None)
     for key, name in ss.get(TAB_DEFAULTS, {}).get(page, {}).items():
         open_tab(ss, key, name)
+    ss[RESETS] = {**ss.get(RESETS, {}), page: ss.get(RESETS, {}).get(page, 0) + 1}
     _clear_link()
 
 

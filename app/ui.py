@@ -16,19 +16,21 @@ def _slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", s).strip("-").lower() or "figure"
 
 
-def show_figure(fig, *, name: str, key: str, csv: str | None = None, clickable: bool = False) -> dict | None:
+def show_figure(fig, *, name: str, key: str, csv: str | None = None, clickable: bool = False,
+                follow=None) -> dict | None:
     """Draw a plotly figure (app.fast.plot: PNG download from its toolbar) and a CSV download of its numbers.
     `key` names the chart from one run to the next (the browser updates it in place); `name` its files.
-    Returns the point clicked in a clickable chart (app.fast.plot), in the run the click started."""
-    clicked = plot(fig, key=key, clickable=clickable)
+    Returns the point clicked in a clickable chart (app.fast.plot), in the run the click started.
+    follow: the figure's variants for browser choices (app.fast.choice.follow)."""
+    clicked = plot(fig, key=key, clickable=clickable, follow=follow)
     if csv is not None:
         st.download_button(t("common.download_csv"), csv, file_name=f"{_slug(name)}.csv", mime="text/csv",
                            key=f"csv-{key}")
     return clicked
 
 
-def show_matrix(fig, values, *, name: str, key: str, row_labels=None, col_labels=None) -> None:
-    show_figure(fig, name=name, csv=matrix_csv(values, row_labels, col_labels), key=key)
+def show_matrix(fig, values, *, name: str, key: str, row_labels=None, col_labels=None, follow=None) -> None:
+    show_figure(fig, name=name, csv=matrix_csv(values, row_labels, col_labels), key=key, follow=follow)
 
 
 # Tables drawn as Markdown keep each cell on one line (a Korean word would otherwise break letter by letter in a

@@ -5,7 +5,8 @@ import streamlit as st
 from pages.views.attention_lab import valid_index
 from pages.views.masks import SEEDED, encoder_decoder_models, pick_model as _pick_model, tokenize as _tokenize
 from app.charts.export import rows_csv
-from app.charts.heatmaps import attention_heatmap, head_grid, matrix_heatmap
+from app.charts.heatmaps import attention_heatmap, head_grid, heatmap_variants, matrix_heatmap
+from app.fast.choice import choice_slider, follow, follow_text
 from app.charts.style import amend, lift_title
 from app.fast.attention_view import attention_view, available as attention_view_available, view_bytes
 from app.i18n import Message, UserError, options, t
@@ -25,7 +26,7 @@ ARCHITECTURES = {"encoder-only": "BERT, RoBERTa", "decoder-only": "GPT, LLaMA", 
                  "encoder-decoder": "Transformer (2017), T5, BART"}
 
 
-def fig_once(name: str, key: tuple, build):
+def fig_once(name: str, model_key: tuple, key: tuple, build):
     """A figure of this page built once per (name, model, key, language): key holds every input it shows."""
     return shared_figure(f"masks-{name}", (model_key, *key), build)
 
@@ -48,24 +49,28 @@ def _sentences(batch_text: str) -> list[str]:
     return lines[:MAX_SENTENCES]
 
 
-def _show_pair(view, labels, name, key, fig_key):
-    """Masked scores (−∞ where the mask forbids) and the softmax of them, side by side."""
+def _show_pair(per_head, head, labels, name, key, fig_key, model_key):
+    """Masked scores (−∞ where the mask forbids) and the softmax of them, side by side, for the head chosen (every
+    head's are sent where the browser answers the head slider: app.fast.choice)."""
+    view = per_head[head.value - 1]
     small = len(labels) <= 14
     c1, c2 = st.columns(2)
     with c1:
-        fig = fig_once("scores", fig_key, lambda: lift_title(matrix_heatmap(
+        fig = fig_once("scores", model_key, (*fig_key, head.value), lambda: lift_title(matrix_heatmap(
             view.masked, labels, labels, title=t("masks.scores_title"), x_title=f"{t('common.key')} →",
             y_title=f"{t('common.query')} ↓", zmid=0, show_text=small)))
         show_matrix(fig, view.masked, name=f"{name}-masked-scores", row_labels=labels, col_labels=labels,
-                    key=f"{key}-s")
+                    key=f"{key}-s", follow=follow(head, traces=heatmap_variants([v.masked for v in per_head],
+                                                                                show_text=small)))
     with c2:
-        fig = fig_once("weights", fig_key, lambda: lift_title(attention_heatmap(
+        fig = fig_once("weights", model_key, (*fig_key, head.value), lambda: lift_title(attention_heatmap(
             view.weights, labels, labels, title=t("masks.weights_title"), query_title=t("common.query"),
             key_title=t("common.key"), show_text=small)))
-        show_matrix(fig, view.weights, name=f"{name}-weights", row_labels=labels, col_labels=labels, key=f"{key}-w")
-    stats = "masks.pair_stats_zero" if view.max_on_masked == 0 else "masks.pair_stats"
-    st.caption(t("common.rows_cols") + " " + t(stats, n=view.n_masked, largest=view.max_on_masked,
-                                               deviation=view.max_row_error))
+        show_matrix(fig, view.weights, name=f"{name}-weights", row_labels=labels, col_labels=labels, key=f"{key}-w",
+                    follow=follow(head, traces=heatmap_variants([v.weights for v in per_head], show_text=small)))
+    follow_text([t("common.rows_cols") + " " + t("masks.pair_stats_zero" if v.max_on_masked == 0 else "masks.pair_stats",
+                                                 n=v.n_masked, largest=v.max_on_masked, deviation=v.max_row_error)
+                 for v in per_head], head, key=f"{key}-stats", fallback=st.caption)
 
 
 def _padding_figure(mb, rows, cols):
@@ -96,7 +101,7 @@ st.caption(t("masks.model_caption", desc=model_desc, d_model=cfg.d_model, heads=
 
 # ----------------------------------------------------------------------------- 1. masks
 @st.fragment(key="mask-batch")
-def masks_section(model, tok, cfg):
+def masks_section(model, tok, cfg, model_key):
     st.header(t("masks.masks_header"))
     batch_text = st.text_area(t("masks.batch_label", n=MAX_SENTENCES), height=110,
                               **keep("mask_batch", "\n".join(EXAMPLES["batch"]), url="batch"))
@@ -113,7 +118,7 @@ def masks_section(model, tok, cfg):
             {"#": b + 1, **{str(j): f"{labels[b][j]} ({mb.ids[b][j]})" for j in range(L)}} for b in range(B)]),
             key="masks-ids")
         rows, cols = [f"#{b + 1}" for b in range(B)], [str(j) for j in range(L)]
-        fig = fig_once("padding", (batch_ids,), lambda: _padding_figure(mb, rows, cols))
+        fig = fig_once("padding", model_key, (batch_ids,), lambda: _padding_figure(mb, rows, cols))
         show_matrix(fig, mb.keep_matrix, name="padding-mask", row_labels=rows, col_labels=cols, key="pad-mask")
 
         c1, c2 = st.columns(2)
@@ -121,9 +126,13 @@ def masks_section(model, tok, cfg):
         sentence_names = {b: f"#{b + 1}: {lines[b][:40]}" for b in range(B)}
         which = c1.selectbox(t("masks.sentence_to_inspect"), list(sentence_names), format_func=sentence_names.get,
                              **keep("mask_which", 0, url="which", valid=sentence_names, codec=OneBased))
-        head = _one_based(t("common.head"), cfg.n_heads, "mask_head", c2, "head")
-        views = shared_view("masks-views", (model_key, batch_ids, tok.pad_id, which, head),
-                            lambda: mb.views(which, head - 1))
+        head = choice_slider(t("common.head"), range(1, cfg.n_heads + 1), key="mask_head", url="head", default=1,
+                             channel="mask-head", where=c2)
+        heads = range(cfg.n_heads) if head.live else [head.value - 1]  # every head where the browser answers
+        every = shared_view("masks-views", (model_key, batch_ids, tok.pad_id, which, tuple(heads)),
+                            lambda: [mb.views(which, h) for h in heads])
+        if not head.live:
+            every = [every[0]] * cfg.n_heads  # the server's head, whichever is asked
         n = mb.lengths[which]
         # every tab is drawn (three small pairs of maps); open_tabs keeps the open one across language switches
         # and in the link
@@ -133,19 +142,19 @@ def masks_section(model, tok, cfg):
                 st.caption(t("masks.scores_caption", scores=t(f"masks.scores_of.{SCORES_OF[kind]}")))
                 if kind == "padding" and n == L:
                     st.info(t("masks.no_padding"))
-                view = views[kind]
-                pair_labels = labels[which][:view.size]
-                _show_pair(view, pair_labels, kind.replace("_", "-"), PAIR_KEYS[kind],
-                           (batch_ids, which, head, kind, tuple(pair_labels)))
+                per_head = [views[kind] for views in every]
+                pair_labels = labels[which][:per_head[0].size]
+                _show_pair(per_head, head, pair_labels, kind.replace("_", "-"), PAIR_KEYS[kind],
+                           (batch_ids, which, kind, tuple(pair_labels)), model_key)
     except UserError as e:
         error(e)
 
 
-masks_section(model, tok, cfg)
+masks_section(model, tok, cfg, model_key)
 
 # ----------------------------------------------------------------------------- 2. three attentions
 @st.fragment(key="mask-kinds")
-def kinds_section(model, tok, seeded):
+def kinds_section(model, tok, seeded, model_key):
     st.header(t("masks.kinds_header"), anchor=SECTIONS["masks.kinds"])
     text("masks.kinds_intro")
     c1, c2 = st.columns(2)
@@ -167,9 +176,9 @@ def kinds_section(model, tok, seeded):
         rule = t("common.rows_cols_cross") if kind == "cross" else t("common.rows_cols")
         shown = (*ran, kind, tuple(q_labels), tuple(k_labels))
         if attention_view_available():  # layer, head and every map answered in the browser
-            _kinds_view(w, kind, kind_names[kind], q_labels, k_labels, q_title, k_title, shown)
+            _kinds_view(w, kind, kind_names[kind], q_labels, k_labels, q_title, k_title, shown, model_key)
             st.caption(rule + " " + t("masks.shape", q=w.shape[2], k=w.shape[3]))
-            _kinds_metrics(maps, ran, seeded)
+            _kinds_metrics(maps, ran, seeded, model_key)
             return
         c1, c2 = st.columns(2)
         layer = _one_based(t("common.layer"), w.shape[0], MASKS.layer.key, c1, MASKS.layer.url)
@@ -177,26 +186,26 @@ def kinds_section(model, tok, seeded):
         left, right = st.columns([3, 2])
         with left:
             one = w[layer - 1, head - 1]  # (Lq, Lk)
-            fig = fig_once("one", (*shown, layer, head), lambda: lift_title(attention_heatmap(
+            fig = fig_once("one", model_key, (*shown, layer, head), lambda: lift_title(attention_heatmap(
                 one, q_labels, k_labels, query_title=q_title, key_title=k_title,
                 title=f"{kind_names[kind]} · {t('common.layer')} {layer} · {t('common.head')} {head}")))
             show_matrix(fig, one, name=f"{kind}-l{layer}-h{head}", row_labels=q_labels, col_labels=k_labels,
                         key="kind_one")
             st.caption(rule + " " + t("masks.shape", q=w.shape[2], k=w.shape[3]))
         with right:
-            fig = fig_once("grid", shown, lambda: head_grid(w, layer_title=t("common.layer"),
+            fig = fig_once("grid", model_key, shown, lambda: head_grid(w, layer_title=t("common.layer"),
                                                             head_title=t("common.head"),
                                                             height=110 + 110 * w.shape[0]))
             show_matrix(fig, all_heads_matrix(w), name=f"{kind}-all-heads",
                         row_labels=[f"L{l + 1}H{h + 1}:{q}" for l in range(w.shape[0]) for h in range(w.shape[1])
                                     for q in q_labels], col_labels=k_labels, key="kind_grid")
             st.caption(t("masks.grid_caption"))
-        _kinds_metrics(maps, ran, seeded)
+        _kinds_metrics(maps, ran, seeded, model_key)
     except UserError as e:
         error(e)
 
 
-def _kinds_metrics(maps, ran, seeded) -> None:
+def _kinds_metrics(maps, ran, seeded, model_key) -> None:
     future = shared_view("masks-future", (model_key, *ran), lambda: max_future_weight(maps["decoder_self"]))
     m1, m2, m3 = st.columns(3)
     m1.metric(t("masks.metric.encoder_self"), "×".join(map(str, maps["encoder_self"].shape[2:])))
@@ -206,7 +215,7 @@ def _kinds_metrics(maps, ran, seeded) -> None:
         st.caption(t("masks.untrained_note"))
 
 
-def _kinds_view(w, kind, name, q_labels, k_labels, q_title, k_title, shown) -> None:
+def _kinds_view(w, kind, name, q_labels, k_labels, q_title, k_title, shown, model_key) -> None:
     """The attention view of this kind (app.fast.attention_view): its first layer and head are the page's inputs
     (a link or a tour stop sets them; without their sliders they are kept as they are)."""
     layers, heads = w.shape[:2]
@@ -220,7 +229,7 @@ def _kinds_view(w, kind, name, q_labels, k_labels, q_title, k_title, shown) -> N
     attention_view(data, key="masks-kinds")
 
 
-kinds_section(model, tok, seeded)
+kinds_section(model, tok, seeded, model_key)
 
 # ----------------------------------------------------------------------------- 3. architectures
 @st.fragment(key="mask-arch")

@@ -2,10 +2,11 @@
 sinusoidal versus learned positions, and what self-attention does without any positions."""
 import streamlit as st
 
-from app.charts.curves import circle_figure, line_chart
+from app.charts.curves import circle_arrows, circle_figure, line_chart
 from app.charts.export import matrix_csv, series_csv
-from app.charts.heatmaps import attention_heatmap, matrix_heatmap, numeric_heatmap
+from app.charts.heatmaps import attention_heatmap, heatmap_variants, matrix_heatmap, numeric_heatmap
 from app.charts.style import amend, esc, lift_title
+from app.fast.choice import choice_slider, follow, follow_text
 from app.format import escape_md
 from app.i18n import Message, UserError, options, t
 from app.inputs import parse_int_list, split_words
@@ -67,12 +68,20 @@ def waves_section(length: int, d_model: int, pos_t: str) -> None:
         error(e)
 
 
-def dot_figure(prof: dict, dots: dict, anchor: int, title: str):
-    fig = line_chart(prof["q"], dots, x_title=t("positional.dot.x"), y_title=t("positional.dot.y"), title=title)
+def dot_figure(measured, formula, q, dots: tuple, anchor: int, title: str):
+    series = dict(zip(dots, (measured, formula)))
+    fig = line_chart(q, series, x_title=t("positional.dot.x"), y_title=t("positional.dot.y"), title=title)
     # the anchor as add_vline draws it; measured: thick, under the thin dashed formula that lies exactly on it
     return amend(fig, dict(shapes=[dict(type="line", x0=anchor, x1=anchor, xref="x", y0=0, y1=1, yref="y domain",
                                         line=dict(color="gray", dash="dot"))]),
                  traces={0: dict(line=dict(width=5)), 1: dict(line=dict(color="black", width=1.5, dash="dash"))})
+
+
+def dot_csv(every: dict) -> str:
+    """Every anchor's dot products (the browser shows any of them): one row per (p, q)."""
+    q = every["q"]
+    rows = [f"{p},{j},{every['measured'][p, j]!r},{every['formula'][p, j]!r}" for p in q for j in q]
+    return "\n".join(["p,q,measured,formula", *rows]) + "\n"
 
 
 @st.fragment
@@ -81,15 +90,22 @@ def dot_section(length: int, d_model: int) -> None:
     # the default length's middle, or the middle of a shorter table: "reset this page" restores the defaults
     # registered on the previous run, so this one must not follow a changed length
     anchor_default = ANCHOR if ANCHOR < length else length // 2
-    anchor = st.slider(t("positional.dot.anchor"), 0, length - 1,
-                       **POSITIONAL.anchor.keep(anchor_default, valid=range(length)))
-    prof = computed(mpos.dot_profile, length, d_model, anchor)
-    dots = {t("positional.dot.measured"): prof["measured"], t("positional.dot.formula"): prof["formula"]}
-    title = t("positional.dot.title", anchor=anchor)
-    fig = shared_figure("pe-dot", (length, d_model, anchor, title, *dots, t("positional.dot.x"), t("positional.dot.y")),
-                        lambda: dot_figure(prof, dots, anchor, title))
-    show_figure(fig, name="pe-dot-distance", csv=series_csv("q", prof["q"], dots), key="pe_dot")
-    text("positional.dot_result", gap=prof["gap"], peak=prof["peak"])
+    anchor = choice_slider(t("positional.dot.anchor"), range(length), key=POSITIONAL.anchor.key,
+                           url=POSITIONAL.anchor.url, default=anchor_default, channel="pe-anchor")
+    every = computed(mpos.dot_profiles, length, d_model)  # every anchor: the slider is answered in the browser
+    p = anchor.value
+    dots = (t("positional.dot.measured"), t("positional.dot.formula"))
+    words = (*dots, t("positional.dot.x"), t("positional.dot.y"))
+    fig = shared_figure("pe-dot", (length, d_model, p, t("positional.dot.title", anchor=p), *words),
+                        lambda: dot_figure(every["measured"][p], every["formula"][p], every["q"], dots, p,
+                                           t("positional.dot.title", anchor=p)))
+    moves = follow(anchor, traces=[(0, "y", every["measured"]), (1, "y", every["formula"])],
+                   layouts=[{"title.text": esc(t("positional.dot.title", anchor=a)), "shapes[0].x0": a, "shapes[0].x1": a}
+                            for a in range(length)])
+    csv = (lambda: dot_csv(every)) if moves else series_csv("q", every["q"], dict(zip(dots, (
+        every["measured"][p], every["formula"][p]))))
+    show_figure(fig, name="pe-dot-distance", csv=csv, key="pe_dot", follow=moves)
+    text("positional.dot_result", gap=every["gap"], peak=every["peak"])
 
 
 @st.fragment
@@ -101,8 +117,9 @@ def rotation_section(length: int, d_model: int, pos_t: str) -> None:
                             **keep("rot_k", 5, url="shift", valid=range(-1000, 1001))))
     pair = c2.slider(t("positional.rotation.pair"), 0, d_model // 2 - 1,
                      **keep("rot_i", 0, url="pair", valid=range(d_model // 2)))
-    p0 = c3.slider(t("positional.rotation.highlight"), 0, length - 1,
-                   **keep("rot_p", min(3, length - 1), url="highlight", valid=range(length)))
+    highlight = choice_slider(t("positional.rotation.highlight"), range(length), key="rot_p", url="highlight",
+                              default=min(3, length - 1), channel="pe-highlight", where=c3)
+    p0 = highlight.value
     rot = computed(mpos.rotation_demo, length, d_model, k, pair, p0)
     st.latex(r"\begin{gathered}\begin{pmatrix}\sin((pos+k)\omega)\\ \cos((pos+k)\omega)\end{pmatrix} = M_k"  # a line each:
              r"\begin{pmatrix}\sin(pos\,\omega)\\ \cos(pos\,\omega)\end{pmatrix}\\ "  # fits a narrow column
@@ -122,7 +139,11 @@ def rotation_section(length: int, d_model: int, pos_t: str) -> None:
         title = t("positional.rotation.circle_title", pair=pair, k=k, angle=k * rot["omega"])
         fig = shared_figure("rot-circle", (length, d_model, k, pair, p0, title, pos_t), lambda: circle_figure(
             rot["sin"], rot["cos"], p0, k, pos_label=pos_t, title=title))
-        show_figure(fig, name=f"rotation-circle-i{pair}", key="rot_circle",
+        # every highlighted position's arrows: to p and p + k, which may lie past the table (the server's circle for
+        # one p shows the positions up to p + k)
+        far = computed(mpos.rotation_demo, length, d_model, k, pair, length - 1) if highlight.live else rot
+        moves = follow(highlight, traces=circle_arrows(far["sin"], far["cos"], range(length), k, pos_t))
+        show_figure(fig, name=f"rotation-circle-i{pair}", key="rot_circle", follow=moves,
                     csv=series_csv("position", range(rot["positions"]), {"sin": rot["sin"], "cos": rot["cos"]}))
     st.caption(t("positional.rotation.rounding"))
 
@@ -169,29 +190,37 @@ def extrapolation_section(d_model: int, pos_t: str, dim_t: str) -> None:
 
 @st.fragment
 def permutation_maps(words: list, exp: dict) -> None:
-    """The attention maps of one layer and head: its two sliders rerun these maps only."""
+    """The attention maps of one layer and head: its two sliders are answered in the browser (every layer and
+    head is sent), or rerun these maps only where the browser cannot answer them."""
     runs, perm = exp["runs"], exp["perm"]
     c1, c2 = st.columns(2)
     # 1-based already (the sliders show layer 1 … L), so the link reads layer=1 for the first
-    layer = c1.slider(t("common.layer"), 1, exp["layers"],
-                      **keep("perm_layer", 1, url="layer", valid=range(1, exp["layers"] + 1)))
-    head = c2.slider(t("common.head"), 1, exp["heads"],
-                     **keep("perm_head", 1, url="head", valid=range(1, exp["heads"] + 1)))
+    layer = choice_slider(t("common.layer"), range(1, exp["layers"] + 1), key="perm_layer", url="layer", default=1,
+                          channel="pe-perm-layer", where=c1)
+    head = choice_slider(t("common.head"), range(1, exp["heads"] + 1), key="perm_head", url="head", default=1,
+                         channel="pe-perm-head", where=c2)
+    every = {pe_on: [unshuffled_attention(runs[pe_on], perm, l, h) for l in range(exp["layers"])
+                     for h in range(exp["heads"])] for pe_on in (False, True)}  # variant (l, h): l * heads + h
+    shown = (layer.value - 1) * exp["heads"] + head.value - 1
     for pe_on in (False, True):
         st.subheader(t("positional.permutation.with_heading" if pe_on else "positional.permutation.without_heading"))
-        maps = unshuffled_attention(runs[pe_on], perm, layer - 1, head - 1)
+        maps = every[pe_on][shown]
         panels = (("original", words, "orig"), ("shuffled", exp["shuffled"], "perm"), ("back", words, "back"))
         for col, (which, labs, tag) in zip(st.columns(3), panels):
             with col:
                 titles = (t(f"positional.permutation.panel_{which}"), t("common.query"), t("common.key"))
-                fig = shared_figure("perm-map", (tuple(words), tuple(perm), layer, head, pe_on, which, *titles),
+                fig = shared_figure("perm-map", (tuple(words), tuple(perm), layer.value, head.value, pe_on, which,
+                                                 *titles),
                                     lambda: lift_title(attention_heatmap(
                                         maps[which], labs, labs, title=titles[0], query_title=titles[1],
                                         key_title=titles[2], height=300 + 12 * len(labs)), room=THIRD_PX))
+                moves = follow(layer, head, traces=heatmap_variants([m[which] for m in every[pe_on]]))
                 show_matrix(fig, maps[which], name=f"permutation-{'pe' if pe_on else 'nope'}-{tag}",
-                            row_labels=labs, col_labels=labs, key=f"perm-{int(pe_on)}-{tag}")
-        st.caption(t("common.rows_cols") + " " + t("positional.permutation.caption", layer=layer, head=head,
-                                                   gap=maps["gap"]))
+                            row_labels=labs, col_labels=labs, key=f"perm-{int(pe_on)}-{tag}", follow=moves)
+        captions = [t("common.rows_cols") + " " + t("positional.permutation.caption", layer=l + 1, head=h + 1,
+                                                   gap=every[pe_on][l * exp["heads"] + h]["gap"])
+                    for l in range(exp["layers"]) for h in range(exp["heads"])]
+        follow_text(captions, layer, head, key=f"perm-caption-{int(pe_on)}", fallback=st.caption)
 
 
 def difference_figure(words: list, shown: dict, d_model: int):

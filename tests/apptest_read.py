@@ -28,8 +28,13 @@ class Chart:
     """One chart of the page: its element id (which holds its key) and the figure it draws, whether the app's
     chart element drew it (app/fast/chart.py: its payload's figure) or st.plotly_chart (its spec)."""
 
-    def __init__(self, id: str, figure: dict, kind: str):
-        self.id, self.figure, self.kind = id, figure, kind
+    def __init__(self, id: str, figure: dict, kind: str, follow: dict | None = None):
+        self.id, self.figure, self.kind, self.follow = id, figure, kind, follow
+
+    def variant(self, i: int) -> dict:
+        """The figure as the browser draws it for variant i of the browser choices it follows (app/static/atlas_chart.js,
+        variantFigure): each trace attribute and layout path of the variant set."""
+        return followed(self.figure, self.follow, i)
 
 
 def charts(at) -> list[Chart]:
@@ -41,7 +46,53 @@ def charts(at) -> list[Chart]:
         if kind == "plotly_chart":
             out.append(Chart(node.proto.id, json.loads(node.proto.spec), kind))
         elif kind == "bidi_component" and node.proto.component_name == "atlas_chart":
-            out.append(Chart(node.proto.id, json.loads(node.proto.bytes)["figure"], kind))
+            spec = json.loads(node.proto.bytes)
+            out.append(Chart(node.proto.id, spec["figure"], kind, spec.get("follow")))
+        for child in (getattr(node, "children", None) or {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return out
+
+
+def _set_path(obj: dict, path: str, value) -> None:
+    keys = re.sub(r"\[(\d+)\]", r".\1", path).split(".")
+    for k in keys[:-1]:
+        obj = obj[int(k)] if isinstance(obj, list) else obj.setdefault(k, {})
+    if isinstance(obj, list):
+        obj[int(keys[-1])] = value
+    else:
+        obj[keys[-1]] = value
+
+
+def followed(figure: dict, follow: dict, i: int) -> dict:
+    """`figure` with variant i of `follow` (app.fast.choice.Follow.spec()) applied, read as the browser reads it:
+    packed float32 numbers to 7 significant digits."""
+    fig = json.loads(json.dumps(figure))
+    for t in follow["traces"]:
+        if "list" in t:
+            value = t["list"][i]
+        else:
+            shape = t["packed"]["shape"]
+            every = np.frombuffer(base64.b64decode(t["packed"]["f4"]), dtype="<f4").reshape(shape)
+            value = [float(f"{x:.7g}") for x in every[i].ravel()]
+            if len(shape) == 3:
+                value = [value[r * shape[2]:(r + 1) * shape[2]] for r in range(shape[1])]
+        _set_path(fig["data"][t["trace"]], t["attr"], value)
+    for path, value in ((follow.get("layouts") or [{}] * (i + 1))[i] or {}).items():
+        _set_path(fig["layout"], path, value)
+    return fig
+
+
+def choice_specs(at) -> list[dict]:
+    """What every browser choice (a slider answered in the page) and every text that follows one gets
+    (app/fast/choice.py), in the page's order, each with its element's key under "element"."""
+    from app.fast.choice import COMPONENT
+    out = []
+
+    def walk(node):
+        if getattr(node, "type", None) == "bidi_component" and node.proto.component_name == COMPONENT:
+            out.append({**json.loads(node.proto.bytes), "element": node.proto.id})
         for child in (getattr(node, "children", None) or {}).values():
             walk(child)
 

@@ -146,6 +146,21 @@ def histogram_overlay(series: dict, *, title="", x_title="", y_title="", nbins=8
                                margin=margins(title, 50 if title else 20), legend=legend_below()))
 
 
+def _arrows(s, c, p: int, k: int, pos_label: str) -> list[dict]:
+    """The two arrows of circle_figure, from the centre to position p and to p + k (escaped label), or two empty
+    traces where either falls outside the positions drawn."""
+    if not (0 <= p < len(s) and 0 <= p + k < len(s)):
+        return [dict(x=[], y=[], text=[]), dict(x=[], y=[], text=[])]
+    return [dict(x=[0, float(s[idx])], y=[0, float(c[idx])], text=["", f"{pos_label} {idx}"]) for idx in (p, p + k)]
+
+
+def circle_arrows(sin_vals, cos_vals, positions, k: int, pos_label: str) -> list[tuple]:
+    """circle_figure's arrows for each highlighted position p in `positions`: app.fast.choice.follow's traces."""
+    s, c, label = to_np(sin_vals), to_np(cos_vals), esc(pos_label)
+    every = [_arrows(s, c, p, k, label) for p in positions]
+    return [(2 + i, attr, [arrows[i][attr] for arrows in every]) for i in (0, 1) for attr in ("x", "y", "text")]
+
+
 def circle_figure(sin_vals, cos_vals, p: int, k: int, *, title="", pos_label="position", height=420) -> Figure:
     """The (sin, cos) pair of every position as a point on the unit circle; position p and p+k
     highlighted with an arrow: shifting by k turns the point by the same angle everywhere."""
@@ -162,11 +177,12 @@ def circle_figure(sin_vals, cos_vals, p: int, k: int, *, title="", pos_label="po
                                colorbar=dict(title=dict(text=pos_label))),
                    text=[f"{pos_label} {i}" for i in range(n)], hovertemplate="%{text}<extra></extra>",
                    showlegend=False)]
-    if 0 <= p < n and 0 <= p + k < n:
-        for i, idx in enumerate((p, p + k)):
-            traces.append(dict(type="scatter", x=[0, s[idx]], y=[0, c[idx]], mode="lines+markers+text",
-                               line=dict(color=colour(i), width=3), marker=dict(size=[0, 12], color=colour(i)),
-                               text=["", f"{pos_label} {idx}"], textposition="top center", showlegend=False))
+    # the arrows to p and p + k: always two traces (empty where p + k falls outside), so that a browser choice of p
+    # (circle_arrows) has the same traces to change
+    for i, arrow in enumerate(_arrows(s, c, p, k, pos_label)):
+        traces.append(dict(type="scatter", mode="lines+markers+text", line=dict(color=colour(i), width=3),
+                           marker=dict(size=[0, 12], color=colour(i)), textposition="top center", showlegend=False,
+                           **arrow))
     # made in one go: each add_trace / update_* call would check the whole figure again
     return figure(traces, dict(
         xaxis=dict(title=dict(text="sin(p·ω)"), range=[-1.3, 1.3], zeroline=True),

@@ -99,6 +99,18 @@ def _matrix_parts(values, x_labels=None, y_labels=None, *, title="", x_title="",
     return trace, layout
 
 
+def heatmap_variants(maps, decimals: int = 2, show_text=None) -> list[tuple]:
+    """A heatmap's z and cell texts for each map of `maps` (same shape), as _matrix_parts writes them:
+    app.fast.choice.follow's traces for a map that follows a browser choice."""
+    z = np.stack([to_np(m) for m in maps]).astype(np.float64)
+    if show_text is None:
+        show_text = max(z.shape[1:]) <= TEXT_LIMIT
+    traces = [(0, "z", np.where(np.isfinite(z), z, np.nan))]
+    if show_text:
+        traces.append((0, "text", [cell_text(m, decimals) for m in z]))
+    return traces
+
+
 def _strings(rows: list[list[str]]) -> np.ndarray:
     """A grid of cell texts as an object array: plotly deep-copies and checks nested lists cell by cell (4x
     slower); the figure's JSON is the same."""

@@ -52,15 +52,24 @@ def words() -> dict[str, str]:
     return {w: t(f"common.view.{w}") for w in WORDS}
 
 
+def page_resets() -> int:
+    """How many times "reset this page" ran on the page being drawn, in this session (app.state.reset_page): part
+    of what a page asks its browser views for, so that after a reset the page's first view wins over the learner's
+    last one."""
+    from app.state import PAGE, RESETS
+    ss = st.session_state
+    return ss.get(RESETS, {}).get(ss.get(PAGE, ""), 0)
+
+
 def view_bytes(kinds: list[dict], mode: str, initial: dict | None = None) -> bytes:
     """payload() with the view's words in the page's language and the app's colours (attention on 0…1 in the
     maps' scale; one colour per head as the app's charts give them)."""
     from app.charts.style import ATTN_SCALE, PALETTE, named_scale
-    return payload(kinds, words(), named_scale(ATTN_SCALE), PALETTE, mode, initial)
+    return payload(kinds, words(), named_scale(ATTN_SCALE), PALETTE, mode, initial, resets=page_resets())
 
 
 def payload(kinds: list[dict], words: dict[str, str], colours: list, head_colours: list[str], mode: str,
-            initial: dict | None = None) -> bytes:
+            initial: dict | None = None, resets: int = 0) -> bytes:
     """The bytes the browser gets. kinds: [{"id", "label", "weights" (layers, H, Lq, Lk), "q", "k" (token texts),
     "q_title", "k_title", "groups" (one label per key/value head's query heads, or None), "decoder" (whether a
     query is a decoding step), "causal" (whether a causal mask hides every later key: the view marks those cells;
@@ -68,7 +77,8 @@ def payload(kinds: list[dict], words: dict[str, str], colours: list, head_colour
     mode: "grid" (tiles and the enlarged map) or "heads" (the head view). initial: the first view the page asks for,
     {"kind", "layer", "head", "query"} (1-based, 0 for a mean or for every query; default the first kind, layer 1,
     head 1): the page's own inputs, which a link or a tour stop may have set. The browser prefers the link's view,
-    then the learner's last one on the page while the page asks for the same first view."""
+    then the learner's last one on the page while the page asks for the same first view (`asked`: the first view
+    and how many times the page was reset)."""
     header_kinds, blobs, offset = [], [], 0
     for kind in kinds:
         q = quantise(kind["weights"])
@@ -80,10 +90,10 @@ def payload(kinds: list[dict], words: dict[str, str], colours: list, head_colour
                              "offset": offset})
         blobs.append(q.tobytes())
         offset += q.size
+    first = {"kind": kinds[0]["id"], "layer": 1, "head": 1, "query": 0, **(initial or {})}
     header = {"kinds": header_kinds, "words": words, "colours": [list(stop) for stop in colours],
-              "headColours": list(head_colours),
-              "initial": {"kind": kinds[0]["id"], "layer": 1, "head": 1, "query": 0, **(initial or {})}, "mode": mode,
-              "param": PARAM, "scale": SCALE}
+              "headColours": list(head_colours), "initial": first, "mode": mode, "param": PARAM, "scale": SCALE,
+              "asked": "{kind}.{layer}.{head}.{query}".format(**first) + f"|{resets}"}
     head = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
     pad = b" " * ((4 + len(head)) % 2)  # the weights start at an even offset (a Uint16Array's alignment)
     return struct.pack("<I", len(head) + len(pad)) + head + pad + b"".join(blobs)

@@ -103,11 +103,12 @@ def _streamlit_template() -> dict:
 
 
 def payload(fig_dict: dict, config: dict, failed: str, fullscreen: tuple[str, str] = ("Fullscreen", "Close fullscreen"),
-            clicks: bool = False) -> bytes:
+            clicks: bool = False, follow: dict | None = None) -> bytes:
     """What the browser gets for one chart: the figure (without Streamlit's template, which the browser
     replaces with the theme's), its height, the toolbar and its fullscreen button's two titles, the files to
     load, a message for a chart that cannot be drawn, whether a click on it is sent back (`clicks`), and a
-    version that changes with all of these (an unchanged chart is not drawn again)."""
+    version that changes with all of these (an unchanged chart is not drawn again). follow: the variants of a chart
+    that follows browser choices (app.fast.choice.Follow.spec())."""
     layout = dict(fig_dict.get("layout") or {})
     template = layout.get("template")
     theme = template is None or template == _streamlit_template()
@@ -118,6 +119,8 @@ def payload(fig_dict: dict, config: dict, failed: str, fullscreen: tuple[str, st
     spec = {"figure": figure, "theme": theme, "config": config, "height": int(layout.get("height") or DEFAULT_HEIGHT),
             "plotly": versioned(PLOTLY), "themeFile": versioned(THEME), "failed": failed,
             "fullscreen": fullscreen[0], "closeFullscreen": fullscreen[1], "clicks": clicks}
+    if follow is not None:
+        spec["follow"] = follow
     body = json.dumps(spec, separators=(",", ":"), ensure_ascii=False).encode()
     version = hashlib.sha1(body).hexdigest()[:16]
     return body[:-1] + b',"version":"' + version.encode() + b'"}'
@@ -142,7 +145,7 @@ def _clicked() -> None:
     """The click's callback: nothing to do here, the value comes back as plot()'s return value."""
 
 
-def plot(fig, *, key: str, clickable: bool = False) -> dict | None:
+def plot(fig, *, key: str, clickable: bool = False, follow=None) -> dict | None:
     """Draw a plotly figure (or an app.charts.style.ReadyFigure) with the app's toolbar (PNG download), its
     margins fitted to its labels and its title clear of the toolbar (ready_figure; `fig` itself is not
     changed): with the chart element, or with st.plotly_chart (uses_element). `key` names the chart: the same
@@ -150,7 +153,10 @@ def plot(fig, *, key: str, clickable: bool = False) -> dict | None:
 
     clickable: a click on one of the figure's points reruns the script, and in that run plot() returns the
     point, {"x": ..., "y": ...} as the browser sent it (check it before use); otherwise None. Only the chart
-    element sends clicks (st.plotly_chart's selections do not cover heatmaps)."""
+    element sends clicks (st.plotly_chart's selections do not cover heatmaps).
+
+    follow: an app.fast.choice.Follow (or None): the figure's variants for browser choices, the one for their
+    values now drawn in the browser; `fig` is the variant for the server's values."""
     from app.charts.style import ready_figure
     from app.i18n import t
     ready = ready_figure(fig)
@@ -158,9 +164,13 @@ def plot(fig, *, key: str, clickable: bool = False) -> dict | None:
         st.plotly_chart(ready, config=PLOT_CONFIG, key=key)
         return None
     words = (t("common.chart_failed"), t("common.fullscreen"), t("common.close_fullscreen"))
-    data = ready.sent.get((words, clickable))  # made once per figure and language (ready figures are shared between reruns)
-    if data is None:
-        data = ready.sent[(words, clickable)] = payload(ready, PLOT_CONFIG, *words[:1], words[1:], clicks=clickable)
+    sent_key = (words, clickable, id(follow))
+    data = ready.sent.get(sent_key) if follow is None else None  # made once per figure and language (ready figures
+    if data is None:                                               # are shared between reruns)
+        data = payload(ready, PLOT_CONFIG, *words[:1], words[1:], clicks=clickable,
+                       follow=follow.spec() if follow is not None else None)
+        if follow is None:
+            ready.sent[sent_key] = data
     callbacks = {"on_click_change": _clicked} if clickable else {}  # a click comes back as the run's result
     result = _component()(key=chart_key(key), data=data, height="content", **callbacks)
     click = getattr(result, "click", None) if clickable else None

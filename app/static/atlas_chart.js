@@ -97,10 +97,75 @@ function decode(data) {
   return data;
 }
 
+// ------------------------------------------------------------------------- charts that follow a choice
+// A chart with spec.follow shows one variant of its traces and layout per value of the browser choices it follows
+// (app/fast/choice.py, app/static/atlas_choice.js): the variant for the choices' values now, drawn with
+// Plotly.react, which changes only what changed; a move of the slider draws it again, with no server run.
+
+let choiceLib = null;  // app/static/atlas_choice.js: the choices' values and the variant they pick
+function choices(spec) {
+  choiceLib ||= import(here(spec.follow.module));
+  return choiceLib;
+}
+
+function unpacked(t) {
+  if (t.list) return (i) => t.list[i];
+  if (!t.numbers) {
+    const raw = atob(t.packed.f4), bytes = new Uint8Array(raw.length);
+    for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+    t.numbers = new Float32Array(bytes.buffer);
+  }
+  const [, ...shape] = t.packed.shape, size = shape.reduce((a, b) => a * b, 1);
+  // float32 sent, shown to 7 significant digits (as sent), not as float32's binary tail
+  const num = (x) => (Number.isFinite(x) ? Number(x.toPrecision(7)) : x);
+  return (i) => {
+    const flat = Array.from(t.numbers.subarray(i * size, (i + 1) * size), num);
+    if (shape.length < 2) return flat;
+    const rows = [];
+    for (let r = 0; r < shape[0]; r++) rows.push(flat.slice(r * shape[1], (r + 1) * shape[1]));
+    return rows;
+  };
+}
+
+// Set `path` ("title.text", "shapes[0].x0") in `obj`, copying each object on the way (the spec's figure stays).
+function setPath(obj, path, value) {
+  const keys = path.replace(/\[(\d+)\]/g, ".$1").split(".");
+  const top = Array.isArray(obj) ? obj.slice() : Object.assign({}, obj);
+  let node = top;
+  keys.forEach((k, n) => {
+    if (n === keys.length - 1) { node[k] = value; return; }
+    const next = node[k];
+    node[k] = Array.isArray(next) ? next.slice() : Object.assign({}, typeof next === "object" && next ? next : {});
+    node = node[k];
+  });
+  return top;
+}
+
+// The spec's figure with variant i of its follower applied.
+function variantFigure(figure, follow, i) {
+  const data = (figure.data || []).slice();
+  for (const t of follow.traces) {
+    t.at ||= unpacked(t);
+    data[t.trace] = setPath(data[t.trace], t.attr, t.at(i));
+  }
+  let layout = figure.layout || {};
+  for (const [path, value] of Object.entries((follow.layouts && follow.layouts[i]) || {})) layout = setPath(layout, path, value);
+  return {data, layout};
+}
+
+window.addEventListener("atlas-choice", (e) => {
+  for (const rec of charts.values()) {
+    const follow = rec.spec && rec.spec.follow;
+    if (!follow || !follow.channels.some((c) => c.name === e.detail.channel)) continue;
+    if (!rec.pending) rec.pending = rec.spec;  // the same figure, drawn again for the choice's value
+    if (rec.visible || rec.all) draw(rec);
+  }
+});
+
 // The figure as Streamlit's chart element shows it: the theme's template where the figure has Streamlit's
 // default one, and the title in bold.
 function themed(spec, theme, el) {
-  const fig = spec.figure;
+  const fig = spec.shown || spec.figure;
   const layout = Object.assign({}, fig.layout || {});
   if (spec.theme) layout.template = theme[isDark(el) ? "dark" : "light"];
   const title = layout.title;
@@ -149,8 +214,16 @@ async function draw(rec) {
   rec.pending = null;
   rec.drawing = (async () => {
     try {
-      const [Plotly, theme] = await Promise.all([loadPlotly(spec.plotly), loadTheme(spec.themeFile)]);
+      const [Plotly, theme, lib] = await Promise.all([loadPlotly(spec.plotly), loadTheme(spec.themeFile),
+                                                      spec.follow ? choices(spec) : null]);
       if (charts.get(rec.parent) !== rec) return;  // gone while loading
+      if (lib) {
+        const i = lib.variantOf(spec.follow);
+        if (spec.shown && rec.variant === i && rec.drawnVersion === spec.version) return;  // drawn as it is
+        spec.shown = variantFigure(spec.figure, spec.follow, i);
+        rec.variant = i;
+        rec.div.dataset.variant = String(i);
+      }
       rec.spec = spec;
       rec.theme = theme;
       const fig = themed(spec, theme, rec.parent);

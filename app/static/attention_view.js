@@ -94,7 +94,7 @@ function storeKey() {
 function remember(rec) {
   const text = choiceText(rec.state);
   try {
-    sessionStorage.setItem(storeKey(), JSON.stringify({choice: text, asked: choiceText(rec.header.initial)}));
+    sessionStorage.setItem(storeKey(), JSON.stringify({choice: text, asked: rec.header.asked}));
   } catch (e) { /* storage off: the link still holds it */ }
   const url = new URL(window.location.href);
   if (url.searchParams.get(rec.header.param) === text) return;
@@ -109,7 +109,7 @@ function firstChoice(header) {
   if (inLink) return inLink;
   let stored = null;
   try { stored = JSON.parse(sessionStorage.getItem(storeKey()) || "null"); } catch (e) { /* none */ }
-  if (stored && stored.asked === choiceText(header.initial)) {
+  if (stored && stored.asked === header.asked) {
     const last = parseChoice(stored.choice, header.kinds);
     if (last) return last;
   }
@@ -514,13 +514,15 @@ export function render(args, call) {
   const got = decode(data);
   const same = rec.header && got.size === rec.size && JSON.stringify(got.header) === rec.headerText;
   if (same) return;  // a rerun of the page with the same sentence: the view stays as the learner left it
+  const asked = rec.header ? rec.header.asked : null;
   rec.header = got.header;
   rec.grid = null;  // new numbers or words: the tiles are built again
   rec.headerText = JSON.stringify(got.header);
   rec.words = got.words;
   rec.size = got.size;
   rec.colour = scaleOf(got.header.colours);
-  const wanted = rec.state || firstChoice(got.header);
+  // the learner's choice while the page asks for the same first view; the page's after a reset or a tour stop
+  const wanted = !rec.state ? firstChoice(got.header) : asked === got.header.asked ? rec.state : got.header.initial;
   rec.state = parseChoice(choiceText(wanted), got.header.kinds) || {...got.header.initial};
   rec.width = rec.root.clientWidth;
   remember(rec);

@@ -55,11 +55,22 @@ def dimension_waves(length: int, d_model: int, dims) -> list[dict]:
 def dot_profile(length: int, d_model: int, anchor: int) -> dict:
     """PE(p) . PE(q) for p = anchor and every q < length, measured and from the distance-only
     formula. Returns {"q", "measured", "formula" (length,), "gap": max |difference|,
-    "peak": PE(p) . PE(p) = d_model / 2 (even d_model)}."""
+    "peak": PE(p) . PE(p) = d_model / 2 (even d_model)}: row `anchor` of dot_profiles."""
+    every = dot_profiles(length, d_model)
+    measured, formula = every["measured"][anchor], every["formula"][anchor]
+    return {"q": every["q"], "measured": measured, "formula": formula,
+            "gap": float(np.abs(measured - formula).max()), "peak": every["peak"]}
+
+
+def dot_profiles(length: int, d_model: int) -> dict:
+    """dot_profile for every anchor at once (what the page sends the browser, one row per anchor p):
+    {"measured", "formula" (length, length): row p is PE(p) . PE(q) for every q, measured and from the
+    distance-only formula; "gap": max |difference| over every p and q; "peak": d_model / 2 (even d_model)}."""
     pe = positional_encoding(length, d_model, dtype=torch.float64)
+    measured = (pe @ pe.T).numpy()
+    by_distance = dot_by_distance(torch.arange(-(length - 1), length), d_model).numpy()  # q - p = -(L-1) ... L-1
     q = np.arange(length)
-    measured = (pe[anchor] @ pe.T).numpy()
-    formula = dot_by_distance(torch.tensor(q - anchor), d_model).numpy()
+    formula = by_distance[q[None, :] - q[:, None] + length - 1]
     return {"q": q, "measured": measured, "formula": formula, "gap": float(np.abs(measured - formula).max()),
             "peak": d_model / 2}
 

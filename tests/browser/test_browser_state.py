@@ -324,15 +324,22 @@ def test_back_leaves_a_page_in_two_steps_and_a_control_adds_one(browser):
 
 # ----------------------------------------------------------------------------- ranges that follow other controls
 # The positional page's sliders whose range follows another slider: (key, link name, the range's end as a
-# function of (length, d_model)). Each starts at 0.
+# function of (length, d_model)). Each starts at 0. The anchor and the highlighted position only change the drawing:
+# they are answered in the browser (app/fast/choice.py, their channel below), and their link holds the value the
+# learner asked for, which the view shows where it fits and the nearest that fits where it does not.
 DEPENDENT = {"pe_anchor": ("anchor", lambda L, D: L - 1), "rot_p": ("highlight", lambda L, D: L - 1),
              "rot_i": ("pair", lambda L, D: D // 2 - 1)}
+IN_BROWSER = {"pe_anchor": ("pe-anchor", 50), "rot_p": ("pe-highlight", 3)}  # channel, first value
 POSITIONAL_JS = """() => {
   const main = document.querySelector('[data-testid="stMain"]');
   const sliders = {};
-  for (const key of ['pe_len', 'pe_d', 'pe_anchor', 'rot_p', 'rot_i']) {
+  for (const key of ['pe_len', 'pe_d', 'rot_i']) {
     const input = main.querySelector('.st-key-' + key + ' input[type="range"]');
     sliders[key] = input ? +input.value : null;
+  }
+  for (const [key, channel] of [['pe_anchor', 'pe-anchor'], ['rot_p', 'pe-highlight']]) {
+    const input = main.querySelector('input[data-channel="' + channel + '"]');
+    sliders[key] = input ? +input.value : null;  // the index of the value: the values start at 0
   }
   const plots = Array.from(main.querySelectorAll('.js-plotly-plot'));
   const titles = plots.map(gd => (gd.layout && gd.layout.title && gd.layout.title.text) || '');
@@ -363,15 +370,18 @@ def _positional_view(page) -> dict:
 def _assert_agree(view: dict, where: str) -> None:
     s, link, titles = view["sliders"], view["link"], view["titles"]
     L, D = s["pe_len"], s["pe_d"]
-    for key, name in (("pe_len", "length"), ("pe_d", "d_model"), ("pe_anchor", "anchor"), ("rot_p", "highlight"),
-                      ("rot_i", "pair")):
+    for key, name in (("pe_len", "length"), ("pe_d", "d_model"), ("rot_i", "pair")):
         assert link.get(name) == str(s[key]), f"{where}: {key} shows {s[key]}, the link says {name}={link.get(name)}"
+    for key, (_, first) in IN_BROWSER.items():  # the link's value where it fits, else the nearest that does
+        name = DEPENDENT[key][0]
+        asked = int(link.get(name, first))
+        assert min(asked, L - 1) == s[key], f"{where}: {key} shows {s[key]}, the link says {name}={link.get(name)}"
     assert any(f"PE: {L} positions × {D} dimensions" in x for x in titles), f"{where}: heatmap {titles[:1]}"
     assert any(f"Dot product with position p = {s['pe_anchor']}<" in x for x in titles), f"{where}: {titles}"
     assert view["dot_line"] == s["pe_anchor"], f"{where}: the anchor line at {view['dot_line']}"
     assert any(f"M_k for k = 5, pair i = {s['rot_i']}<" in x for x in titles), f"{where}: {titles}"
-    marks = view["circle_marks"]
-    assert marks == ([f"position {s['rot_p']}", f"position {s['rot_p'] + 5}"] if s["rot_p"] + 5 < L else []), \
+    marks = view["circle_marks"]  # p + k may lie past the table: the circle's arrow points there all the same
+    assert marks == [f"position {s['rot_p']}", f"position {s['rot_p'] + 5}"], \
         f"{where}: the circle marks {marks}, the highlighted position is {s['rot_p']}"
 
 
@@ -397,12 +407,17 @@ def test_positional_sliders_their_figures_and_the_link_agree_after_any_moves(bro
             keys = ["ArrowLeft", "ArrowRight", "PageDown", "PageUp", "Home"] + (["End"] if key in DEPENDENT else [])
             moves.append((key, rng.choice(keys)))
         for i, (key, press) in enumerate(moves):
-            thumb = page.locator(f"[data-testid='stMain'] .st-key-{key} input[type='range']").first
+            where_thumb = f"input[data-channel='{IN_BROWSER[key][0]}']" if key in IN_BROWSER else \
+                f".st-key-{key} input[type='range']"
+            thumb = page.locator(f"[data-testid='stMain'] {where_thumb}").first
             thumb.scroll_into_view_if_needed()
             value, lo, hi = (float(thumb.evaluate(f"e => e.{a}")) for a in ("value", "min", "max"))
             thumb.focus()
-            if value == (lo if press in ("ArrowLeft", "PageDown", "Home") else hi):
-                thumb.press(press)  # at that end already: nothing changes and nothing runs
+            if value == (lo if press in ("ArrowLeft", "PageDown", "Home") else hi) or key in IN_BROWSER:
+                runs = page.__dict__["atlas_runs"][0]
+                thumb.press(press)  # at that end already, or answered in the browser: nothing runs
+                page.wait_for_timeout(300)
+                assert page.__dict__["atlas_runs"][0] == runs, f"{key} {press} ran the script"
             else:
                 with rerun(page):
                     thumb.press(press)

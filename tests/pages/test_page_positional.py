@@ -10,6 +10,13 @@ from tests.apptest_util import assert_clean, run_page
 from tests import apptest_util
 
 
+@pytest.fixture(autouse=True)
+def server_drawn_choices(monkeypatch):
+    """The anchor, highlight, layer and head as Streamlit sliders (where the browser cannot answer them);
+    tests/pages/test_page_positional_choices.py reads what the browser gets."""
+    monkeypatch.setenv("ATLAS_ATTENTION_VIEW", "server")
+
+
 @pytest.mark.slow
 def test_positional_page_en():
     at = run_page("positional.py", "en")

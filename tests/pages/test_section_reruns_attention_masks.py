@@ -15,6 +15,14 @@ from tests.apptest_read import figures
 from tests.apptest_util import assert_clean, run_page
 
 
+@pytest.fixture(autouse=True)
+def server_drawn_choices(monkeypatch):
+    """Sliders that only change the drawing as Streamlit sliders (where the browser cannot answer them): the fragment
+    each reruns is the subject here; tests/pages/test_page_positional_choices.py and test_page_masks_choices.py
+    cover the browser's answer."""
+    monkeypatch.setenv("ATLAS_ATTENTION_VIEW", "server")
+
+
 @contextlib.contextmanager
 def fragment_reruns(at, key: str):
     """Inside the block, at.run() reruns only the fragment `key` (`@st.fragment(key=...)`), as Streamlit does

@@ -1,0 +1,204 @@
+"""Browser choices: a slider that only changes what is drawn, answered in the page (app/static/atlas_choice.js is
+its browser half), and the charts and texts that follow it.
+
+A highlighted position, an anchor, a pair of dimensions, a layer or a head picked changes nothing the server
+computes, yet as a Streamlit slider each move was a round trip: the script reran, figures were built and sent
+again. Here the page sends, once, what every position of the slider shows (each chart's traces and titles, each
+text), and the move is answered in the browser: the slider publishes its value on a channel, and every chart
+(app.fast.chart.plot's `follow`) and text (follow_text) listening to that channel shows its variant for it, with
+Plotly.update — no server run.
+
+The value goes into the page's link under the slider's own name (`?anchor=60`), written by the browser with
+history.replaceState when the learner moves it, and into this tab's sessionStorage, so a link reproduces it and a page
+switch back finds it. The link holds the value the learner asked for: where it does not fit the values offered now (a
+shorter table), the view shows the nearest, as a link opened anew would, and the learner's value comes back when it
+fits again. The server reads the link once (app.state.keep with browser=True) and keeps the value for the first view;
+it writes the link only when the page itself asks anew ("reset this page", a tour stop): then `asked` changes, and the
+browser takes the page's value over the learner's last one.
+
+Where the browser cannot answer (app.fast.attention_view.available(): charts drawn by st.plotly_chart, or
+ATLAS_ATTENTION_VIEW=server), choice_slider draws a Streamlit slider instead and follow() is None: the page builds
+its figures for the slider's value, as before."""
+from __future__ import annotations
+
+import base64
+import functools
+import html
+import json
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import streamlit as st
+
+from app.fast.chart import LOAD_JS, versioned
+
+MODULE = "atlas_choice.js"
+COMPONENT = "atlas_choice"
+SENT = "_choice_asked"  # {key: what the page last asked its browser choice for}
+
+
+def available() -> bool:
+    """Whether the browser answers these choices (as it draws the attention view)."""
+    from app.fast.attention_view import available as view_available
+    return view_available()
+
+
+def stub_js() -> str:
+    """The component's inline script: it imports app/static/atlas_choice.js (once per tab) and hands it the spec."""
+    load = LOAD_JS.replace("__atlasChartModule", "__atlasChoiceModule") % f"app/static/{versioned(MODULE)}"
+    return """export default function (c) {
+  const load = (%s), call = {};
+  load.then((m) => m.render(c, call));
+  return () => { load.then((m) => m.unmount(c.parentElement, call)); };
+}""" % load
+
+
+@functools.lru_cache(maxsize=1)
+def _component():
+    return st.components.v2.component(COMPONENT, js=stub_js(), isolate_styles=False)
+
+
+def packed(values) -> dict:
+    """Numbers as the browser reads them fast: little-endian float32, base64, with their shape (NaN and infinities
+    kept; Plotly leaves a NaN cell or point out)."""
+    a = np.ascontiguousarray(np.asarray(values, dtype="<f4"))
+    return {"f4": base64.b64encode(a.tobytes()).decode("ascii"), "shape": list(a.shape)}
+
+
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_CODE = re.compile(r"`([^`]+)`")
+_ITALIC = re.compile(r"(?<![\w*])\*([^*]+)\*(?![\w*])")
+
+
+def text_html(text: str) -> str:
+    """The app's short Markdown (bold, italic, code) as HTML, every other character escaped: what a follow_text
+    shows. A token or a learner's text inside is text, never markup."""
+    out = html.escape(text, quote=False)
+    out = _CODE.sub(r"<code>\1</code>", out)
+    out = _BOLD.sub(r"<b>\1</b>", out)
+    return _ITALIC.sub(r"<i>\1</i>", out)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A choice's value for the server's first view, the values it can take, and its channel (None: no browser
+    answers it, the value is a Streamlit slider's)."""
+    value: object
+    values: tuple
+    channel: str | None
+    index: int = 0
+
+    @property
+    def live(self) -> bool:
+        return self.channel is not None
+
+
+@dataclass
+class Follow:
+    """What a chart shows for each value of its choices (one or two: the variant of values (a, b) is
+    a * len(b.values) + b). traces: [(trace index, attribute, one value per variant: a numpy array whose first axis
+    is the variant, or a list)]; layouts: one relayout dict per variant (Plotly's "title.text" style keys), or None."""
+    choices: tuple
+    traces: list = field(default_factory=list)
+    layouts: list | None = None
+
+    def spec(self) -> dict:
+        n = int(np.prod([len(c.values) for c in self.choices]))
+        traces = []
+        for trace, attr, per in self.traces:
+            if isinstance(per, np.ndarray):
+                if per.shape[0] != n:
+                    raise ValueError(f"{attr} of trace {trace}: {per.shape[0]} variants for {n} values")
+                traces.append({"trace": trace, "attr": attr, "packed": packed(per)})
+            else:
+                if len(per) != n:
+                    raise ValueError(f"{attr} of trace {trace}: {len(per)} variants for {n} values")
+                traces.append({"trace": trace, "attr": attr, "list": list(per)})
+        if self.layouts is not None and len(self.layouts) != n:
+            raise ValueError(f"{len(self.layouts)} layouts for {n} values")
+        return {"module": versioned(MODULE), "channels": [{"name": c.channel, "values": list(c.values)} for c in self.choices],
+                "initial": variant(self.choices), "traces": traces, "layouts": self.layouts}
+
+
+def variant(choices) -> int:
+    """The variant shown for the choices' server values."""
+    index = 0
+    for c in choices:
+        index = index * len(c.values) + c.index
+    return index
+
+
+def follow(*choices: Choice, traces=(), layouts=None) -> Follow | None:
+    """A chart's variants for these choices, or None where no browser answers them (the figure as built stays)."""
+    if not choices or not all(c.live for c in choices):
+        return None
+    return Follow(tuple(choices), list(traces), layouts)
+
+
+def _spec_bytes(spec: dict) -> bytes:
+    return json.dumps(spec, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def choice_slider(label: str, values, *, key: str, url: str | None, default, channel: str, where=None,
+                  help: str | None = None, format_value=str) -> Choice:
+    """A slider over `values` (numbers, in order) that only changes the drawing. With a browser that answers it
+    (available()), a slider drawn in the page whose moves reach the charts and texts that follow `channel` with no
+    server run; otherwise a Streamlit slider. Either way the value is kept for the session and read from a link
+    (`url`), and "reset this page" puts `default` back. Returns the server's value for the first view."""
+    from app.fast.attention_view import page_resets
+    from app.state import keep, set_link
+    values = tuple(values)
+    where = where if where is not None else st
+    if len(values) < 2:  # a slider needs two values to choose from
+        where.caption(f"{label}: {format_value(values[0]) if values else '–'}")
+        return Choice(values[0] if values else default, values, None)
+    valid = range(int(values[0]), int(values[-1]) + 1) if _is_range(values) else values
+    if not available():
+        if isinstance(valid, range) and valid.step == 1:
+            value = where.slider(label, valid.start, valid.stop - 1, help=help,
+                                 **keep(key, default, url=url, valid=valid))
+        else:
+            value = where.select_slider(label, values, help=help, format_func=format_value,
+                                        **keep(key, default, url=url, valid=values))
+        return Choice(value, values, None, values.index(value))
+    keep(key, default, url=url, valid=valid, browser=True)
+    value = st.session_state[key]
+    index = values.index(value) if value in values else 0
+    asked = f"{asked_value(key)!r}|{page_resets()}"
+    sent = st.session_state.setdefault(SENT, {})
+    if url is not None and sent.get(key, asked) != asked:  # the page asks anew (a reset, a tour stop): the link says so
+        set_link(url, str(asked_value(key)))
+    sent[key] = asked
+    spec = {"kind": "slider", "label": label, "values": list(values), "labels": [format_value(v) for v in values],
+            "index": index, "asked": asked, "param": url, "channel": channel, "help": help or ""}
+    if where is st:
+        _component()(key=f"atlas-choice-{key}", data=_spec_bytes(spec), height="content")
+    else:
+        with where:
+            _component()(key=f"atlas-choice-{key}", data=_spec_bytes(spec), height="content")
+    return Choice(value, values, channel, index)
+
+
+def follow_text(texts: list[str], *choices: Choice, key: str, fallback=None) -> None:
+    """A text that follows choices: texts[v] for variant v (the app's short Markdown). Where no browser answers the
+    choices, the server's variant as Markdown (or `fallback(text)`, e.g. st.caption)."""
+    if not all(c.live for c in choices):
+        (fallback or st.markdown)(texts[variant(choices)])
+        return
+    spec = {"kind": "text", "channels": [{"name": c.channel, "values": list(c.values)} for c in choices],
+            "initial": variant(choices), "texts": [text_html(x) for x in texts],
+            "small": fallback is st.caption}
+    _component()(key=f"atlas-choice-text-{key}", data=_spec_bytes(spec), height="content")
+
+
+def asked_value(key: str):
+    """The value the learner, a link or a reset gave the input `key` (what it shows may be the nearest that fits)."""
+    from app.state import ASKED
+    ss = st.session_state
+    return ss.get(ASKED, {}).get(key, ss.get(key))
+
+
+def _is_range(values: tuple) -> bool:
+    return all(isinstance(v, int) and not isinstance(v, bool) for v in values) and \
+        list(values) == list(range(values[0], values[0] + len(values)))

@@ -1,0 +1,196 @@
+// Attention Atlas's browser choices (app/fast/choice.py is the Python half and says why).
+//
+// A slider that only changes what is drawn is answered here: a move publishes its value on the slider's channel
+// (window.atlasChoiceBus, and the window event "atlas-choice"), and every chart (app/static/atlas_chart.js) and
+// text (below) that follows the channel shows its variant for the value — no server run. The value goes into the
+// page's link under the slider's name with history.replaceState, and into this tab's sessionStorage with what the
+// page asked for then, so a link reproduces it and a page switch back finds it; "reset this page" or a tour stop
+// changes what the page asks for, and then the page's value wins.
+
+const bus = (window.atlasChoiceBus ||= {values: {}});
+const boxes = new Map();  // the element's parent node -> its record
+const STORE = "atlas-choice";
+
+const STYLE = `
+.atlas-choice {font-family: inherit; margin: 0 0 0.25rem 0}
+.atlas-choice-head {display: flex; justify-content: space-between; align-items: baseline; gap: 0.5rem;
+  font-size: 14px; margin-bottom: 0.25rem; color: var(--st-text-color, inherit)}
+.atlas-choice-value {font-variant-numeric: tabular-nums; font-weight: 600; color: var(--st-primary-color, #ff4b4b)}
+.atlas-choice input[type=range] {-webkit-appearance: none; appearance: none; width: 100%; height: 4px; margin: 0.7rem 0;
+  border-radius: 2px; outline: none; cursor: pointer; --atlas-colour: var(--st-primary-color, #ff4b4b);
+  background: linear-gradient(to right, var(--atlas-colour) 0 var(--atlas-fill, 0%),
+    var(--st-secondary-background-color, #e6e9ef) var(--atlas-fill, 0%) 100%)}
+.atlas-choice input[type=range]::-webkit-slider-thumb {-webkit-appearance: none; appearance: none; width: 12px; height: 12px;
+  border-radius: 50%; background: var(--atlas-colour); border: none}
+.atlas-choice input[type=range]::-moz-range-thumb {width: 12px; height: 12px; border-radius: 50%;
+  background: var(--atlas-colour); border: none}
+.atlas-choice input[type=range]:focus-visible::-webkit-slider-thumb {box-shadow: 0 0 0 0.25rem rgba(128, 128, 128, 0.35)}
+.atlas-choice input[type=range]:focus-visible::-moz-range-thumb {box-shadow: 0 0 0 0.25rem rgba(128, 128, 128, 0.35)}
+.atlas-choice-ends {display: flex; justify-content: space-between; font-size: 12px; opacity: 0.7;
+  font-variant-numeric: tabular-nums}
+.atlas-choice-text {font-family: inherit; color: var(--st-text-color, inherit); margin: 0 0 1rem 0; line-height: 1.6}
+.atlas-choice-text.small {font-size: 14px; opacity: 0.75}
+.atlas-choice-text code {font-size: 0.9em}
+`;
+
+function decode(data) {
+  if (data instanceof Uint8Array || data instanceof ArrayBuffer) return JSON.parse(new TextDecoder().decode(data));
+  return typeof data === "string" ? JSON.parse(data) : data;
+}
+
+function el(tag, props = {}, ...children) {
+  const node = Object.assign(document.createElement(tag), props);
+  node.append(...children);
+  return node;
+}
+
+// The index of the value nearest to `v` (a link's or a stored value may lie between or beyond the values now offered).
+export function nearest(values, v) {
+  let best = 0;
+  for (let i = 1; i < values.length; i++) if (Math.abs(values[i] - v) < Math.abs(values[best] - v)) best = i;
+  return best;
+}
+
+function publish(channel, value) {
+  if (bus.values[channel] === value) return;
+  bus.values[channel] = value;
+  window.dispatchEvent(new CustomEvent("atlas-choice", {detail: {channel}}));
+}
+
+// ------------------------------------------------------------------------- the link and the tab's memory
+
+function storeKey(spec) {
+  return `${STORE}:${window.location.pathname}:${spec.channel}`;
+}
+
+function remember(rec) {
+  const {spec, wanted} = rec;
+  try {
+    sessionStorage.setItem(storeKey(spec), JSON.stringify({value: wanted, asked: spec.asked}));
+  } catch (e) { /* storage off: the link still holds it */ }
+  if (!spec.param) return;
+  const url = new URL(window.location.href);
+  const text = String(spec.values[rec.index]);
+  if (url.searchParams.get(spec.param) === text) return;
+  url.searchParams.set(spec.param, text);
+  window.history.replaceState(window.history.state, "", url);
+}
+
+// The first value of a new slider: the link's, else the learner's last one on this page while the page asks for the
+// same as then, else the page's.
+function firstValue(spec) {
+  const raw = spec.param ? new URL(window.location.href).searchParams.get(spec.param) : null;
+  if (raw !== null && raw.trim() !== "" && Number.isFinite(Number(raw))) return Number(raw);
+  let stored = null;
+  try { stored = JSON.parse(sessionStorage.getItem(storeKey(spec)) || "null"); } catch (e) { /* none */ }
+  if (stored && stored.asked === spec.asked && Number.isFinite(stored.value)) return stored.value;
+  return spec.values[spec.index];
+}
+
+// ------------------------------------------------------------------------- the slider
+
+function show(rec) {
+  const {spec, index} = rec;
+  rec.input.max = String(spec.values.length - 1);
+  rec.input.value = String(index);
+  const last = spec.values.length - 1;
+  rec.input.style.setProperty("--atlas-fill", `${last > 0 ? (100 * index) / last : 0}%`);
+  rec.input.setAttribute("aria-valuetext", spec.labels[index]);
+  rec.said.textContent = spec.labels[index];
+  rec.low.textContent = spec.labels[0];
+  rec.high.textContent = spec.labels[spec.values.length - 1];
+  rec.label.textContent = spec.label;
+  rec.input.setAttribute("aria-label", spec.label);
+  rec.root.title = spec.help || "";
+}
+
+function moved(rec) {
+  rec.index = Number(rec.input.value);
+  rec.wanted = rec.spec.values[rec.index];
+  show(rec);
+  remember(rec);
+  publish(rec.spec.channel, rec.wanted);
+}
+
+function renderSlider(parentElement, spec, call) {
+  let rec = boxes.get(parentElement);
+  if (!rec || rec.kind !== "slider") {
+    if (rec) rec.root.remove();
+    const label = el("span", {className: "atlas-choice-label"});
+    const said = el("span", {className: "atlas-choice-value"});
+    const input = el("input", {type: "range", min: "0", step: "1"});
+    input.dataset.channel = spec.channel;
+    const low = el("span"), high = el("span");
+    const root = el("div", {className: "atlas-choice"}, el("div", {className: "atlas-choice-head"}, label, said), input,
+                    el("div", {className: "atlas-choice-ends"}, low, high));
+    parentElement.append(root);
+    rec = {kind: "slider", root, label, said, input, low, high, spec: null};
+    input.addEventListener("input", () => moved(rec));
+    boxes.set(parentElement, rec);
+  }
+  rec.call = call;
+  // the learner's value while the page asks for the same as before; the page's after a reset, a tour stop or a link
+  const wanted = rec.spec && rec.spec.asked === spec.asked ? rec.wanted : (rec.spec ? spec.values[spec.index] : firstValue(spec));
+  rec.spec = spec;
+  rec.wanted = wanted;
+  rec.index = nearest(spec.values, wanted);  // shown: the nearest that fits; the learner's own value comes back
+  show(rec);
+  rec.root.dataset.value = String(spec.values[rec.index]);
+  publish(spec.channel, spec.values[rec.index]);
+}
+
+// ------------------------------------------------------------------------- a text that follows
+
+// The variant of a follower for the channels' values now (its own first variant where a channel has none yet).
+export function variantOf(follow) {
+  let index = 0;
+  for (const c of follow.channels) {
+    const v = bus.values[c.name];
+    if (v === undefined) return follow.initial;
+    index = index * c.values.length + nearest(c.values, v);
+  }
+  return index;
+}
+
+function showText(rec) {
+  const i = variantOf(rec.spec);
+  if (i === rec.shown) return;
+  rec.shown = i;
+  rec.root.innerHTML = rec.spec.texts[i];  // escaped by the server (app.fast.choice.text_html): only b, i, code
+  rec.root.dataset.variant = String(i);
+}
+
+function renderText(parentElement, spec, call) {
+  let rec = boxes.get(parentElement);
+  if (!rec || rec.kind !== "text") {
+    if (rec) rec.root.remove();
+    const root = el("div", {className: "atlas-choice-text"});
+    parentElement.append(root);
+    rec = {kind: "text", root};
+    rec.listen = (e) => { if (rec.spec.channels.some((c) => c.name === e.detail.channel)) showText(rec); };
+    window.addEventListener("atlas-choice", rec.listen);
+    boxes.set(parentElement, rec);
+  }
+  rec.call = call;
+  rec.spec = spec;
+  rec.shown = null;
+  rec.root.classList.toggle("small", !!spec.small);
+  showText(rec);
+}
+
+export function render(args, call) {
+  if (!document.getElementById("atlas-choice-style")) {
+    document.head.append(el("style", {id: "atlas-choice-style", textContent: STYLE}));
+  }
+  const spec = decode(args.data);
+  if (spec.kind === "text") renderText(args.parentElement, spec, call);
+  else renderSlider(args.parentElement, spec, call);
+}
+
+export function unmount(parentElement, call) {
+  const rec = boxes.get(parentElement);
+  if (!rec || rec.call !== call) return;
+  boxes.delete(parentElement);
+  if (rec.listen) window.removeEventListener("atlas-choice", rec.listen);
+  rec.root.remove();
+}
