@@ -177,6 +177,8 @@ def _views(view: tuple, result, piece_labels, lm_weights, lm_labels, lm_path, no
             st.info(no_lm)
             return
         lm_layer, lm_head = min(layer, lm_weights.shape[0] - 1), min(head, lm_weights.shape[1] - 1)
+        if (lm_layer, lm_head) != (layer, head):  # a model trained here with more layers or heads than the lm
+            st.caption(t("family_mlm.lm_smaller", layers=lm_weights.shape[0], heads=lm_weights.shape[1]))
         data = shared_view("fam-mlm-view", (*view, "lm", *weights_key(lm_path), lm_layer, lm_head), lambda: view_bytes(
             [{"id": "lm", "label": t("family_mlm.view_lm"), "weights": lm_weights, "q": lm_labels, "k": lm_labels,
               "q_title": q_title, "k_title": k_title, "causal": True}], "grid",

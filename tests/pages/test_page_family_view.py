@@ -188,3 +188,32 @@ def test_the_bert_server_paths_pickers_rerun_their_section_only(monkeypatch):
             at.run()
         assert_clean(at)
     assert drawn and set(drawn) <= {"fam_mlm_layer", "fam_mlm_head"}, drawn
+
+
+def test_a_larger_mlm_trained_here_starts_the_lm_view_at_its_nearest_layer_and_head(monkeypatch, tmp_path):
+    """An mlm with more layers and heads than the lm (a run of the training page): its view starts where the link
+    says, the lm's at the nearest layer and head it has, and the page says so."""
+    import types
+
+    import torch
+
+    from model.family import save_family_dir
+    from model.family.mlm import MlmTask
+    task = MlmTask(0)
+    torch.manual_seed(0)
+    big = task.build(task.default_config(types.SimpleNamespace(d_model=32, heads=8, d_ff=64, layers=3, dropout=0.0,
+                                                               max_len=64))).eval()
+    save_family_dir(tmp_path / "runs" / "big" / "model", task, big, {"steps": 0})
+    monkeypatch.setenv("ATLAS_RUNS_DIR", str(tmp_path / "runs"))
+    at = open_link("family.py", {"member": "mlm", "mlm_model": "run: big", "mlm_layer": "3", "mlm_head": "7"},
+                   lang="en")
+    assert_clean(at)
+    left, right = (av.read_payload(d)[0] for d in attention_views(at))
+    assert (left["kinds"][0]["layers"], left["kinds"][0]["heads"]) == (3, 8)
+    assert left["initial"] == {"kind": "mlm", "layer": 3, "head": 7, "query": 0}
+    lm_layers, lm_heads = right["kinds"][0]["layers"], right["kinds"][0]["heads"]
+    assert right["initial"] == {"kind": "lm", "layer": lm_layers, "head": lm_heads, "query": 0}
+    said = catalogue("en")["family_mlm.lm_smaller"].split("{")[0]
+    assert [c for c in at.caption if c.value.startswith(said)]
+    later = tables(at)[-2]
+    assert later.shape == (3, 1 + 8)  # every layer and head of the larger model
