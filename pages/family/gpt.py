@@ -8,7 +8,7 @@ import streamlit as st
 
 from app.charts.curves import bar_chart
 from app.charts.heatmaps import attention_heatmap
-from app.fast.attention_view import attention_view, available as attention_view_available, view_bytes
+from app.fast.attention_view import attention_view, available as attention_view_available, page_resets, view_bytes
 from app.i18n import UserError, t
 from app.inputs import piece_label
 from app.resources import SHIPPED, of_weights, shared_view, weights_key
@@ -56,11 +56,12 @@ def render() -> None:
 
 def _view(weights, pieces: list[str], sentence: str) -> None:
     """The attention view of the lm's causal self-attention: it starts at the kept layer (a link's `gpt_layer`,
-    kept without its slider) and at the mean over heads, as the server-drawn map showed."""
+    kept without its slider) and at the mean over heads, as the server-drawn map showed. The bytes are shared by
+    every session asking for the same first view; the page's resets are part of what it asks (view_bytes)."""
     n_layers = weights.shape[0]
     keep("fam_gpt_layer", n_layers, url="gpt_layer", valid=range(1, n_layers + 1))
     layer = st.session_state["fam_gpt_layer"]
-    data = shared_view("fam-gpt-view", (*weights_key(SHIPPED["lm"]), sentence, layer), lambda: view_bytes(
+    data = shared_view("fam-gpt-view", (*weights_key(SHIPPED["lm"]), sentence, layer, page_resets()), lambda: view_bytes(
         [{"id": "lm", "label": t("family_gpt.view_label"), "weights": weights, "q": pieces, "k": pieces,
           "q_title": t("common.query"), "k_title": t("common.key"), "causal": True}], "grid",
         {"kind": "lm", "layer": layer, "head": 0}))  # head 0: the mean over heads

@@ -11,7 +11,7 @@ import streamlit as st
 from app.charts.export import csv_text
 from app.charts.family_mlm import mask_predictions
 from app.charts.heatmaps import attention_heatmap, head_grid
-from app.fast.attention_view import attention_view, available as attention_view_available, view_bytes
+from app.fast.attention_view import attention_view, available as attention_view_available, page_resets, view_bytes
 from app.i18n import UserError, prose, say, t
 from app.resources import of_weights, shared_figure, shared_view, weights_key
 from app.state import OneBased, keep
@@ -161,6 +161,7 @@ def _views(view: tuple, result, piece_labels, lm_weights, lm_labels, lm_path, no
     keep("fam_mlm_layer", n_layers - 1, url="mlm_layer", valid=range(n_layers), codec=OneBased)
     keep("fam_mlm_head", 0, url="mlm_head", valid=range(n_heads), codec=OneBased)
     layer, head = st.session_state["fam_mlm_layer"], st.session_state["fam_mlm_head"]
+    view = (*view, page_resets())  # part of what the page asks its views for (view_bytes)
     q_title, k_title = t("common.query"), t("common.key")
     left, right = st.columns(2)
     with left:
