@@ -217,3 +217,16 @@ def test_a_larger_mlm_trained_here_starts_the_lm_view_at_its_nearest_layer_and_h
     assert [c for c in at.caption if c.value.startswith(said)]
     later = tables(at)[-2]
     assert later.shape == (3, 1 + 8)  # every layer and head of the larger model
+
+
+def test_a_reset_asks_the_views_anew_and_each_session_gets_its_own_count():
+    """"Reset this page" is part of what the page asks its views for: after it, the view's first choice wins over
+    the learner's last one; the bytes are shared between sessions, so another session still asks as before."""
+    at = open_link("family.py", {"member": "gpt", "gpt_layer": "1"}, lang="en")
+    assert_clean(at)
+    assert av.read_payload(attention_views(at)[0])[0]["asked"] == "lm.1.0.0|0"
+    at.button(key="reset_page").click().run()
+    assert_clean(at)
+    assert av.read_payload(attention_views(at)[0])[0]["asked"].endswith("|1")
+    other = open_link("family.py", {"member": "gpt", "gpt_layer": "1"}, lang="en")
+    assert av.read_payload(attention_views(other)[0])[0]["asked"] == "lm.1.0.0|0"
