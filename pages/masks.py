@@ -8,7 +8,7 @@ from app.charts.export import rows_csv
 from app.charts.heatmaps import attention_heatmap, head_grid, heatmap_variants, matrix_heatmap
 from app.fast.choice import choice_slider, follow, follow_text
 from app.charts.style import amend, lift_title
-from app.fast.attention_view import attention_view, available as attention_view_available, view_bytes
+from app.fast.attention_view import attention_view, available as attention_view_available, page_resets, view_bytes
 from app.i18n import Message, UserError, options, t
 from app.resources import parameter_count, shared_figure, shared_view
 from app.state import OneBased, keep, open_tabs
@@ -222,7 +222,7 @@ def _kinds_view(w, kind, name, q_labels, k_labels, q_title, k_title, shown, mode
     keep(MASKS.layer.key, 1, url=MASKS.layer.url, valid=range(1, layers + 1))
     keep(MASKS.head.key, 1, url=MASKS.head.url, valid=range(1, heads + 1))
     layer, head = st.session_state[MASKS.layer.key], st.session_state[MASKS.head.key]
-    data = shared_view("masks-view", (model_key, *shown, layer, head), lambda: view_bytes(
+    data = shared_view("masks-view", (model_key, *shown, layer, head, page_resets()), lambda: view_bytes(
         [{"id": kind, "label": name, "weights": w, "q": q_labels, "k": k_labels, "q_title": q_title,
           "k_title": k_title, "causal": kind == "decoder_self"}], "grid",
         {"kind": kind, "layer": layer, "head": head}))

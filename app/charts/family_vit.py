@@ -143,14 +143,31 @@ def position_similarity_map(similarity, *, title: str = "", x_title: str = "", y
     return lift_title(fig) if title else fig
 
 
+def _patch_texts(z: np.ndarray, grid: int) -> list[list[str]]:
+    labels = np.arange(1, grid * grid + 1).reshape(grid, grid)
+    return [[f"{labels[i, j]}<br>{number(z[i, j], '.2f')}" for j in range(grid)] for i in range(grid)]
+
+
+def patch_similarity_variants(similarity, grid: int, titles: list[str]) -> tuple[list, list]:
+    """patch_similarity_grid's numbers, cell texts, outline and title for every patch (row p of `similarity`):
+    app.fast.choice.follow's traces and layouts, for a patch picked in the browser."""
+    S = to_np(similarity).astype(np.float64)
+    z = S.reshape(len(S), grid, grid)
+    layouts = []
+    for p, title in enumerate(titles):
+        r, c = divmod(p, grid)
+        layouts.append({"shapes[0].x0": c - 0.5, "shapes[0].x1": c + 0.5, "shapes[0].y0": r - 0.5,
+                        "shapes[0].y1": r + 0.5, "title.text": esc(title)})
+    return [(0, "z", z), (0, "text", [_patch_texts(m, grid) for m in z])], layouts
+
+
 def patch_similarity_grid(row, grid: int, patch: int, *, title: str = "") -> go.Figure:
     """One patch's similarity to every patch, laid out on the patch grid (the chosen patch outlined)."""
     z = to_np(row).reshape(grid, grid)
-    labels = np.arange(1, grid * grid + 1).reshape(grid, grid)
     r, c = divmod(patch, grid)
     outline = dict(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5, line=dict(color=colour(2), width=3))
     return go.Figure(go.Heatmap(z=z, colorscale="RdBu", reversescale=True, zmin=-1, zmax=1, zmid=0,
-                                text=[[f"{labels[i, j]}<br>{number(z[i, j], '.2f')}" for j in range(grid)] for i in range(grid)],
+                                text=_patch_texts(z, grid),
                                 texttemplate="%{text}", hovertemplate="%{text}<extra></extra>", xgap=1, ygap=1),
                      layout=dict(shapes=[outline], **_square_axes(grid), title=esc(title), height=360,
                                  margin=margins(title)))

@@ -8,7 +8,9 @@ public APIs (docs/architecture.md, "The speed layer"; docs/benchmarks.md has eac
   point a learner clicks back to the script (the element only).
 - attention_view.py: a sentence's whole attention sent to the browser once (uint16 steps in one binary payload) and
   drawn there: layer, head, a tile, a cell or a token pointed at, a query picked, answered with no server run
-  (the inspector's grid and head view, the masks page's three kinds).
+  (the inspector's grid and head view, the masks page's three kinds, the family page's GPT and BERT maps).
+- choice.py: a slider that only changes the drawing, answered in the browser; the charts and texts that follow it
+  get every variant once (the positional page's anchor, highlight, layer and head; the masks head; the ViT patch).
 - browser_warm.py: while a learner reads the first page, their browser loads the chart element with Plotly
   and draws one element of each kind the next pages use, hidden.
 - warmup.py: the server's warm-up (imports and first builds in a background thread).

@@ -16,7 +16,7 @@ numbers).
 The view's choices go into the page's link (`?view=kind.layer.head.query`, 1-based, 0 for the mean or for every
 query) from the browser, with history.replaceState: no server run. The browser reads it back when a link opens the
 page, and this tab's sessionStorage keeps it across page switches; it stays in the link across the page's own runs
-because each run sends back the link it read (app.state.send_link). Tokens reach the page as text (canvas fillText and
+through the link keeper of app/static/atlas_choice.js (Streamlit writes the query string it last had from the server). Tokens reach the page as text (canvas fillText and
 textContent), never as HTML."""
 from __future__ import annotations
 
@@ -61,15 +61,15 @@ def page_resets() -> int:
     return ss.get(RESETS, {}).get(ss.get(PAGE, ""), 0)
 
 
-def view_bytes(kinds: list[dict], mode: str, initial: dict | None = None) -> bytes:
+def view_bytes(kinds: list[dict], mode: str, initial: dict | None = None, param: str = PARAM) -> bytes:
     """payload() with the view's words in the page's language and the app's colours (attention on 0…1 in the
     maps' scale; one colour per head as the app's charts give them)."""
     from app.charts.style import ATTN_SCALE, PALETTE, named_scale
-    return payload(kinds, words(), named_scale(ATTN_SCALE), PALETTE, mode, initial, resets=page_resets())
+    return payload(kinds, words(), named_scale(ATTN_SCALE), PALETTE, mode, initial, resets=page_resets(), param=param)
 
 
 def payload(kinds: list[dict], words: dict[str, str], colours: list, head_colours: list[str], mode: str,
-            initial: dict | None = None, resets: int = 0) -> bytes:
+            initial: dict | None = None, resets: int = 0, param: str = PARAM) -> bytes:
     """The bytes the browser gets. kinds: [{"id", "label", "weights" (layers, H, Lq, Lk), "q", "k" (token texts),
     "q_title", "k_title", "groups" (one label per key/value head's query heads, or None), "decoder" (whether a
     query is a decoding step), "causal" (whether a causal mask hides every later key: the view marks those cells;
@@ -78,7 +78,8 @@ def payload(kinds: list[dict], words: dict[str, str], colours: list, head_colour
     {"kind", "layer", "head", "query"} (1-based, 0 for a mean or for every query; default the first kind, layer 1,
     head 1): the page's own inputs, which a link or a tour stop may have set. The browser prefers the link's view,
     then the learner's last one on the page while the page asks for the same first view (`asked`: the first view
-    and how many times the page was reset)."""
+    and how many times the page was reset). param: the view's name in the link and the tab's memory (one per view
+    of a page)."""
     header_kinds, blobs, offset = [], [], 0
     for kind in kinds:
         q = quantise(kind["weights"])
@@ -92,8 +93,9 @@ def payload(kinds: list[dict], words: dict[str, str], colours: list, head_colour
         offset += q.size
     first = {"kind": kinds[0]["id"], "layer": 1, "head": 1, "query": 0, **(initial or {})}
     header = {"kinds": header_kinds, "words": words, "colours": [list(stop) for stop in colours],
-              "headColours": list(head_colours), "initial": first, "mode": mode, "param": PARAM, "scale": SCALE,
-              "asked": "{kind}.{layer}.{head}.{query}".format(**first) + f"|{resets}"}
+              "headColours": list(head_colours), "initial": first, "mode": mode, "param": param, "scale": SCALE,
+              "asked": "{kind}.{layer}.{head}.{query}".format(**first) + f"|{resets}",
+              "linkModule": versioned("atlas_choice.js")}  # its link keeper (app/fast/choice.py)
     head = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
     pad = b" " * ((4 + len(head)) % 2)  # the weights start at an even offset (a Uint16Array's alignment)
     return struct.pack("<I", len(head) + len(pad)) + head + pad + b"".join(blobs)

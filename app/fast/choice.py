@@ -10,7 +10,7 @@ Plotly.update — no server run.
 
 The value goes into the page's link under the slider's own name (`?anchor=60`), written by the browser with
 history.replaceState when the learner moves it, and into this tab's sessionStorage, so a link reproduces it and a page
-switch back finds it. The link holds the value the learner asked for: where it does not fit the values offered now (a
+switch back finds it (and the link keeper there keeps it in the link across the page's runs). The link holds the value the learner asked for: where it does not fit the values offered now (a
 shorter table), the view shows the nearest, as a link opened anew would, and the learner's value comes back when it
 fits again. The server reads the link once (app.state.keep with browser=True) and keeps the value for the first view;
 it writes the link only when the page itself asks anew ("reset this page", a tour stop): then `asked` changes, and the
@@ -151,7 +151,8 @@ def choice_slider(label: str, values, *, key: str, url: str | None, default, cha
     values = tuple(values)
     where = where if where is not None else st
     if len(values) < 2:  # a slider needs two values to choose from
-        where.caption(f"{label}: {format_value(values[0]) if values else '–'}")
+        from app.i18n import t
+        where.caption(f"{label}: {format_value(values[0]) if values else '–'} " + t("common.only_one"))
         return Choice(values[0] if values else default, values, None)
     valid = range(int(values[0]), int(values[-1]) + 1) if _is_range(values) else values
     if not available():

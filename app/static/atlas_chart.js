@@ -222,7 +222,6 @@ async function draw(rec) {
         if (spec.shown && rec.variant === i && rec.drawnVersion === spec.version) return;  // drawn as it is
         spec.shown = variantFigure(spec.figure, spec.follow, i);
         rec.variant = i;
-        rec.div.dataset.variant = String(i);
       }
       rec.spec = spec;
       rec.theme = theme;
@@ -237,6 +236,7 @@ async function draw(rec) {
       if (rec.full) fig.layout.height = window.innerHeight;
       rec.message.hidden = true;
       await Plotly.react(rec.div, fig.data, fig.layout, config(rec));
+      if (spec.follow) rec.div.dataset.variant = String(rec.variant);  // drawn (benches wait for it)
       if (!rec.listening) {  // a click on a clickable chart goes to Python (app.fast.chart.plot's return value)
         rec.listening = true;
         rec.div.on("plotly_click", (ev) => {

@@ -59,6 +59,49 @@ function publish(channel, value) {
 
 // ------------------------------------------------------------------------- the link and the tab's memory
 
+// The link's parameters that the browser owns (a choice's value, the attention view's `view`), one set per page.
+// Streamlit's front end writes the whole query string after a run that changed a parameter, from what it last got
+// from the server, which never saw the browser's own: every history.pushState / replaceState of the page's address is
+// given the page's owned parameters back (the History API wrapped once per tab), so a run never drops them. A page
+// switch writes another path: the old page's parameters stay out of it, and come back with the page.
+const keeper = (window.atlasLinkKeeper ||= (() => {
+  const owned = new Map();  // pathname -> {param: text}
+  const merged = (url) => {
+    try {
+      const u = new URL(url, window.location.href), mine = owned.get(u.pathname);
+      if (!mine) return url;
+      let changed = false;
+      for (const [k, v] of Object.entries(mine)) {
+        if (u.searchParams.get(k) !== v) { u.searchParams.set(k, v); changed = true; }
+      }
+      return changed ? u.href : url;
+    } catch (e) {
+      return url;
+    }
+  };
+  for (const name of ["pushState", "replaceState"]) {
+    const original = window.history[name].bind(window.history);
+    window.history[name] = (state, title, url) => original(state, title, url == null ? url : merged(url));
+  }
+  return {
+    set(param, text) {
+      const path = window.location.pathname, mine = owned.get(path) || {};
+      mine[param] = text;
+      owned.set(path, mine);
+      const u = new URL(window.location.href);
+      if (u.searchParams.get(param) !== text) {
+        u.searchParams.set(param, text);
+        window.history.replaceState(window.history.state, "", u);
+      }
+    },
+  };
+})());
+
+// Put `text` in this page's link under `param`, and keep it there across the page's runs.
+export function keepInLink(param, text) {
+  keeper.set(param, text);
+}
+
 function storeKey(spec) {
   return `${STORE}:${window.location.pathname}:${spec.channel}`;
 }
@@ -68,12 +111,7 @@ function remember(rec) {
   try {
     sessionStorage.setItem(storeKey(spec), JSON.stringify({value: wanted, asked: spec.asked}));
   } catch (e) { /* storage off: the link still holds it */ }
-  if (!spec.param) return;
-  const url = new URL(window.location.href);
-  const text = String(spec.values[rec.index]);
-  if (url.searchParams.get(spec.param) === text) return;
-  url.searchParams.set(spec.param, text);
-  window.history.replaceState(window.history.state, "", url);
+  if (spec.param) keepInLink(spec.param, String(wanted));  // the learner's value: shown where it fits, else the nearest
 }
 
 // The first value of a new slider: the link's, else the learner's last one on this page while the page asks for the
@@ -135,7 +173,7 @@ function renderSlider(parentElement, spec, call) {
   rec.wanted = wanted;
   rec.index = nearest(spec.values, wanted);  // shown: the nearest that fits; the learner's own value comes back
   show(rec);
-  rec.root.dataset.value = String(spec.values[rec.index]);
+  remember(rec);
   publish(spec.channel, spec.values[rec.index]);
 }
 

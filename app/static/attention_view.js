@@ -87,19 +87,17 @@ function parseChoice(text, kinds) {
 
 // The tab's memory of a page's view: the learner's last choice, with the first view the page asked for then (its
 // own inputs: a link, a tour stop). One entry per page.
-function storeKey() {
-  return `${STORE}:${window.location.pathname}`;
+function storeKey(header) {
+  return `${STORE}:${window.location.pathname}:${header.param}`;
 }
 
 function remember(rec) {
   const text = choiceText(rec.state);
   try {
-    sessionStorage.setItem(storeKey(), JSON.stringify({choice: text, asked: rec.header.asked}));
+    sessionStorage.setItem(storeKey(rec.header), JSON.stringify({choice: text, asked: rec.header.asked}));
   } catch (e) { /* storage off: the link still holds it */ }
-  const url = new URL(window.location.href);
-  if (url.searchParams.get(rec.header.param) === text) return;
-  url.searchParams.set(rec.header.param, text);
-  window.history.replaceState(window.history.state, "", url);
+  // the link keeper (app/static/atlas_choice.js) keeps it in the link across the page's runs
+  import(new URL(rec.header.linkModule, import.meta.url).href).then((m) => m.keepInLink(rec.header.param, text));
 }
 
 // The first view: the link's, else the learner's last one on this page unless the page now asks for another (its
@@ -108,7 +106,7 @@ function firstChoice(header) {
   const inLink = parseChoice(new URL(window.location.href).searchParams.get(header.param), header.kinds);
   if (inLink) return inLink;
   let stored = null;
-  try { stored = JSON.parse(sessionStorage.getItem(storeKey()) || "null"); } catch (e) { /* none */ }
+  try { stored = JSON.parse(sessionStorage.getItem(storeKey(header)) || "null"); } catch (e) { /* none */ }
   if (stored && stored.asked === header.asked) {
     const last = parseChoice(stored.choice, header.kinds);
     if (last) return last;

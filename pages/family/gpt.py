@@ -64,7 +64,7 @@ def _view(weights, pieces: list[str], sentence: str) -> None:
     data = shared_view("fam-gpt-view", (*weights_key(SHIPPED["lm"]), sentence, layer, page_resets()), lambda: view_bytes(
         [{"id": "lm", "label": t("family_gpt.view_label"), "weights": weights, "q": pieces, "k": pieces,
           "q_title": t("common.query"), "k_title": t("common.key"), "causal": True}], "grid",
-        {"kind": "lm", "layer": layer, "head": 0}))  # head 0: the mean over heads
+        {"kind": "lm", "layer": layer, "head": 0}, param="gpt_view"))  # head 0: the mean over heads
     attention_view(data, key="fam-gpt")
 
 

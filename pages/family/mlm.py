@@ -169,7 +169,7 @@ def _views(view: tuple, result, piece_labels, lm_weights, lm_labels, lm_path, no
         data = shared_view("fam-mlm-view", (*view, "mlm", layer, head), lambda: view_bytes(
             [{"id": "mlm", "label": t("family_mlm.view_mlm"), "weights": result.attention, "q": piece_labels,
               "k": piece_labels, "q_title": q_title, "k_title": k_title, "causal": False}], "grid",
-            {"kind": "mlm", "layer": layer + 1, "head": head + 1}))
+            {"kind": "mlm", "layer": layer + 1, "head": head + 1}, param="mlm_view"))  # each view its own link name
         attention_view(data, key="fam-mlm")
         _later_table(result.attention, "fam-mlm-later")
     with right:
@@ -183,7 +183,7 @@ def _views(view: tuple, result, piece_labels, lm_weights, lm_labels, lm_path, no
         data = shared_view("fam-mlm-view", (*view, "lm", *weights_key(lm_path), lm_layer, lm_head), lambda: view_bytes(
             [{"id": "lm", "label": t("family_mlm.view_lm"), "weights": lm_weights, "q": lm_labels, "k": lm_labels,
               "q_title": q_title, "k_title": k_title, "causal": True}], "grid",
-            {"kind": "lm", "layer": lm_layer + 1, "head": lm_head + 1}))
+            {"kind": "lm", "layer": lm_layer + 1, "head": lm_head + 1}, param="lm_view"))
         attention_view(data, key="fam-mlm-lm")
         _later_table(lm_weights, "fam-mlm-lm-later")
 

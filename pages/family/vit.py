@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.charts.family_vit import (class_probabilities, cls_attention_tiles, patch_similarity_grid, patch_tokens,
-                                   position_similarity_map, rollout_overlay)
+from app.charts.family_vit import (class_probabilities, cls_attention_tiles, patch_similarity_grid,
+                                   patch_similarity_variants, patch_tokens, position_similarity_map, rollout_overlay)
+from app.charts.export import matrix_csv
 from app.fast.canvas import pixel_canvas
+from app.fast.choice import choice_slider, follow
 from app.i18n import UserError, t
 from app.resources import of_weights
 from app.state import keep
@@ -198,14 +200,20 @@ def _positions_section(path, cfg) -> None:
         show_matrix(fig, S, name="vit-position-similarity", row_labels=names, col_labels=names,
                     key="fam-vit-similarity")
     with s2:
-        patch = 1
-        if cfg.n_patches > 1:  # (a slider needs two values to choose from)
-            patch = int(st.slider(t("family_vit.pick_patch"), 1, cfg.n_patches,
-                                  **keep("fam_vit_patch", min(6, cfg.n_patches), url="vit_patch",
-                                         valid=range(1, cfg.n_patches + 1))))
+        # a patch picked is answered in the browser: every patch's row is sent (app.fast.choice)
+        picked = choice_slider(t("family_vit.pick_patch"), range(1, cfg.n_patches + 1), key="fam_vit_patch",
+                               url="vit_patch", default=min(6, cfg.n_patches), channel="vit-patch")
+        patch = int(picked.value)
         fig = patch_similarity_grid(S[patch - 1], cfg.grid, patch - 1,
                                     title=t("family_vit.patch_similarity_title", patch=patch))
-        show_matrix(fig, S[patch - 1].reshape(cfg.grid, cfg.grid), name=f"vit-patch-{patch}-similarity",
-                    key="fam-vit-patch-similarity")
+        moves = None
+        if picked.live:
+            traces, layouts = patch_similarity_variants(S, cfg.grid, [t("family_vit.patch_similarity_title", patch=p)
+                                                                      for p in picked.values])
+            moves = follow(picked, traces=traces, layouts=layouts)
+        show_figure(fig, name="vit-patch-similarity", key="fam-vit-patch-similarity", follow=moves,
+                    csv=matrix_csv(S, [str(k + 1) for k in range(cfg.n_patches)],
+                                   [str(k + 1) for k in range(cfg.n_patches)]) if moves else
+                    matrix_csv(S[patch - 1].reshape(cfg.grid, cfg.grid)))
     if near == near and far == far:
         text("family_vit.positions_result", near=near, far=far)

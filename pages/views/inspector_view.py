@@ -28,6 +28,6 @@ def show_view(view: tuple, att, kind: str, src_labels, tgt_labels, kv_heads: int
     """The view of one kind of attention ("grid": every head's tile and the map clicked; "heads": the head view),
     its bytes built once per sentence, kind, mode and language for the whole server (`view` names the model and
     the sentence)."""
-    data = shared_view("attention-view", (*view, kind, mode), lambda: view_payload(
+    data = shared_view("attention-view", (*view, kind, mode, av.page_resets()), lambda: view_payload(
         att, kind, src_labels, tgt_labels, kv_heads, steps, mode))
     av.attention_view(data, key=mode)

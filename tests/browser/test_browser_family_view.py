@@ -74,7 +74,7 @@ def test_the_gpt_view_answers_a_tile_and_a_layer_in_the_browser(site, lang):
     assert words["common.view.mean"] in _view(page, 0).locator(".atlas-view-title").inner_text()
     before = page.evaluate(PIXELS, 0)
     _no_run(page, 0, _view(page, 0).locator(".atlas-view-tile[data-layer='1'][data-head='2']").click)
-    assert page.evaluate(CHOICE, 0) == "lm.1.2.0" and "view=lm.1.2.0" in page.url
+    assert page.evaluate(CHOICE, 0) == "lm.1.2.0" and "gpt_view=lm.1.2.0" in page.url
     title = _view(page, 0).locator(".atlas-view-title").inner_text()
     assert f"{words['common.view.layer']} 1 · {words['common.view.head']} 2" in title, title
     assert title.startswith(words["family_gpt.view_label"])

@@ -440,7 +440,9 @@ def test_section(lang, model_for_section):
 
     # one layer only, another patch
     at.selectbox(key="fam_vit_layer").set_value(1)
-    at.slider(key="fam_vit_patch").set_value(1).run()
+    at.session_state["fam_vit_patch"] = 1  # as a link or a tour stop sets it (the slider is answered in the browser)
+    at.run()
+    assert _patch(at) == 1
     _clean(at)
 
     # an empty canvas -> a message, not a traceback; then a stroke on the canvas draws a pixel
@@ -496,7 +498,34 @@ def test_section_in_the_real_page(lang, model_for_section):
     assert_clean(at)
     assert catalogue(lang)["family_vit.header"] in [h.value for h in at.header]
     assert at.text_area(key="fam_vit_grid").value == D.image_to_text(D.split("test")[0][3])
-    assert at.slider(key="fam_vit_patch").value == 1
+    assert _patch(at) == 1
+
+
+def _patch(at) -> int:
+    """The patch the browser's patch slider shows first (app/fast/choice.py)."""
+    from tests.apptest_read import choice_specs
+    spec = next(s for s in choice_specs(at) if s.get("channel") == "vit-patch")
+    return spec["values"][spec["index"]]
+
+
+@pytest.mark.slow
+def test_every_patch_the_browser_shows_is_what_the_server_draws(monkeypatch):
+    from tests.apptest_read import array_of, charts
+    from tests.apptest_util import assert_clean, open_link
+    at = open_link("family.py", {"member": "vit"}, lang="en")
+    assert_clean(at)
+    mine = next(c for c in charts(at) if c.id.endswith("fam-vit-patch-similarity"))
+    n = len(mine.follow["channels"][0]["values"])
+    for p in (1, n):
+        monkeypatch.setenv("ATLAS_ATTENTION_VIEW", "server")
+        server = open_link("family.py", {"member": "vit", "vit_patch": str(p)}, lang="en")
+        monkeypatch.delenv("ATLAS_ATTENTION_VIEW")
+        ref = next(c for c in charts(server) if c.id.endswith("fam-vit-patch-similarity")).figure
+        got = mine.variant(p - 1)
+        assert np.allclose(array_of(got["data"][0]["z"]), array_of(ref["data"][0]["z"]), atol=1e-6)
+        assert got["data"][0]["text"] == ref["data"][0]["text"]
+        assert got["layout"]["shapes"][0]["x0"] == ref["layout"]["shapes"][0]["x0"]
+        assert got["layout"]["title"]["text"] == ref["layout"]["title"]["text"]
 
 
 @pytest.mark.slow

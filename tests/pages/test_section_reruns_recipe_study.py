@@ -23,7 +23,8 @@ SECTIONS = [
     ("family-fam-detr-detail", lambda at: at.selectbox(key="fam_detr_query").set_value(3),
      {"fam_detr_query", "fam_detr_layer", "fam_detr_head"}),
     ("family-fam-vit-cls", lambda at: at.selectbox(key="fam_vit_layer").set_value(2), {"fam_vit_layer"}),
-    ("family-fam-vit-positions", lambda at: at.slider(key="fam_vit_patch").set_value(3), {"fam_vit_patch"}),
+    # the patch is picked in the browser (app/fast/choice.py): here it is asked anew, as a link or a tour stop does
+    ("family-fam-vit-positions", lambda at: at.session_state.__setitem__("fam_vit_patch", 3), {"fam_vit_patch"}),
     ("study-factor", lambda at: at.radio(key="study_metric").set_value("exact_match"), {"study_group", "study_metric"}),
     ("study-factor", lambda at: at.button_group(key="study_group").set_value("C"), {"study_group", "study_metric"}),
     ("recipe-schedule", lambda at: at.slider(key="sch_d").set_value(256), SCHEDULE),
