@@ -153,13 +153,57 @@ function variantFigure(figure, follow, i) {
   return {data, layout};
 }
 
+// A drawn chart changes only what its variants change (Plotly.update: the traces' attributes and the layout's paths),
+// which spares Plotly.react's pass over the whole figure; one not drawn yet, or drawing, is drawn whole.
+async function showVariant(rec) {
+  const spec = rec.spec, lib = await choiceLib, i = lib.variantOf(spec.follow);
+  if (rec.spec !== spec || rec.pending || rec.drawing || i === rec.variant) return;
+  rec.variant = i;
+  spec.shown = variantFigure(spec.figure, spec.follow, i);
+  const traces = [...new Set(spec.follow.traces.map((t) => t.trace))], data = {};
+  for (const t of spec.follow.traces) {
+    t.at ||= unpacked(t);
+    (data[t.attr] ||= traces.map(() => undefined))[traces.indexOf(t.trace)] = t.at(i);  // undefined: left as it is
+  }
+  const layout = Object.assign({}, (spec.follow.layouts && spec.follow.layouts[i]) || {});
+  if (typeof layout["title.text"] === "string" && layout["title.text"]) layout["title.text"] = "<b>" + layout["title.text"] + "</b>";
+  await plotlyLib.update(rec.div, data, layout, traces);
+  rec.div.dataset.variant = String(i);  // drawn (benches wait for it)
+}
+
+function onScreen(rec) {
+  const r = rec.div.getBoundingClientRect();
+  return r.bottom > 0 && r.top < window.innerHeight && r.width > 0;
+}
+
+// The charts on the screen change in the task of the move, so the next frame shows them; those only near the screen
+// follow one per frame after it (six maps at once kept the first frame waiting for all six).
+const later = [];
+function drainLater() {
+  const rec = later.shift();
+  if (!rec) return;
+  if (charts.get(rec.parent) === rec) showVariant(rec);
+  if (later.length) requestAnimationFrame(() => setTimeout(drainLater, 0));
+}
+
 window.addEventListener("atlas-choice", (e) => {
+  const first = [], rest = [];
   for (const rec of charts.values()) {
     const follow = rec.spec && rec.spec.follow;
     if (!follow || !follow.channels.some((c) => c.name === e.detail.channel)) continue;
-    if (!rec.pending) rec.pending = rec.spec;  // the same figure, drawn again for the choice's value
-    if (rec.visible || rec.all) draw(rec);
+    if (!(rec.visible || rec.all)) {  // drawn again for the choice's value when it comes near the screen
+      if (!rec.pending) rec.pending = rec.spec;
+    } else if (rec.drawnVersion === rec.spec.version && !rec.pending && !rec.drawing && choiceLib && plotlyLib) {
+      (onScreen(rec) ? first : rest).push(rec);
+    } else {
+      if (!rec.pending) rec.pending = rec.spec;  // the same figure, drawn again for the choice's value
+      draw(rec);
+    }
   }
+  first.forEach(showVariant);
+  const waiting = later.length;
+  for (const rec of rest) if (!later.includes(rec)) later.push(rec);
+  if (!waiting && later.length) requestAnimationFrame(() => setTimeout(drainLater, 0));
 });
 
 // The figure as Streamlit's chart element shows it: the theme's template where the figure has Streamlit's
