@@ -99,8 +99,9 @@ if work is not None:
 
 
 @st.fragment(key="att-stages")
-def stages_section(work, view, q_labels, k_labels, causal):
-    """2. Stage by stage: the stage picker and "show all stages" change only this section."""
+def stages_section(work, view, q_labels, k_labels, causal, titles):
+    """2. Stage by stage: the stage picker and "show all stages" change only this section. `titles`: the maps'
+    axis titles, in the page's language."""
     n, m, stages = work.n, work.m, work.stages
     st.header(t("attention.stages_header"), anchor=SECTIONS["attention.stages"])
     stage_list = mlab.visible_stages(causal)
@@ -118,7 +119,7 @@ def stages_section(work, view, q_labels, k_labels, causal):
     def draw_stage(stage: str) -> None:
         values = stages.stage(stage)
         fig = fig_once("stage", (*view, stage), lambda: stage_figure(stage, values, q_labels, k_labels,
-                                                                     title=names[stage], **stage_titles))
+                                                                     title=names[stage], **titles))
         cols = k_labels if stage != "output" else [f"{j + 1}" for j in range(work.d_v)]
         show_matrix(fig, values, name=f"attention-{stage}", row_labels=q_labels, col_labels=cols,
                     key=f"att-fig-{stage}")
@@ -167,13 +168,14 @@ def cell_section(work, q_labels, k_labels):
 
 
 if work is not None:
-    stages_section(work, view, q_labels, k_labels, causal)
+    stages_section(work, view, q_labels, k_labels, causal, stage_titles)
     cell_section(work, q_labels, k_labels)
 
 
 @st.fragment(key="att-printed")
-def printed_section():
-    """4. The exercise on the blog post's printed example, and its chain check: depends on nothing above."""
+def printed_section(titles):
+    """4. The exercise on the blog post's printed example, and its chain check: depends on nothing above but
+    the maps' axis titles, in the page's language."""
     st.header(t("attention.printed.header"))
     text("attention.printed_intro", article=wx.EXAMPLE_SOURCE)
     report = shared_view("att-report", (), wx.example_report)
@@ -200,14 +202,14 @@ def printed_section():
             with left:
                 fig = fig_once("printed", (slug, reveal), lambda: stage_figure(
                     stage, printed, ex_labels, ex_labels, highlight=report.differs[name] if reveal else None,
-                    title=t("attention.printed.as_printed", name=shown), **stage_titles))
+                    title=t("attention.printed.as_printed", name=shown), **titles))
                 show_matrix(fig, printed, name=f"printed-{slug}", row_labels=ex_labels, col_labels=ex_cols,
                             key=f"att-printed-{slug}")
             with right:
                 if reveal:
                     fig = fig_once("computed", (slug,), lambda: stage_figure(
                         stage, report.rounded[name], ex_labels, ex_labels,
-                        title=t("attention.printed.computed", name=shown), **stage_titles))
+                        title=t("attention.printed.computed", name=shown), **titles))
                     show_matrix(fig, report.computed[name], name=f"computed-{slug}", row_labels=ex_labels,
                                 col_labels=ex_cols, key=f"att-computed-{slug}")
                 else:
@@ -229,7 +231,7 @@ def printed_section():
         st.markdown(f"**{lab.chain_verdict(report)}**")
 
 
-printed_section()
+printed_section(stage_titles)
 
 # ---------------------------------------------------------------- 5. dot-product vs additive
 TIMING_RUN = "att_timing_run"  # the timing under way: [n, h, model.lessons.lab.time_scoring_steps(...), last step]
@@ -237,8 +239,9 @@ STEP_SECONDS = 0.2  # timed runs per rerun of the timing: as many as fit in this
 
 
 @st.fragment(key="att-additive")
-def additive_section(work, view, q_labels, k_labels, causal):
-    """5. Dot-product versus additive scoring: h, the seed and the timing change only this section."""
+def additive_section(work, view, q_labels, k_labels, causal, titles):
+    """5. Dot-product versus additive scoring: h, the seed and the timing change only this section. `titles`:
+    the maps' query and key axis titles, in the page's language."""
     n, m, stages = work.n, work.m, work.stages
     a1, a2 = st.columns(2)
     hidden = a1.slider(t("attention.additive.hidden"), 1, 128,
@@ -250,13 +253,13 @@ def additive_section(work, view, q_labels, k_labels, causal):
     left, right = st.columns(2)
     with left:
         fig = fig_once("dot-weights", view, lambda: stage_figure(
-            "weights", stages.weights, q_labels, k_labels, title=t("attention.additive.dot_title"), **axis_titles))
+            "weights", stages.weights, q_labels, k_labels, title=t("attention.additive.dot_title"), **titles))
         show_matrix(fig, stages.weights, name="dot-product-weights", row_labels=q_labels, col_labels=k_labels,
                     key="att-dot-weights")
     with right:
         fig = fig_once("add-weights", (*view, hidden, add_seed), lambda: stage_figure(
             "weights", w_add, q_labels, k_labels, title=t("attention.additive.add_title", hidden=hidden),
-            **axis_titles))
+            **titles))
         show_matrix(fig, w_add, name="additive-weights", row_labels=q_labels, col_labels=k_labels,
                     key="att-add-weights")
     st.caption(t("common.rows_cols") + " " + t("attention.additive.maps_differ"))
@@ -330,7 +333,7 @@ text("attention.additive_intro")
 if work is None:
     st.info(t("attention.additive.needs_inputs"))
 else:
-    additive_section(work, view, q_labels, k_labels, causal)
+    additive_section(work, view, q_labels, k_labels, causal, axis_titles)
 
 
 # ---------------------------------------------------------------- 6. why sqrt(d_k)

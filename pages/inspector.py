@@ -240,7 +240,7 @@ def sentence_section(path, stamp, loaded, facts, vocab, groups, choices):
     view = (str(path), stamp, *source)
     st.subheader(t("inspector.attention"), anchor=SECTIONS["inspector.attention"])
 
-    attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx, tok, len(ids))
+    attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx, tok, len(ids), cfg.kv_heads)
 
 
 def _add_word(key: str, known: frozenset[str] | None = None) -> None:
@@ -367,7 +367,7 @@ def patterns_of(view, kind, weights, labels, tok):
 # model. Only the open tab is drawn (a tab's click reruns the section): the stats tab's data grid, the head view
 # and the decoding steps, drawn hidden, were a fifth of the browser's work of each new sentence.
 @st.fragment
-def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx, tok, n_pieces):
+def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx, tok, n_pieces, kv_heads):
     kinds = att.kinds()
     kind_names = options("inspector.kind", kinds)
     kind = st.radio(t("inspector.which_attention"), kinds, format_func=kind_names.get, horizontal=True,
@@ -397,13 +397,13 @@ def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx,
                 if kind != "cross":  # the classic heads, named, so that nobody has to scroll through every map
                     st.markdown(ins.pattern_line(patterns_of(view, kind, weights, k_labels, tok)))
                 if in_browser:  # layers, heads, tiles and tokens answered in the browser
-                    show_view(view, att, kind, src_labels, tgt_labels, cfg.kv_heads, arch == "encoder-decoder", "grid")
+                    show_view(view, att, kind, src_labels, tgt_labels, kv_heads, arch == "encoder-decoder", "grid")
                     continue
                 if uses_element():  # st.plotly_chart sends no clicks on a heatmap
                     st.caption(t("inspector.grid_click"))
                 clicked = show_figure(shared_figure("grid", (*view, kind), lambda: head_grid(
                     weights, layer_title=t("common.layer"), head_title=t("common.head"),
-                    kv_labels=ins.kv_labels(n_heads, cfg.kv_heads))), name=f"grid-{kind}", key="grid",
+                    kv_labels=ins.kv_labels(n_heads, kv_heads))), name=f"grid-{kind}", key="grid",
                     clickable=True)
                 cell = grid_cell(clicked, weights.shape) if clicked else None
                 if cell is not None:  # a tile clicked: its layer and head open below (the pickers show them)
@@ -411,7 +411,7 @@ def attention_section(view, att, arch, steps, src_labels, tgt_labels, path, ctx,
                 grid_detail(view, weights, kind, kind_names[kind], q_labels, k_labels, q_title, k_title)
             elif name == "head" and in_browser:
                 text("inspector.head_view_live")
-                show_view(view, att, kind, src_labels, tgt_labels, cfg.kv_heads, arch == "encoder-decoder", "heads")
+                show_view(view, att, kind, src_labels, tgt_labels, kv_heads, arch == "encoder-decoder", "heads")
             elif name == "head":
                 head_view_tab(view, weights, kind, q_labels, k_labels, q_title, k_title)
             elif name == "positions":

@@ -192,9 +192,9 @@ def rerun_watch() -> None:
         study.stop()
 
 
-def estimate_caption(chosen: list[str], seeds: int) -> None:
+def estimate_caption(chosen: list[str], seeds: int, shipped: dict | None) -> None:
     """How long the chosen runs take here: from this machine's own finished runs of a row where there are
-    some, else the shipped study's times scaled by this machine's measured step time against its maker's."""
+    some, else the `shipped` study's times scaled by this machine's measured step time against its maker's."""
     here = study.seconds_here()
     scale = None
     if shipped and shipped.get("step_seconds"):
@@ -212,7 +212,7 @@ def estimate_caption(chosen: list[str], seeds: int) -> None:
 
 
 @st.fragment
-def rerun_form() -> None:
+def rerun_form(shipped: dict | None) -> None:
     prog = study.progress()
     if prog["state"] == "running":
         return
@@ -231,7 +231,7 @@ def rerun_form() -> None:
     seeds = int(st.number_input(t("study.rerun.seeds"), 1, study.MAX_SEEDS,
                                 **keep("study_seeds", 1, url="seeds", valid=range(1, study.MAX_SEEDS + 1))))
     fresh = st.checkbox(t("study.rerun.fresh"), **keep("study_fresh", True, url="fresh", valid=(True, False)))
-    estimate_caption(chosen, seeds)
+    estimate_caption(chosen, seeds, shipped)
     if st.button(t("study.rerun.start"), type="primary", key="study_start"):
         try:
             study.start(chosen, seeds, fresh=fresh)
@@ -243,4 +243,4 @@ def rerun_form() -> None:
 
 
 rerun_watch()
-rerun_form()
+rerun_form(shipped)

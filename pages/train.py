@@ -220,7 +220,7 @@ if mgr.teacher:
 
 
 @st.fragment(run_every=REFRESH)
-def runs_panel() -> None:
+def runs_panel(mgr) -> None:
     try:
         runs = mgr.list_runs(owner=OWNER)  # also advances the queue
     except UserError as e:  # the folder became unusable while the page was open
@@ -242,11 +242,11 @@ def runs_panel() -> None:
         st.rerun(scope="app")  # switch the auto-refresh on, off, or back to every 2 s
 
 
-runs_panel()
+runs_panel(mgr)
 
 
 @st.fragment(run_every=1.0)
-def idle_watch() -> None:
+def idle_watch(mgr) -> None:
     """While nothing of this learner's trains, look every second for a run started elsewhere (another tab, the
     command line with the same owner): the page then runs again and its runs panel refreshes itself."""
     try:
@@ -258,7 +258,7 @@ def idle_watch() -> None:
 
 
 if REFRESH is None:  # while something trains, the runs panel refreshes itself and notices the end
-    idle_watch()
+    idle_watch(mgr)
 
 # The Table 3 study (pages/study.py) trains ordinary runs in a folder of its own: listed here, read-only.
 study_runs = study_runs_of(str(study.study_dir()))

@@ -351,3 +351,139 @@ def test_the_cache_rule_sees_caches(tmp_path):
                     "from app.resources import computed\nf = functools.partial(int, base=2)\nst.write('cache')\n",
                     encoding="utf-8")
     assert cache_uses(fine, pages=True) == []
+
+
+# A page is a script: a name it assigns at its top level (`model_key = ...`, a for or with target, also inside an
+# if or with block) holds what the last full run left there. A function that reads such a name works only because
+# of the order of execution, and an @st.fragment rerun reads the value of the last full run, not of its own call.
+# So a function takes what it reads as a parameter; a true constant (computed once from constants) is ALL_CAPS.
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+BLOCKS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match)
+
+
+def flow_names(tree: ast.Module) -> set[str]:
+    """Names the script's flow assigns at the module's top level, not ALL_CAPS and not _private."""
+    targets, todo = [], list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Assign):
+            targets += node.targets
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets.append(node.target)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            targets.append(node.target)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            targets += [i.optional_vars for i in node.items if i.optional_vars is not None]
+        if isinstance(node, BLOCKS):  # a block's body runs in the module's scope too
+            todo += [c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt)]
+            todo += [s for h in getattr(node, "handlers", []) + getattr(node, "cases", []) for s in h.body]
+        if not isinstance(node, SCOPES):  # a walrus anywhere in the flow's own expressions
+            targets += [n.target for n in walk_scope(node) if isinstance(n, ast.NamedExpr)]
+    return {n.id for t in targets for n in ast.walk(t)  # `st.session_state[k] = ...` binds no name
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            and not n.id.isupper() and not n.id.startswith("_")}
+
+
+def walk_scope(node: ast.AST):
+    """Every node under `node` that runs in its scope: not the bodies of the functions and classes it defines
+    (their decorators, defaults and bases do run here)."""
+    for child in ast.iter_child_nodes(node):
+        yield child
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for sub in child.decorator_list + child.args.defaults + [d for d in child.args.kw_defaults if d]:
+                yield sub
+                yield from walk_scope(sub)
+        elif isinstance(child, ast.Lambda):
+            for sub in child.args.defaults + [d for d in child.args.kw_defaults if d]:
+                yield sub
+                yield from walk_scope(sub)
+        elif isinstance(child, ast.ClassDef):
+            for sub in child.decorator_list + child.bases + [k.value for k in child.keywords]:
+                yield sub
+                yield from walk_scope(sub)
+        else:
+            yield from walk_scope(child)
+
+
+def own_bindings(fn) -> set[str]:
+    """Names a function binds in its own scope: parameters, assignments, imports, the functions and classes it
+    defines, except and match names; less the ones it declares global."""
+    args = fn.args
+    bound = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a}
+    body = fn.body if isinstance(fn.body, list) else [fn.body]
+    declared_global = set()
+    for n in scope_nodes(body):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            bound.add(n.id)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).partition(".")[0] for a in n.names}
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(n.name)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            bound.add(n.name)
+        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+            bound.add(n.name)
+        elif isinstance(n, ast.Global):
+            declared_global |= set(n.names)
+    return bound - declared_global
+
+
+def scope_nodes(body: list[ast.stmt]):
+    """The statements of a scope and every node under them that runs in it."""
+    yield from walk_scope(ast.Module(body=body, type_ignores=[]))
+
+
+def flow_reads(path: Path, root: Path = ROOT) -> list[str]:
+    """'file:line function reads name' for every read, inside a def (nested ones and the lambdas in it included),
+    of a name the page's flow assigns that neither the function nor a function around it binds. A lambda of the
+    flow itself (a figure's builder, called there and then) reads the flow's own names."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    flow, found = flow_names(tree), []
+
+    def visit(body, enclosing: set[str], owner: str | None):
+        for n in scope_nodes(body):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                check(n, enclosing, n.name)
+            elif isinstance(n, ast.Lambda) and owner:
+                check(n, enclosing, owner)  # named by the def it is in
+            elif isinstance(n, ast.ClassDef):
+                visit(n.body, enclosing, owner)  # a method sees the functions around its class, not its class
+
+    def check(fn, enclosing: set[str], name: str):
+        bound = enclosing | own_bindings(fn)
+        body = fn.body if isinstance(fn.body, list) else [fn.body]
+        for n in scope_nodes(body):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in flow and n.id not in bound:
+                found.append((n.lineno, name, n.id))
+        visit(body, bound, name)
+
+    visit(tree.body, set(), None)
+    where = path.relative_to(root).as_posix()
+    return [f"{where}:{line} {name} reads {var}" for line, name, var in sorted(set(found))]
+
+
+def test_functions_of_pages_take_what_they_read_as_parameters():
+    found = [f for path in python_files("pages") for f in flow_reads(path)]
+    assert not found, "a function reads a name the page's flow assigns (a fragment rerun reads the last full " \
+        "run's value): pass it as a parameter, or make a true constant ALL_CAPS\n" + "\n".join(found)
+
+
+def test_the_flow_read_rule_sees_flow_reads(tmp_path):
+    page = tmp_path / "p.py"
+    page.write_text(
+        "import streamlit as st\nLIMIT = 3\n_seen = 0\n"
+        "@st.fragment\ndef shown(k):\n    st.write(model_key, k, LIMIT, _seen)\n"
+        "def fine(model_key):\n    return model_key\n"
+        "def outer():\n    col = 1\n    def inner():\n        return col, tab\n    return inner\n"
+        "model_key = st.selectbox('model', ['a'])\n"
+        "with st.sidebar as bar:\n    if model_key:\n        tab = st.tabs(['x'])\n"
+        "for i in range(3):\n    st.session_state[i] = lambda: i\n"
+        "class C:\n    model_key = 2\n    def m(self):\n        return model_key\n"
+        "def own():\n    global bar\n    return bar\n"
+        "def shadow(n=model_key):\n    i = 0\n    return [tab for tab in (i, n)]\n"
+        "def later():\n    return lambda: i + 1\n",
+        encoding="utf-8")
+    reads = [r.split(":", 1)[1] for r in flow_reads(page, tmp_path)]
+    assert reads == ["6 shown reads model_key", "12 inner reads tab", "23 m reads model_key", "26 own reads bar",
+                     "31 later reads i"], reads
+    assert "st" not in flow_names(ast.parse(page.read_text(encoding="utf-8")))
