@@ -183,8 +183,11 @@ def test_float32_logits_small_and_huge(scale):
     ref = F.cross_entropy(F.linear(h, w), y, label_smoothing=0.1)
     got = projected_cross_entropy(h, w, y, label_smoothing=0.1, block=32)
     assert torch.isfinite(got) and abs(got.item() - ref.item()) <= 1e-5 * max(1.0, abs(ref.item()))
+    # float32 sums over 700 logits, in blocks of 32 here and in one pass in torch: the order differs, and so do the
+    # CPU's kernels (an AMD EPYC differs from torch by 1.1e-6 of the largest gradient at scale 30); a wrong gradient
+    # is off by far more than 1e-5 of it
     for a, r in zip(_grads(got, h, w), _grads(ref, h, w)):
-        assert torch.isfinite(a).all() and (a - r).abs().max() <= 1e-6 * max(1.0, r.abs().max().item())
+        assert torch.isfinite(a).all() and (a - r).abs().max() <= 1e-5 * max(1.0, r.abs().max().item())
 
 
 def test_blocks_on_the_cpu_the_plain_loss_on_an_accelerator():
