@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import machine, pct, table, write  # noqa: E402
-from tests.streamlit_server import STATUS_GONE_JS, CHROMIUM, CHROMIUM_ARGS, new_page, served, wait_idle  # noqa: E402
+from bench.view_latency import server_moves  # noqa: E402
+from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, new_page, served, wait_idle  # noqa: E402
 
 # (page, channel, the server-drawn slider's key, its label for the table)
 SLIDERS = [("positional", "pe-anchor", "pe_anchor", "positional: anchor"),
@@ -60,25 +60,6 @@ def browser_moves(page, channel: str, moves: int) -> list[float]:
     return times
 
 
-def server_moves(page, key: str, moves: int) -> list[float]:
-    runs = page.__dict__["atlas_runs"]
-    slider = page.locator(f".st-key-{key} input[type='range']").first
-    slider.scroll_into_view_if_needed()
-    slider.focus()
-    times = []
-    for n in range(moves):
-        before = runs[0]
-        t0 = time.perf_counter()
-        page.keyboard.press("ArrowRight" if n % 2 == 0 else "ArrowLeft")
-        deadline = time.time() + 30
-        while runs[0] == before and time.time() < deadline:
-            page.wait_for_timeout(5)
-        page.wait_for_function(STATUS_GONE_JS, timeout=60_000)
-        page.evaluate(TWO_FRAMES)
-        times.append((time.perf_counter() - t0) * 1000)
-    return times
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--moves", type=int, default=15)
@@ -99,7 +80,7 @@ def main() -> None:
                         wait_idle(page)
                         opened = where
                     results[f"{side}: {label}"] = (browser_moves(page, channel, args.moves) if side == "browser"
-                                                   else server_moves(page, key, args.moves))
+                                                   else server_moves(page, args.moves, key))
                 page.close()
         browser.close()
     for side in ("browser", "server"):

@@ -79,13 +79,13 @@ def head_moves(page, moves: int, rng: random.Random) -> list[float]:
     return times
 
 
-def server_moves(page, moves: int) -> list[float]:
-    """A server-drawn drawing-only control, the masks page's head slider: a key press to the run's end (on the
-    websocket), the status widget gone and two frames drawn."""
+def server_moves(page, moves: int, key: str = "kind_head") -> list[float]:
+    """A server-drawn drawing-only control (default the masks page's head slider; `key` its widget key): a key press
+    to the run's end (on the websocket), the status widget gone and two frames drawn."""
     runs = page.__dict__["atlas_runs"]
     times = []
-    page.wait_for_selector(".st-key-kind_head input[type='range']", state="attached", timeout=60_000)
-    slider = page.locator(".st-key-kind_head input[type='range']").first
+    page.wait_for_selector(f".st-key-{key} input[type='range']", state="attached", timeout=60_000)
+    slider = page.locator(f".st-key-{key} input[type='range']").first
     slider.scroll_into_view_if_needed()
     slider.focus()
     for n in range(moves):

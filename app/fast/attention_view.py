@@ -28,7 +28,7 @@ import struct
 import numpy as np
 import streamlit as st
 
-from app.fast.chart import LOAD_JS, uses_element, versioned
+from app.fast.chart import module_stub, uses_element, versioned
 
 MODULE = "attention_view.js"
 COMPONENT = "atlas_attention_view"
@@ -108,20 +108,9 @@ def read_payload(data: bytes) -> tuple[dict, np.ndarray]:
     return header, np.frombuffer(data[4 + n:], dtype="<u2").astype(np.float64) / SCALE
 
 
-def stub_js() -> str:
-    """The component's inline script: it imports app/static/attention_view.js (once per tab) and hands it the
-    payload; Streamlit calls it with each new payload on the same element, and the cleanup when it goes."""
-    load = LOAD_JS.replace("__atlasChartModule", "__atlasAttentionView") % f"app/static/{versioned(MODULE)}"
-    return """export default function (c) {
-  const load = (%s), call = {};
-  load.then((m) => m.render(c, call));
-  return () => { load.then((m) => m.unmount(c.parentElement, call)); };
-}""" % load
-
-
 @functools.lru_cache(maxsize=1)
 def _component():
-    return st.components.v2.component(COMPONENT, js=stub_js(), isolate_styles=False)
+    return st.components.v2.component(COMPONENT, js=module_stub(MODULE, "__atlasAttentionView"), isolate_styles=False)
 
 
 def available() -> bool:

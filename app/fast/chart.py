@@ -56,16 +56,23 @@ def url(name: str) -> str:
 LOAD_JS = 'window.__atlasChartModule ||= import(new URL("%s", document.baseURI).href)'
 
 
-def stub_js() -> str:
-    """The component's inline script: it imports app/static/atlas_chart.js (once per tab) and hands each figure
-    to it. Streamlit calls it with each new figure, on the same element, and calls the cleanup it returns when
-    the element goes, or at once for a call that a newer figure overtook while the module was loading: each
-    call's cleanup is its own (a token), so a late one leaves the newer figure's plot alone."""
+def module_stub(name: str, global_name: str) -> str:
+    """A component's inline script that imports app/static/`name` (once per tab, its promise kept on window under
+    `global_name`) and hands it each call's data: the module's render(c, call) and unmount(parentElement, call).
+    Streamlit calls it with each new data, on the same element, and calls the cleanup it returns when the element
+    goes, or at once for a call that newer data overtook while the module was loading: each call's cleanup is its
+    own (a token), so a late one leaves the newer call's drawing alone."""
+    load = LOAD_JS.replace("__atlasChartModule", global_name) % url(name)
     return """export default function (c) {
   const load = (%s), call = {};
   load.then((m) => m.render(c, call));
   return () => { load.then((m) => m.unmount(c.parentElement, call)); };
-}""" % (LOAD_JS % url(MODULE))
+}""" % load
+
+
+def stub_js() -> str:
+    """The chart element's inline script (module_stub of app/static/atlas_chart.js)."""
+    return module_stub(MODULE, "__atlasChartModule")
 
 
 @functools.lru_cache(maxsize=1)

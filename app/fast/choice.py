@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import streamlit as st
 
-from app.fast.chart import LOAD_JS, versioned
+from app.fast.chart import module_stub, versioned
 
 MODULE = "atlas_choice.js"
 COMPONENT = "atlas_choice"
@@ -44,19 +44,9 @@ def available() -> bool:
     return view_available()
 
 
-def stub_js() -> str:
-    """The component's inline script: it imports app/static/atlas_choice.js (once per tab) and hands it the spec."""
-    load = LOAD_JS.replace("__atlasChartModule", "__atlasChoiceModule") % f"app/static/{versioned(MODULE)}"
-    return """export default function (c) {
-  const load = (%s), call = {};
-  load.then((m) => m.render(c, call));
-  return () => { load.then((m) => m.unmount(c.parentElement, call)); };
-}""" % load
-
-
 @functools.lru_cache(maxsize=1)
 def _component():
-    return st.components.v2.component(COMPONENT, js=stub_js(), isolate_styles=False)
+    return st.components.v2.component(COMPONENT, js=module_stub(MODULE, "__atlasChoiceModule"), isolate_styles=False)
 
 
 def packed(values) -> dict:
