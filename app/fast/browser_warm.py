@@ -21,9 +21,10 @@ from app.i18n import t
 
 # after the element mounts, wait this long (the first page finishes drawing), then the charts, then the elements
 START_AFTER_MS = 2000
+DWELL_MS = 600  # a group of hidden elements stays this long before the next (their code loads meanwhile)
 QUIET_MS = 1500  # the hidden elements wait for this long without a click or key press (a learner reading)
 MARKER = "__atlasWarm"  # window.__atlasWarm: {started, done, charts, drawn: [...], elements} (read by the tests):
-# charts "loaded" or "failed", drawn the trace types drawn off the screen, elements "asked" once the hidden button below was clicked, "done" after its last group ("waiting" while the learner
+# charts "loaded" or "failed", drawn the trace types drawn off the screen, elements "asked" once the hidden button below was clicked, "done" after its last group, "gave up" after three asks a group ("waiting" while the learner
 # acts, "missing" without the button, "off" where NO_ELEMENTS is set)
 ELEMENTS_KEY = "atlas_warm_elements"  # the hidden button that asks for `elements`
 RUNNING = "atlas-run-under-way"  # the class of an element of main.py's, there while its run is under way (the
@@ -42,23 +43,35 @@ _SCRIPT = """<script>
   for (const type of ["pointerdown", "keydown"]) {
     w.addEventListener(type, () => { lastInput = performance.now(); }, {capture: true, passive: true});
   }
-  let step = 0, askedAt = 0;  // the next group of hidden elements (GROUPS), when the last was asked for
+  // the server decides which group comes next and names the one it drew in its box's key (atlas-warm-step-N,
+  // or atlas-warm-done past the last): the script asks again once it is answered and its elements have had
+  // DWELL ms to load their code, or once the answer is overdue (a run cut short, a full run removing the box)
+  let asks = 0, askedAt = 0, answered = -1, shown = -1, shownAt = 0;
+  const drawnStep = () => {
+    if (document.querySelector('.st-key-atlas-warm-done')) return %(steps)d;
+    const box = document.querySelector('.st-key-atlas-warm [class*="st-key-atlas-warm-step-"]');
+    const m = box && box.className.match(/st-key-atlas-warm-step-(\\d+)/);
+    return m ? parseInt(m[1], 10) : -1;
+  };
   const elements = () => {  // last: one element of each kind, drawn hidden by the server (a fragment's run per
     // group), each group once the learner has not clicked or typed for a while and no run is under way
     if (w.%(no_elements)s) { state.elements = "off"; return; }
-    if (step >= %(steps)d) { state.elements = "done"; return; }
-    // the group asked for is drawn (or long overdue: a full run of the learner's may have come first)
-    const drawn = step === 0 || document.querySelector('.st-key-atlas-warm-step-' + (step - 1)) ||
-                  performance.now() - askedAt > 5000;
-    if (!drawn || performance.now() - lastInput < %(quiet)d || document.querySelector('.%(running)s')) {
-      if (step === 0) state.elements = "waiting";
+    const drawn = drawnStep(), now = performance.now();
+    if (drawn !== shown) { shown = drawn; shownAt = now; }
+    const dwelt = now - shownAt >= %(dwell)d;
+    if (drawn >= %(steps)d || (drawn === %(steps)d - 1 && dwelt)) { state.elements = "done"; return; }
+    if (asks >= 3 * %(steps)d) { state.elements = "gave up"; return; }
+    const ready = asks === 0 || (drawn > answered && dwelt) || now - askedAt > 5000;
+    if (!ready || performance.now() - lastInput < %(quiet)d || document.querySelector('.%(running)s')) {
+      if (asks === 0) state.elements = "waiting";
       setTimeout(() => idle(elements), 250);
       return;
     }
     const button = document.querySelector('.st-key-%(elements_key)s button');
     if (!button) { state.elements = "missing"; return; }
     state.elements = "asked";
-    step += 1;
+    answered = Math.max(answered, drawn);
+    asks += 1;
     askedAt = performance.now();
     button.click();
     setTimeout(() => idle(elements), 250);
@@ -84,7 +97,7 @@ def script() -> str:
     from app.fast.chart import warm_js
     return _SCRIPT % {"marker": MARKER, "delay": START_AFTER_MS,
                       "charts_expr": warm_js("idle") or "null", "elements_key": ELEMENTS_KEY,
-                      "no_elements": NO_ELEMENTS, "quiet": QUIET_MS, "steps": len(GROUPS), "running": RUNNING}
+                      "no_elements": NO_ELEMENTS, "quiet": QUIET_MS, "dwell": DWELL_MS, "steps": len(GROUPS), "running": RUNNING}
 
 
 STEP_KEY = "_atlas_warm_step"  # session state: the next group of hidden elements to draw
@@ -145,15 +158,15 @@ def _boxes(label: str, options: list[str]) -> None:
 
 
 def _grid(label: str, options: list[str]) -> None:
-    from app.fast.warmup import warm_up_done
-    if warm_up_done():  # the data grid needs pandas: never imported here beside the server's warm-up importing
-        # it, nor waited for (this run would hold back the learner's next click while torch loads)
-        st.dataframe([{label: 1, t("common.key"): options[0]}], hide_index=True)
+    st.dataframe([{label: 1, t("common.key"): options[0]}], hide_index=True)
 
 
 # One group a run: all at once held the browser's main thread long enough to delay a learner who clicks
 # meanwhile; one group at a time keeps each pause short.
 GROUPS = (_texts, _fields, _choices, _numbers, _boxes, _grid)
+# the data grid needs pandas: never imported here beside the server's warm-up importing it, nor waited for (the
+# run would hold back the learner's next click while torch loads); until then its group is not drawn
+AFTER_THE_WARM_UP = (_grid,)
 
 
 @st.fragment
@@ -165,9 +178,15 @@ def elements() -> None:
     run. A full run draws the button alone."""
     if not st.button(t("common.warm_up"), key=ELEMENTS_KEY):
         return
+    from app.fast.warmup import warm_up_done
     step = st.session_state.get(STEP_KEY, 0)
-    if step >= len(GROUPS):
-        return
-    st.session_state[STEP_KEY] = step + 1
-    with st.container(key=f"atlas-warm-step-{step}"):  # the script waits for it before the next click
+    # the script reads which group is drawn from its box's key; past the last, a box says "done"
+    if step >= len(GROUPS) or (GROUPS[step] in AFTER_THE_WARM_UP and not warm_up_done()):
+        with st.container(key="atlas-warm-done" if step >= len(GROUPS) else "atlas-warm-not-yet"):
+            st.caption("·")  # a box needs an element to reach the page
+        return  # not yet: the script asks again a few seconds later
+    with st.container(key=f"atlas-warm-step-{step}"):
         GROUPS[step](t("common.warm_up"), [t("common.query"), t("common.key")])
+    # only once the group is drawn: a run cut short (a second click, which the script sends once an answer is
+    # overdue, interrupts it) draws the same group again at the next click instead of skipping it
+    st.session_state[STEP_KEY] = step + 1

@@ -356,3 +356,33 @@ def test_the_hidden_elements_wait_for_nothing_while_the_server_warms_up(tmp_path
         assert not at.exception
         grids.append(len(at.dataframe))
     assert grids == [0] * len(warm.GROUPS)
+    # the grid's group waits for the warm-up: asked again, it is drawn once the imports are done
+    at.button(key=warm.ELEMENTS_KEY).click().run()
+    assert len(at.dataframe) == 0
+    warmup._WARM_UP_DONE.set()
+    at.button(key=warm.ELEMENTS_KEY).click().run()
+    assert len(at.dataframe) == 1
+
+
+def test_a_group_whose_run_was_cut_short_is_drawn_at_the_next_click(tmp_path, monkeypatch):
+    """A run of the fragment can end before its group is drawn: a second click (the browser's warm-up asks again
+    once an answer is overdue, on a slow machine) interrupts it. The group that was not drawn comes at the next
+    click instead of being skipped (CI: the text area's group never reached the browser, and the first opening of
+    a page with a text area paid for its code)."""
+    cut = {"left": 1}
+
+    def fields_cut_short(label, options):
+        if cut["left"]:
+            cut["left"] -= 1
+            raise RuntimeError("the run ended here")
+        return fields(label, options)
+
+    fields = warm.GROUPS[1]
+    monkeypatch.setattr(warm, "GROUPS", (warm.GROUPS[0], fields_cut_short, *warm.GROUPS[2:]))
+    at = _warm_app(tmp_path)
+    at.button(key=warm.ELEMENTS_KEY).click().run()
+    assert len(at.latex) == 1
+    at.button(key=warm.ELEMENTS_KEY).click().run()
+    assert at.exception and not at.text_area
+    at.button(key=warm.ELEMENTS_KEY).click().run()
+    assert not at.exception and len(at.text_area) == 1
