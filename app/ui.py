@@ -129,3 +129,17 @@ def machine_said(text: str) -> str:
     """A machine as a study document records it ("x86_64, 2 cores, torch 2.13.0+cpu"), its cores counted in the
     page's language; the rest (architecture, library versions) is data and stays as written."""
     return re.sub(r"\b(\d+) cores?\b", lambda m: t("common.cores", n=int(m.group(1))), text)
+
+
+def rerun_when_done(calls: list[tuple], every_s: float = 0.5) -> None:
+    """A small fragment that asks every `every_s` seconds whether the calls given to app.resources.in_background
+    are done, and runs the whole page again once they are: what the page computes in the background shows when
+    it lands. Call it only while something is pending: a full run without it stops the asking."""
+    from app.resources import background_done
+
+    @st.fragment(run_every=every_s)
+    def watch() -> None:
+        if background_done(calls):
+            st.rerun(scope="app")
+
+    watch()

@@ -9,18 +9,21 @@ from app.charts.curves import line_chart
 from app.charts.export import rows_csv, series_csv
 from app.charts.heatmaps import attention_heatmap, matrix_heatmap
 from app.charts.limits import measured_chart, scale_chart, spread_chart
-from app.format import number
+from app.format import escape_md, number
 from app.i18n import t
 from app.page_inputs import LIMITS, SECTIONS
-from app.resources import SHIPPED, computed, of_weights, shared_figure
-from app.ui import machine_said, show_figure, table, text
+from app.resources import SHIPPED, computed, in_background, of_weights, shared_figure
+from app.ui import machine_said, rerun_when_done, show_figure, table, text
 from model.lessons import decoding as dec
 from model.lessons import extrapolation as ex
 from model.lessons import limits as lim
-from pages.views.limits import (BLOCKS, D_CHOICES, GLOBALS, HEAD_CHOICES, KS, N_CHOICES, WINDOWS, cost_sweep,
-                                lengths_study, mb, refusal_note, scale_study)
+from pages.views.limits import (BLOCKS, D_CHOICES, GLOBALS, HEAD_CHOICES, KS, N_CHOICES, WINDOWS, cost_calls,
+                                lengths_study, mb, refusal_note, scale_study, setting_texts)
 
 SMALL_N = 16  # the scores and the window drawn at this n
+MOVE_WAIT_S = 0.1  # after a move, the page waits this long for a measurement before showing the last one
+SHOWN = "limits_cost_shown"  # session state: (setting, results) of the last measurement this session showed
+DECODED = "limits_decode_shown"  # session state: ((sentence, steps), run) of the last decoding timed
 ERROR_N, ERROR_KS = 256, (8, 16, 32, 64, 128, 256)
 
 st.title(t("pages.limits.title"))
@@ -41,36 +44,52 @@ k = c4.slider(t("limits.cost.k"), *KS[:2], step=KS[2], **LIMITS.k.keep(64))
 setting = lim.Setting(n=n, d=d, heads=heads, block=block, window=window, global_tokens=global_tokens, k=k)
 names = {impl: t(f"limits.impl.{impl}") for impl in lim.IMPLS}
 
-results = cost_sweep(setting)
-at_n = {r["impl"]: r for r in results if r["n"] == n}
-rows = []
-for impl in lim.IMPLS:
-    r = at_n[impl]
-    refused = r["refused"]
-    rows.append({t("limits.cost.impl"): names[impl],
-                 t("limits.cost.ms"): "—" if refused else number(r["seconds"] * 1000, ".2f"),
-                 t("limits.cost.peak"): "—" if refused else mb(r["peak_bytes"]),
-                 t("limits.cost.estimate"): mb(lim.estimate_bytes(impl, setting)),
-                 t("limits.cost.note"): refusal_note(refused)})
-table(rows, key="limits-cost")
-st.download_button(t("common.download_csv"), rows_csv(rows), file_name="attention-cost.csv", mime="text/csv",
-                   key="lim_cost_csv")
-full, blockwise = at_n["full"], at_n["blockwise"]
-if full["refused"] is None and blockwise["refused"] is None:
-    text("limits.cost_result", n=n, full=mb(full["peak_bytes"]), blockwise=mb(blockwise["peak_bytes"]),
-         ratio=full["peak_bytes"] / max(blockwise["peak_bytes"], 1), block=block)
-else:
-    text("limits.cost_refused", n=n)
 
-sizes = sorted({r["n"] for r in results})
-for metric, key in (("seconds", "time"), ("peak_bytes", "memory")):
-    scale = 1000 if metric == "seconds" else 1 / 2**20
-    series = {names[impl]: [None if r["refused"] else r[metric] * scale
-                            for r in results if r["impl"] == impl] for impl in lim.IMPLS}
-    title = t(f"limits.cost.{key}_title", d=d, heads=heads)
-    fig = shared_figure(f"limits-{key}", (setting, key, title),
-                        lambda: measured_chart(sizes, series, title=title, y_title=t(f"limits.cost.{key}_y")))
-    show_figure(fig, name=f"attention-{key}", key=f"lim_{key}", csv=series_csv("n", sizes, series))
+
+def draw_cost(setting: lim.Setting, results: list[dict], names: dict[str, str]) -> None:
+    """The measured table, its reading and the two curves, for the setting they were measured at."""
+    n, d, heads = setting.n, setting.d, setting.heads
+    at_n = {r["impl"]: r for r in results if r["n"] == n}
+    rows = []
+    for impl in lim.IMPLS:
+        r = at_n[impl]
+        refused = r["refused"]
+        rows.append({t("limits.cost.impl"): names[impl],
+                     t("limits.cost.ms"): "—" if refused else number(r["seconds"] * 1000, ".2f"),
+                     t("limits.cost.peak"): "—" if refused else mb(r["peak_bytes"]),
+                     t("limits.cost.estimate"): mb(lim.estimate_bytes(impl, setting)),
+                     t("limits.cost.note"): refusal_note(refused)})
+    table(rows, key="limits-cost")
+    st.download_button(t("common.download_csv"), rows_csv(rows), file_name="attention-cost.csv", mime="text/csv",
+                       key="lim_cost_csv")
+    full, blockwise = at_n["full"], at_n["blockwise"]
+    if full["refused"] is None and blockwise["refused"] is None:
+        text("limits.cost_result", n=n, full=mb(full["peak_bytes"]), blockwise=mb(blockwise["peak_bytes"]),
+             ratio=full["peak_bytes"] / max(blockwise["peak_bytes"], 1), block=setting.block)
+    else:
+        text("limits.cost_refused", n=n)
+    sizes = sorted({r["n"] for r in results})
+    for metric, key in (("seconds", "time"), ("peak_bytes", "memory")):
+        scale = 1000 if metric == "seconds" else 1 / 2**20
+        series = {names[impl]: [None if r["refused"] else r[metric] * scale
+                                for r in results if r["impl"] == impl] for impl in lim.IMPLS}
+        title = t(f"limits.cost.{key}_title", d=d, heads=heads)
+        fig = shared_figure(f"limits-{key}", (setting, key, title),
+                            lambda: measured_chart(sizes, series, title=title, y_title=t(f"limits.cost.{key}_y")))
+        show_figure(fig, name=f"attention-{key}", key=f"lim_{key}", csv=series_csv("n", sizes, series))
+
+
+# Measured in the server's background thread, one call at a time: a move of a slider answers at once with the last
+# measurement (said to be so) and the new one shows when it lands. A session's first visit waits for it.
+calls = cost_calls(setting)
+results = in_background("limits-cost", calls, wait_s=None if SHOWN not in st.session_state else MOVE_WAIT_S)
+if results is not None:
+    st.session_state[SHOWN] = (setting, results)
+else:
+    now, shown = setting_texts(setting, st.session_state[SHOWN][0])
+    st.info(t("limits.cost.measuring", now=now, shown=shown))
+    rerun_when_done(calls)
+draw_cost(*st.session_state[SHOWN], names)
 
 small = replace(setting, n=SMALL_N, window=min(window, SMALL_N), k=min(k, SMALL_N))
 labels = [str(i + 1) for i in range(SMALL_N)]
@@ -109,13 +128,23 @@ text("limits.decode")
 c1, c2 = st.columns([3, 1])
 sentence = c1.text_input(t("limits.decode.sentence"), **LIMITS.sentence.keep("I go to school."))
 steps = c2.slider(t("limits.decode.steps"), 4, 63, **LIMITS.steps.keep(40))
-if sentence.strip():
-    run = of_weights(dec.decoding_demo, SHIPPED["en-ko"], sentence.strip()[:400], steps)
+asked = (sentence.strip()[:400], steps)
+if asked[0]:
+    # timed in the background too: the last answer at once, said to be so, and the new one when it lands
+    decode_calls = [(of_weights, (dec.decoding_demo, SHIPPED["en-ko"], *asked))]
+    got = in_background("limits-decode", decode_calls, wait_s=None if DECODED not in st.session_state else MOVE_WAIT_S)
+    if got is not None:
+        st.session_state[DECODED] = (asked, got[0])
+    else:
+        shown = st.session_state[DECODED][0]
+        st.info(t("limits.decode.measuring", tokens=steps, shown_tokens=shown[1], sentence=escape_md(shown[0][:80])))
+        rerun_when_done(decode_calls)
+    (shown_sentence, shown_steps), run = st.session_state[DECODED]
     xs = list(range(1, run["steps"] + 1))
     per_step = {t("limits.decode.no_cache"): [s * 1000 for s in run["no_cache"]],
                 t("limits.decode.cache"): [s * 1000 for s in run["cache"]]}
     title = t("limits.decode.title")
-    fig = shared_figure("limits-decode", (sentence, steps, title), lambda: line_chart(
+    fig = shared_figure("limits-decode", (shown_sentence, shown_steps, title), lambda: line_chart(
         xs, per_step, mode="lines+markers", x_title=t("limits.decode.step"), y_title=t("limits.decode.ms"),
         title=title, height=340))
     show_figure(fig, name="decoding-per-token", key="lim_decode", csv=series_csv("step", xs, per_step))

@@ -38,14 +38,23 @@ def sweep_sizes(n: int) -> tuple[int, ...]:
     return tuple(sizes[-(SWEEP_POINTS - 1):] + [n])
 
 
-def cost_sweep(setting: lim.Setting) -> list[dict]:
-    """The cost section's measurements: every answer at every size of sweep_sizes, within the page's budgets, each
-    call measured once for the server (app.resources.computed) and only with the knobs it reads (lim.relevant)."""
+def cost_calls(setting: lim.Setting) -> list[tuple]:
+    """The cost section's measurements as app.resources.in_background takes them: every answer at every size of
+    sweep_sizes, within the page's budgets, each only with the knobs it reads (lim.relevant), so one measured
+    call serves every setting that runs it."""
     from dataclasses import replace
-
-    from app.resources import computed
-    return [computed(lim.sweep_point, impl, lim.relevant(impl, replace(setting, n=n)), MAX_FLOPS, MAX_STEPS, MAX_BYTES)
+    return [(lim.sweep_point, (impl, lim.relevant(impl, replace(setting, n=n)), MAX_FLOPS, MAX_STEPS, MAX_BYTES))
             for n in sweep_sizes(setting.n) for impl in lim.IMPLS]
+
+
+def setting_texts(now: lim.Setting, shown: lim.Setting) -> tuple[str, str]:
+    """Two settings as the sliders name their values, only where they differ ("window w 37", "window w 32"), or
+    whole where they do not."""
+    parts = [("n", "n = {:,}"), ("d", "d = {}"), ("heads", t("limits.cost.heads") + " {}"),
+             ("block", t("limits.cost.block") + " {}"), ("window", t("limits.cost.window") + " {}"),
+             ("global_tokens", t("limits.cost.global") + " {}"), ("k", t("limits.cost.k") + " {}")]
+    differ = [p for p in parts if getattr(now, p[0]) != getattr(shown, p[0])] or parts
+    return tuple(" · ".join(form.format(getattr(s, name)) for name, form in differ) for s in (now, shown))
 
 
 def refusal_note(refused: dict | None) -> str:

@@ -1,5 +1,9 @@
 """The limits page in both languages: no error box at either end of every control, numbers computed on the spot
-(a smaller n measures less memory), the shipped studies read with their verdicts."""
+(a smaller n measures less memory), the shipped studies read with their verdicts; a move answers at once with the
+last measurement, said to be so, and the new one shows when the server's background thread has measured it."""
+import threading
+import time
+
 import pytest
 
 from app.i18n import LANGS, catalogue
@@ -22,6 +26,24 @@ def peak_of_full(at, lang: str) -> str:
     raise AssertionError("no cost table")
 
 
+def pending(at, lang: str) -> list[str]:
+    """The page's notes that a measurement is under way (cost, decoding)."""
+    cat = catalogue(lang)
+    heads = [cat[f"limits.{part}.measuring"].split("{")[0][:12] for part in ("cost", "decode")]
+    return [i.value for i in at.info if any(h and h in i.value for h in heads)]
+
+
+def until_measured(at, lang: str, timeout: float = 240):
+    """Runs the page again until nothing is being measured: what the page's small watching fragment does in the
+    browser (AppTest does not run a fragment's timer)."""
+    deadline = time.time() + timeout
+    while pending(at, lang):
+        assert time.time() < deadline, pending(at, lang)
+        time.sleep(0.2)
+        at.run()
+    return at
+
+
 @pytest.mark.parametrize("lang", LANGS)
 def test_page_runs_and_measures_again_when_n_changes(lang):
     at = run_page("limits.py", lang, timeout=300)
@@ -31,6 +53,7 @@ def test_page_runs_and_measures_again_when_n_changes(lang):
     assert at.title[0].value == cat["pages.limits.title"]
     before = peak_of_full(at, lang)
     at.select_slider(key="lim_n").set_value(256).run()
+    until_measured(at, lang)
     assert_clean(at)
     after = peak_of_full(at, lang)
     assert before != after and float(after.split()[0]) < float(before.split()[0]) / 8  # n / 4: scores / 16
@@ -53,6 +76,7 @@ def test_every_control_at_both_ends(lang):
             widget.set_value(value)
         at.text_input(key="lim_sentence").set_value(sentence)
         at.run()
+        until_measured(at, lang)
         assert_clean(at)
         assert errors(at) == []
     cat = catalogue(lang)
@@ -84,3 +108,43 @@ def _answers():
     for step in tv.STEPS:
         if step.page == "limits":
             st.markdown(f"{step.id}={step.ask(tv.value_of(step, {})).truth}")
+
+
+GATE = threading.Event()
+_REAL_POINT = None
+
+
+def _gated_point(*args):
+    """model.lessons.limits.sweep_point, once GATE is open: a measurement that takes as long as the test says."""
+    GATE.wait(120)
+    return _REAL_POINT(*args)
+
+
+def test_a_move_answers_at_once_with_the_last_measurement_and_the_new_one_lands(monkeypatch):
+    """The cost section's measurements run in the server's background thread: a move of a slider draws the page
+    at once, with the last measurement under a note naming both settings, and the new table once it is measured.
+    Sliding past a setting drops its measurements that had not started."""
+    global _REAL_POINT
+    from app import resources
+    from model.lessons import limits as lim
+    at = run_page("limits.py", "en", timeout=300)
+    before = peak_of_full(at, "en")
+    assert pending(at, "en") == []
+    _REAL_POINT = lim.sweep_point
+    GATE.clear()
+    monkeypatch.setattr(lim, "sweep_point", _gated_point)
+    try:
+        at.select_slider(key="lim_n").set_value(256).run()
+        assert_clean(at)
+        notes = pending(at, "en")
+        assert len(notes) == 1 and "n = 256" in notes[0] and "n = 1,024" in notes[0], notes
+        assert peak_of_full(at, "en") == before  # the last measurement, said to be so
+        at.slider(key="lim_window").set_value(40).run()  # slid past n = 256 at window 32
+        asked = [key for key in resources._BACKGROUND if key[0].endswith("_gated_point")]
+        passed = [key for key in asked if key[1][1].window == 32 and key[1][0] == "window"]
+        assert len(passed) <= 1, passed  # only the one already running, if any
+    finally:
+        GATE.set()
+    until_measured(at, "en")
+    assert_clean(at)
+    assert float(peak_of_full(at, "en").split()[0]) < float(before.split()[0]) / 8
