@@ -273,7 +273,7 @@ def in_background(name: str, calls: list[tuple], wait_s: float | None) -> list |
     """[fn(*args) for fn, args in calls], each call computed once for the whole server, one at a time in the
     server's background thread (a measurement: times taken beside another are not worth reading), while the
     page's run goes on. Waits at most `wait_s` seconds (None: until they are done); then the values in order
-    when all are done, or None: the page shows what it has and asks again (`app.ui.rerun_when_done`). A call
+    when all are done, or None: the page shows what it has and asks again (`app.ui.pending`). A call
     this session asked for under `name` last time and no longer asks for is dropped if it has not started (a
     learner sliding past a setting does not wait for it). Values are shared between sessions: only read them."""
     asked = [_background_future(fn, tuple(args)) for fn, args in calls]

@@ -131,11 +131,18 @@ def machine_said(text: str) -> str:
     return re.sub(r"\b(\d+) cores?\b", lambda m: t("common.cores", n=int(m.group(1))), text)
 
 
-def rerun_when_done(calls: list[tuple], every_s: float = 0.5) -> None:
-    """A small fragment that asks every `every_s` seconds whether the calls given to app.resources.in_background
-    are done, and runs the whole page again once they are: what the page computes in the background shows when
-    it lands. Call it only while something is pending: a full run without it stops the asking."""
+PENDING = "atlas-pending"  # the key (class st-key-atlas-pending-<name>) of a note that something is being computed
+
+
+def pending(name: str, note: str, calls: list[tuple], every_s: float = 0.5) -> None:
+    """While the calls given to app.resources.in_background are computed: `note` (what is being computed and what
+    is shown meanwhile), and a small fragment that asks every `every_s` seconds whether they are done and runs the
+    whole page again once they are, so the new value shows when it lands. A full run that finds them done draws
+    neither, which stops the asking."""
     from app.resources import background_done
+
+    with st.container(key=f"{PENDING}-{name}"):
+        st.info(note)
 
     @st.fragment(run_every=every_s)
     def watch() -> None:

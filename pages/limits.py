@@ -13,7 +13,7 @@ from app.format import escape_md, number
 from app.i18n import t
 from app.page_inputs import LIMITS, SECTIONS
 from app.resources import SHIPPED, computed, in_background, of_weights, shared_figure
-from app.ui import machine_said, rerun_when_done, show_figure, table, text
+from app.ui import machine_said, pending, show_figure, table, text
 from model.lessons import decoding as dec
 from model.lessons import extrapolation as ex
 from model.lessons import limits as lim
@@ -87,8 +87,7 @@ if results is not None:
     st.session_state[SHOWN] = (setting, results)
 else:
     now, shown = setting_texts(setting, st.session_state[SHOWN][0])
-    st.info(t("limits.cost.measuring", now=now, shown=shown))
-    rerun_when_done(calls)
+    pending("cost", t("limits.cost.measuring", now=now, shown=shown), calls)
 draw_cost(*st.session_state[SHOWN], names)
 
 small = replace(setting, n=SMALL_N, window=min(window, SMALL_N), k=min(k, SMALL_N))
@@ -137,8 +136,8 @@ if asked[0]:
         st.session_state[DECODED] = (asked, got[0])
     else:
         shown = st.session_state[DECODED][0]
-        st.info(t("limits.decode.measuring", tokens=steps, shown_tokens=shown[1], sentence=escape_md(shown[0][:80])))
-        rerun_when_done(decode_calls)
+        pending("decode", t("limits.decode.measuring", tokens=steps, shown_tokens=shown[1],
+                                 sentence=escape_md(shown[0][:80])), decode_calls)
     (shown_sentence, shown_steps), run = st.session_state[DECODED]
     xs = list(range(1, run["steps"] + 1))
     per_step = {t("limits.decode.no_cache"): [s * 1000 for s in run["no_cache"]],
