@@ -56,46 +56,53 @@ def cost_figure(over_n: dict, cost: dict, n: int, d: int, titles: tuple):
 st.title(t("pages.why.title"))
 text("why.intro")
 
-# ----------------------------------------------------------------------------- 1. table
-st.header(t("why.table.header"))
-c1, c2, c3, c4 = st.columns(4)
-n = int(c1.number_input("n", 1, 10_000_000, **keep("cx_n", 100, url="n", valid=range(1, 10_000_001))))
-d = int(c2.number_input("d", 1, 100_000, **keep("cx_d", 512, url="d", valid=range(1, 100_001))))
-k = c3.slider("k", 2, 64, **keep("cx_k", 3, url="k", valid=range(2, 65)))
-r = c4.slider("r", 1, 1024, **keep("cx_r", 16, url="r", valid=range(1, 1025)))
-rows = complexity_table(n, d, k, r)
-cx_rows = [{t("why.table.layer"): name(row.layer),
-            t("why.table.cost_formula"): row.cost_formula,
-            t("why.table.cost"): large(row.cost),
-            t("why.table.sequential_formula"): row.sequential_formula,
-            t("why.table.sequential"): large(row.sequential),
-            t("why.table.path_formula"): row.path_formula,
-            t("why.table.path"): large(round(row.path, 2))} for row in rows]
-table(cx_rows, key="why-complexity")
-st.download_button(t("common.download_csv"), rows_csv(cx_rows), file_name="complexity-table.csv", mime="text/csv",
-                   key="cx_csv")
-sa, rnn = rows[0].cost, rows[1].cost
-text("why.table_result", n=n, d=d, attention=large(sa), recurrent=large(rnn), ratio=sa / rnn,
-     verdict=t("why.table.cheaper" if sa < rnn else "why.table.dearer"))
-st.caption(t("why.table.note"))
 
-# ----------------------------------------------------------------------------- 2. cost vs n
-st.header(t("why.curves.header"))
-text("why.curves")
-over_n = computed(mcx.curves_over_n, n, d, k, r)
-cost = {name(layer): values for layer, values in over_n["cost"].items()}
-path = {name(layer): values for layer, values in over_n["path"].items()}
-curve_titles = (t("why.curves.cost_y"), t("why.curves.cost_title", d=d, k=k, r=r), t("why.table.path_formula"),
-                t("why.curves.path_title"))
-c1, c2 = st.columns(2)
-with c1:
-    fig = shared_figure("cost-vs-n", (n, d, k, r, *cost, *curve_titles), lambda: cost_figure(over_n, cost, n, d,
-                                                                                        curve_titles))
-    show_figure(fig, name="cost-vs-n", csv=series_csv("n", over_n["n"], cost), key="cx_cost")
-with c2:
-    fig = shared_figure("path-vs-n", (n, d, k, r, *path, *curve_titles), lambda: line_chart(
-        over_n["n"], path, log_x=True, log_y=True, x_title="n", y_title=curve_titles[2], title=curve_titles[3]))
-    show_figure(fig, name="path-vs-n", csv=series_csv("n", over_n["n"], path), key="cx_path")
+@st.fragment(key="why-complexity")
+def complexity_sections() -> None:
+    """Sections 1 and 2, one fragment: n, d, k and r rerun these two sections only, not the measured one."""
+    # ----------------------------------------------------------------------------- 1. table
+    st.header(t("why.table.header"))
+    c1, c2, c3, c4 = st.columns(4)
+    n = int(c1.number_input("n", 1, 10_000_000, **keep("cx_n", 100, url="n", valid=range(1, 10_000_001))))
+    d = int(c2.number_input("d", 1, 100_000, **keep("cx_d", 512, url="d", valid=range(1, 100_001))))
+    k = c3.slider("k", 2, 64, **keep("cx_k", 3, url="k", valid=range(2, 65)))
+    r = c4.slider("r", 1, 1024, **keep("cx_r", 16, url="r", valid=range(1, 1025)))
+    rows = complexity_table(n, d, k, r)
+    cx_rows = [{t("why.table.layer"): name(row.layer),
+                t("why.table.cost_formula"): row.cost_formula,
+                t("why.table.cost"): large(row.cost),
+                t("why.table.sequential_formula"): row.sequential_formula,
+                t("why.table.sequential"): large(row.sequential),
+                t("why.table.path_formula"): row.path_formula,
+                t("why.table.path"): large(round(row.path, 2))} for row in rows]
+    table(cx_rows, key="why-complexity")
+    st.download_button(t("common.download_csv"), rows_csv(cx_rows), file_name="complexity-table.csv", mime="text/csv",
+                       key="cx_csv")
+    sa, rnn = rows[0].cost, rows[1].cost
+    text("why.table_result", n=n, d=d, attention=large(sa), recurrent=large(rnn), ratio=sa / rnn,
+         verdict=t("why.table.cheaper" if sa < rnn else "why.table.dearer"))
+    st.caption(t("why.table.note"))
+
+    # ----------------------------------------------------------------------------- 2. cost vs n
+    st.header(t("why.curves.header"))
+    text("why.curves")
+    over_n = computed(mcx.curves_over_n, n, d, k, r)
+    cost = {name(layer): values for layer, values in over_n["cost"].items()}
+    path = {name(layer): values for layer, values in over_n["path"].items()}
+    curve_titles = (t("why.curves.cost_y"), t("why.curves.cost_title", d=d, k=k, r=r), t("why.table.path_formula"),
+                    t("why.curves.path_title"))
+    c1, c2 = st.columns(2)
+    with c1:
+        fig = shared_figure("cost-vs-n", (n, d, k, r, *cost, *curve_titles), lambda: cost_figure(over_n, cost, n, d,
+                                                                                            curve_titles))
+        show_figure(fig, name="cost-vs-n", csv=series_csv("n", over_n["n"], cost), key="cx_cost")
+    with c2:
+        fig = shared_figure("path-vs-n", (n, d, k, r, *path, *curve_titles), lambda: line_chart(
+            over_n["n"], path, log_x=True, log_y=True, x_title="n", y_title=curve_titles[2], title=curve_titles[3]))
+        show_figure(fig, name="path-vs-n", csv=series_csv("n", over_n["n"], path), key="cx_path")
+
+
+complexity_sections()
 
 # ----------------------------------------------------------------------------- 3. measured
 MEASURED_KEPT = 32  # measurements kept for the whole server, the oldest dropped first

@@ -229,6 +229,21 @@ def test_measuring_rebuilds_only_its_figure_and_moving_n_measures_nothing(monkey
     assert len(calls) == made + 1
 
 
+def test_a_complexity_control_reruns_its_two_sections_only():
+    """n, d, k and r feed sections 1 and 2 only, one fragment: a move reruns those two sections and their two
+    curves, not the measured section below (its form, table and figure stay as they were)."""
+    with fragment_ids() as ids:
+        at = run_page("why.py", "en")
+    assert_clean(at)
+    for kind, key, value in (("slider", "cx_r", 40), ("slider", "cx_k", 7), ("number_input", "cx_n", 2000),
+                             ("number_input", "cx_d", 64)):
+        getattr(at, kind)(key=key).set_value(value)
+        assert fragment_run(at, ids["complexity_sections"]) == ["cx_cost", "cx_path"], key
+        at.run()
+        assert_clean(at)
+        assert getattr(at, kind)(key=key).value == value, key
+
+
 def test_time_layers_reports_progress_and_stops_when_asked():
     import torch
     from model.lessons.complexity import time_layers
