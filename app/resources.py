@@ -1,14 +1,13 @@
 """Cached, server-wide resources (one copy per Streamlit server, not per rerun)."""
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import wait
 from pathlib import Path
 
 import streamlit as st
 
+from app import measuring  # the server's measuring process (in_background)
 from app.jobs import runs_dir  # one rule for where runs live: $ATLAS_RUNS_DIR or runs/
 
 from app.fast.heap import settle_heap  # after each model load (app.fast.heap says why)
@@ -251,52 +250,33 @@ def from_disk(fn, *args, fresh_s: float, **kwargs):
                       int(time.time() // fresh_s), fn)
 
 
-BACKGROUND_KEPT = 512  # results computed in the background (one measured call each), for all sessions
-_BACKGROUND: OrderedDict = OrderedDict()  # (name, args) -> Future, the most recently asked last
-_BACKGROUND_LOCK = threading.Lock()
-_BACKGROUND_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="atlas-background")
-
-
-def _background_future(fn, args: tuple) -> tuple[tuple, Future]:
-    key = (_cache_name(fn), args)
-    with _BACKGROUND_LOCK:
-        fut = _BACKGROUND.get(key)
-        if fut is None or fut.cancelled() or (fut.done() and fut.exception() is not None):
-            fut = _BACKGROUND[key] = _BACKGROUND_WORKER.submit(fn, *args)  # a failed one is tried again
-        _BACKGROUND.move_to_end(key)
-        for old in [k for k, f in _BACKGROUND.items() if f.done()][:max(0, len(_BACKGROUND) - BACKGROUND_KEPT)]:
-            del _BACKGROUND[old]
-    return key, fut
-
-
 def in_background(name: str, calls: list[tuple], wait_s: float | None) -> list | None:
     """[fn(*args) for fn, args in calls], each call computed once for the whole server, one at a time in the
-    server's background thread (a measurement: times taken beside another are not worth reading), while the
-    page's run goes on. Waits at most `wait_s` seconds (None: until they are done); then the values in order
+    server's measuring process (app.measuring; a measurement: times taken beside another are not worth reading),
+    while the page's run goes on. `fn` is a module-level function and `args` plain values (both go to the other
+    process). Waits at most `wait_s` seconds (None: until they are done); then the values in order
     when all are done, or None: the page shows what it has and asks again (`app.ui.pending`). A call
     this session asked for under `name` last time and no longer asks for is dropped if it has not started (a
-    learner sliding past a setting does not wait for it). Values are shared between sessions: only read them."""
-    asked = [_background_future(fn, tuple(args)) for fn, args in calls]
+    learner sliding past a setting does not wait for it). A call whose process died, or that another session
+    dropped, is asked for again once. Values are shared between sessions: only read them."""
+    asked = [measuring.future_of(_cache_name(fn), fn, tuple(args)) for fn, args in calls]
     slot = f"_background_{name}"
     now = {key for key, _ in asked}
-    with _BACKGROUND_LOCK:
-        for key in set(st.session_state.get(slot, ())) - now:
-            fut = _BACKGROUND.get(key)
-            if fut is not None and fut.cancel():
-                del _BACKGROUND[key]
+    measuring.drop(set(st.session_state.get(slot, ())) - now)
     st.session_state[slot] = tuple(now)
     futures = [fut for _, fut in asked]
     wait(futures, timeout=wait_s)
-    if not all(fut.done() for fut in futures):
+    if any(measuring.lost(fut) for fut in futures):
+        futures = [measuring.future_of(_cache_name(fn), fn, tuple(args))[1] for fn, args in calls]
+        wait(futures, timeout=wait_s)
+    if not all(fut.done() for fut in futures) or any(fut.cancelled() for fut in futures):
         return None
     return [fut.result() for fut in futures]
 
 
 def background_done(calls: list[tuple]) -> bool:
     """Whether every call of in_background's `calls` has its value (or failed: the next ask says how)."""
-    with _BACKGROUND_LOCK:
-        futures = [_BACKGROUND.get((_cache_name(fn), tuple(args))) for fn, args in calls]
-    return all(fut is None or fut.done() for fut in futures)
+    return measuring.done([(_cache_name(fn), tuple(args)) for fn, args in calls])
 
 
 def warm_first_model() -> None:

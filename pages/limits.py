@@ -12,7 +12,7 @@ from app.charts.limits import measured_chart, scale_chart, spread_chart
 from app.format import escape_md, number
 from app.i18n import t
 from app.page_inputs import LIMITS, SECTIONS
-from app.resources import SHIPPED, computed, in_background, of_weights, shared_figure
+from app.resources import SHIPPED, computed, in_background, shared_figure, weights_stamp
 from app.ui import machine_said, pending, show_figure, table, text
 from model.lessons import decoding as dec
 from model.lessons import extrapolation as ex
@@ -21,29 +21,10 @@ from pages.views.limits import (BLOCKS, D_CHOICES, GLOBALS, HEAD_CHOICES, KS, N_
                                 lengths_study, mb, refusal_note, scale_study, setting_texts)
 
 SMALL_N = 16  # the scores and the window drawn at this n
-MOVE_WAIT_S = 0.1  # after a move, the page waits this long for a measurement before showing the last one
+MOVE_WAIT_S = 0.05  # after a move, the page waits this long for a measurement before showing the last one
 SHOWN = "limits_cost_shown"  # session state: (setting, results) of the last measurement this session showed
 DECODED = "limits_decode_shown"  # session state: ((sentence, steps), run) of the last decoding timed
 ERROR_N, ERROR_KS = 256, (8, 16, 32, 64, 128, 256)
-
-st.title(t("pages.limits.title"))
-text("limits.intro")
-
-# ----------------------------------------------------------------------------- 1. quadratic cost
-st.header(t("limits.cost.header"), anchor=SECTIONS["limits.cost"])
-text("limits.cost")
-c1, c2, c3 = st.columns(3)
-n = c1.select_slider("n", N_CHOICES, **LIMITS.n.keep(1024, valid=N_CHOICES))
-d = c2.select_slider("d", D_CHOICES, **LIMITS.d.keep(256, valid=D_CHOICES))
-heads = c3.select_slider(t("limits.cost.heads"), HEAD_CHOICES, **LIMITS.heads.keep(4, valid=HEAD_CHOICES))
-c1, c2, c3, c4 = st.columns(4)
-block = c1.slider(t("limits.cost.block"), *BLOCKS[:2], step=BLOCKS[2], **LIMITS.block.keep(64))
-window = c2.slider(t("limits.cost.window"), *WINDOWS[:2], step=WINDOWS[2], **LIMITS.window.keep(32))
-global_tokens = c3.slider(t("limits.cost.global"), *GLOBALS[:2], step=GLOBALS[2], **LIMITS.global_tokens.keep(1))
-k = c4.slider(t("limits.cost.k"), *KS[:2], step=KS[2], **LIMITS.k.keep(64))
-setting = lim.Setting(n=n, d=d, heads=heads, block=block, window=window, global_tokens=global_tokens, k=k)
-names = {impl: t(f"limits.impl.{impl}") for impl in lim.IMPLS}
-
 
 
 def draw_cost(setting: lim.Setting, results: list[dict], names: dict[str, str]) -> None:
@@ -79,86 +60,120 @@ def draw_cost(setting: lim.Setting, results: list[dict], names: dict[str, str]) 
         show_figure(fig, name=f"attention-{key}", key=f"lim_{key}", csv=series_csv("n", sizes, series))
 
 
-# Measured in the server's background thread, one call at a time: a move of a slider answers at once with the last
-# measurement (said to be so) and the new one shows when it lands. A session's first visit waits for it.
-calls = cost_calls(setting)
-results = in_background("limits-cost", calls, wait_s=None if SHOWN not in st.session_state else MOVE_WAIT_S)
-if results is not None:
-    st.session_state[SHOWN] = (setting, results)
-else:
-    now, shown = setting_texts(setting, st.session_state[SHOWN][0])
-    pending("cost", t("limits.cost.measuring", now=now, shown=shown), calls)
-draw_cost(*st.session_state[SHOWN], names)
+st.title(t("pages.limits.title"))
+text("limits.intro")
 
-small = replace(setting, n=SMALL_N, window=min(window, SMALL_N), k=min(k, SMALL_N))
-labels = [str(i + 1) for i in range(SMALL_N)]
-c1, c2 = st.columns(2)
-with c1:
-    weights = computed(lim.score_matrix, small)
-    title = t("limits.cost.scores_title", n=SMALL_N)
-    fig = shared_figure("limits-scores", (small, title), lambda: attention_heatmap(
-        weights, labels, labels, title=title, query_title=t("limits.query"), key_title=t("limits.key"),
-        show_text=False))
-    show_figure(fig, name="scores", key="lim_scores")
-with c2:
-    kept, _ = computed(lim.window_demo, SMALL_N, window, global_tokens)
-    title = t("limits.cost.window_title", window=window, global_tokens=global_tokens)
-    fig = shared_figure("limits-window", (SMALL_N, window, global_tokens, title), lambda: matrix_heatmap(
-        kept.astype(float), labels, labels, title=title, x_title=t("limits.key") + " →",
-        y_title=t("limits.query") + " ↓", zmin=0.0, zmax=1.0, colorscale="Blues", reversescale=False,
-        show_text=False))
-    show_figure(fig, name="window-mask", key="lim_window_mask")
-n_diff = min(n, 512)
-diff = computed(lim.difference_from_full, replace(setting, n=n_diff))
-text("limits.differences", n=n_diff, share=computed(lim.window_demo, n_diff, window, global_tokens)[1] * 100, blockwise=diff["blockwise"]["max"],
-     window=diff["window"]["relative"], linformer=diff["linformer"]["relative"], k=min(k, n, 512))
-errors = computed(lim.linformer_error, replace(setting, n=ERROR_N), ERROR_KS)
-title = t("limits.cost.linformer_title", n=ERROR_N)
-series = {names["linformer"]: [e["relative"] for e in errors]}
-fig = shared_figure("limits-linformer", (setting.d, setting.heads, title), lambda: line_chart(
-    [e["k"] for e in errors], series, mode="lines+markers", log_x=True, x_title="k", y_title=t("limits.relative"),
-    title=title, height=320))
-show_figure(fig, name="linformer-error", key="lim_linformer", csv=series_csv("k", [e["k"] for e in errors], series))
-text("limits.cost_closing")
 
-# ----------------------------------------------------------------------------- 2. one token at a time
-st.header(t("limits.decode.header"), anchor=SECTIONS["limits.decode"])
-text("limits.decode")
-c1, c2 = st.columns([3, 1])
-sentence = c1.text_input(t("limits.decode.sentence"), **LIMITS.sentence.keep("I go to school."))
-steps = c2.slider(t("limits.decode.steps"), 4, 63, **LIMITS.steps.keep(40))
-asked = (sentence.strip()[:400], steps)
-if asked[0]:
-    # timed in the background too: the last answer at once, said to be so, and the new one when it lands
-    decode_calls = [(of_weights, (dec.decoding_demo, SHIPPED["en-ko"], *asked))]
-    got = in_background("limits-decode", decode_calls, wait_s=None if DECODED not in st.session_state else MOVE_WAIT_S)
-    if got is not None:
-        st.session_state[DECODED] = (asked, got[0])
+@st.fragment(key="limits-cost")
+def cost_section() -> None:
+    """Section 1 as one fragment: its sliders rerun this section only (and the note's watcher the page)."""
+    # ----------------------------------------------------------------------------- 1. quadratic cost
+    st.header(t("limits.cost.header"), anchor=SECTIONS["limits.cost"])
+    text("limits.cost")
+    c1, c2, c3 = st.columns(3)
+    n = c1.select_slider("n", N_CHOICES, **LIMITS.n.keep(1024, valid=N_CHOICES))
+    d = c2.select_slider("d", D_CHOICES, **LIMITS.d.keep(256, valid=D_CHOICES))
+    heads = c3.select_slider(t("limits.cost.heads"), HEAD_CHOICES, **LIMITS.heads.keep(4, valid=HEAD_CHOICES))
+    c1, c2, c3, c4 = st.columns(4)
+    block = c1.slider(t("limits.cost.block"), *BLOCKS[:2], step=BLOCKS[2], **LIMITS.block.keep(64))
+    window = c2.slider(t("limits.cost.window"), *WINDOWS[:2], step=WINDOWS[2], **LIMITS.window.keep(32))
+    global_tokens = c3.slider(t("limits.cost.global"), *GLOBALS[:2], step=GLOBALS[2], **LIMITS.global_tokens.keep(1))
+    k = c4.slider(t("limits.cost.k"), *KS[:2], step=KS[2], **LIMITS.k.keep(64))
+    setting = lim.Setting(n=n, d=d, heads=heads, block=block, window=window, global_tokens=global_tokens, k=k)
+    names = {impl: t(f"limits.impl.{impl}") for impl in lim.IMPLS}
+
+
+    # Measured in the server's measuring process, one call at a time: a move of a slider answers at once with the last
+    # measurement (said to be so) and the new one shows when it lands. A session's first visit waits for it.
+    calls = cost_calls(setting)
+    results = in_background("limits-cost", calls, wait_s=None if SHOWN not in st.session_state else MOVE_WAIT_S)
+    if results is not None:
+        st.session_state[SHOWN] = (setting, results)
     else:
-        shown = st.session_state[DECODED][0]
-        pending("decode", t("limits.decode.measuring", tokens=steps, shown_tokens=shown[1],
-                                 sentence=escape_md(shown[0][:80])), decode_calls)
-    (shown_sentence, shown_steps), run = st.session_state[DECODED]
-    xs = list(range(1, run["steps"] + 1))
-    per_step = {t("limits.decode.no_cache"): [s * 1000 for s in run["no_cache"]],
-                t("limits.decode.cache"): [s * 1000 for s in run["cache"]]}
-    title = t("limits.decode.title")
-    fig = shared_figure("limits-decode", (shown_sentence, shown_steps, title), lambda: line_chart(
-        xs, per_step, mode="lines+markers", x_title=t("limits.decode.step"), y_title=t("limits.decode.ms"),
-        title=title, height=340))
-    show_figure(fig, name="decoding-per-token", key="lim_decode", csv=series_csv("step", xs, per_step))
-    rate = run["tokens_per_second"]
-    speedup = rate["cache"] / max(rate["no_cache"], 1e-12)
-    text("limits.decode_result" if speedup >= 1.1 else "limits.decode_result_small", steps=run["steps"], cache=rate["cache"], no_cache=rate["no_cache"],
-         speedup=speedup,
-         same=t("limits.decode.same" if run["same_tokens"] else "limits.decode.differ"))
-else:
-    st.info(t("limits.decode.empty"))
-cache_rows = dec.cache_rows()
-table([{t("limits.decode.kv_heads"): r["kv_heads"], t("limits.decode.per_token"): f"{r['bytes_per_token']:,}",
-        t("limits.decode.context"): mb(r["bytes_context"])} for r in cache_rows], key="limits-kv")
-text("limits.kv", base=cache_rows[0]["bytes_per_token"], gqa=cache_rows[1]["bytes_per_token"],
-     mqa=cache_rows[2]["bytes_per_token"])
+        now, shown = setting_texts(setting, st.session_state[SHOWN][0])
+        pending("cost", t("limits.cost.measuring", now=now, shown=shown), calls)
+    draw_cost(*st.session_state[SHOWN], names)
+
+    small = replace(setting, n=SMALL_N, window=min(window, SMALL_N), k=min(k, SMALL_N))
+    labels = [str(i + 1) for i in range(SMALL_N)]
+    c1, c2 = st.columns(2)
+    with c1:
+        weights = computed(lim.score_matrix, small)
+        title = t("limits.cost.scores_title", n=SMALL_N)
+        fig = shared_figure("limits-scores", (small, title), lambda: attention_heatmap(
+            weights, labels, labels, title=title, query_title=t("limits.query"), key_title=t("limits.key"),
+            show_text=False))
+        show_figure(fig, name="scores", key="lim_scores")
+    with c2:
+        kept, _ = computed(lim.window_demo, SMALL_N, window, global_tokens)
+        title = t("limits.cost.window_title", window=window, global_tokens=global_tokens)
+        fig = shared_figure("limits-window", (SMALL_N, window, global_tokens, title), lambda: matrix_heatmap(
+            kept.astype(float), labels, labels, title=title, x_title=t("limits.key") + " →",
+            y_title=t("limits.query") + " ↓", zmin=0.0, zmax=1.0, colorscale="Blues", reversescale=False,
+            show_text=False))
+        show_figure(fig, name="window-mask", key="lim_window_mask")
+    n_diff = min(n, 512)
+    diff = computed(lim.difference_from_full, replace(setting, n=n_diff))
+    text("limits.differences", n=n_diff, share=computed(lim.window_demo, n_diff, window, global_tokens)[1] * 100, blockwise=diff["blockwise"]["max"],
+         window=diff["window"]["relative"], linformer=diff["linformer"]["relative"], k=min(k, n, 512))
+    errors = computed(lim.linformer_error, replace(setting, n=ERROR_N), ERROR_KS)
+    title = t("limits.cost.linformer_title", n=ERROR_N)
+    series = {names["linformer"]: [e["relative"] for e in errors]}
+    fig = shared_figure("limits-linformer", (setting.d, setting.heads, title), lambda: line_chart(
+        [e["k"] for e in errors], series, mode="lines+markers", log_x=True, x_title="k", y_title=t("limits.relative"),
+        title=title, height=320))
+    show_figure(fig, name="linformer-error", key="lim_linformer", csv=series_csv("k", [e["k"] for e in errors], series))
+    text("limits.cost_closing")
+
+
+cost_section()
+
+
+@st.fragment(key="limits-decode")
+def decode_section() -> None:
+    """Section 2 as one fragment: the sentence and the number of tokens rerun this section only."""
+    # ----------------------------------------------------------------------------- 2. one token at a time
+    st.header(t("limits.decode.header"), anchor=SECTIONS["limits.decode"])
+    text("limits.decode")
+    c1, c2 = st.columns([3, 1])
+    sentence = c1.text_input(t("limits.decode.sentence"), **LIMITS.sentence.keep("I go to school."))
+    steps = c2.slider(t("limits.decode.steps"), 4, 63, **LIMITS.steps.keep(40))
+    asked = (sentence.strip()[:400], steps)
+    if asked[0]:
+        # timed in the background too: the last answer at once, said to be so, and the new one when it lands
+        folder = SHIPPED["en-ko"]
+        decode_calls = [(dec.decoding_demo_in, (str(folder), weights_stamp(folder), *asked))]
+        got = in_background("limits-decode", decode_calls, wait_s=None if DECODED not in st.session_state else MOVE_WAIT_S)
+        if got is not None:
+            st.session_state[DECODED] = (asked, got[0])
+        else:
+            shown = st.session_state[DECODED][0]
+            pending("decode", t("limits.decode.measuring", tokens=steps, shown_tokens=shown[1],
+                                     sentence=escape_md(shown[0][:80])), decode_calls)
+        (shown_sentence, shown_steps), run = st.session_state[DECODED]
+        xs = list(range(1, run["steps"] + 1))
+        per_step = {t("limits.decode.no_cache"): [s * 1000 for s in run["no_cache"]],
+                    t("limits.decode.cache"): [s * 1000 for s in run["cache"]]}
+        title = t("limits.decode.title")
+        fig = shared_figure("limits-decode", (shown_sentence, shown_steps, title), lambda: line_chart(
+            xs, per_step, mode="lines+markers", x_title=t("limits.decode.step"), y_title=t("limits.decode.ms"),
+            title=title, height=340))
+        show_figure(fig, name="decoding-per-token", key="lim_decode", csv=series_csv("step", xs, per_step))
+        rate = run["tokens_per_second"]
+        speedup = rate["cache"] / max(rate["no_cache"], 1e-12)
+        text("limits.decode_result" if speedup >= 1.1 else "limits.decode_result_small", steps=run["steps"], cache=rate["cache"], no_cache=rate["no_cache"],
+             speedup=speedup,
+             same=t("limits.decode.same" if run["same_tokens"] else "limits.decode.differ"))
+    else:
+        st.info(t("limits.decode.empty"))
+    cache_rows = dec.cache_rows()
+    table([{t("limits.decode.kv_heads"): r["kv_heads"], t("limits.decode.per_token"): f"{r['bytes_per_token']:,}",
+            t("limits.decode.context"): mb(r["bytes_context"])} for r in cache_rows], key="limits-kv")
+    text("limits.kv", base=cache_rows[0]["bytes_per_token"], gqa=cache_rows[1]["bytes_per_token"],
+         mqa=cache_rows[2]["bytes_per_token"])
+
+
+decode_section()
 
 # ----------------------------------------------------------------------------- 3. lengths never seen
 st.header(t("limits.lengths.header"), anchor=SECTIONS["limits.lengths"])

@@ -88,3 +88,17 @@ def decoding_demo(loaded, text: str, steps: int) -> dict:
     out = compare(model, ids, bos_id=tok.bos_id, steps=steps)
     eos = out["tokens"].index(tok.eos_id) if tok.eos_id in out["tokens"] else len(out["tokens"])
     return {**out, "text": tok.decode(out["tokens"][:eos]), "steps": steps}
+
+
+_LOADED: dict = {}  # (folder, stamp) -> LoadedModel: the one model a measuring process keeps between calls
+
+
+def decoding_demo_in(folder: str, stamp: float, text: str, steps: int) -> dict:
+    """decoding_demo() on the model in `folder` as of `stamp` (its weights' version), loaded on the CPU by this
+    process and kept for its next call: what a process of its own that times the decoder runs."""
+    from model.training.checkpoint import load_model_dir
+    key = (folder, stamp)
+    if key not in _LOADED:
+        _LOADED.clear()
+        _LOADED[key] = load_model_dir(folder, device="cpu")
+    return decoding_demo(_LOADED[key], text, steps)

@@ -1,0 +1,53 @@
+"""app.resources.in_background: calls run once per server in a measuring process of their own, and a process that
+dies (killed, out of memory) is replaced, its calls run again, with no error for the page."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+
+def process_id(tag: str) -> int:
+    return os.getpid()
+
+
+def dies_once(marker: str) -> str:
+    """Ends its process the first time (as a kill would), answers the second."""
+    if not Path(marker).exists():
+        Path(marker).touch()
+        os._exit(1)
+    return "answered"
+
+
+def _page():
+    import os
+
+    import streamlit as st
+
+    from app.resources import in_background
+    from tests.app.test_background import dies_once, process_id
+    tag, marker = st.session_state.get("tag", "a"), st.session_state.get("marker")
+    first = in_background("pid", [(process_id, (tag,)), (process_id, (tag,))], None)
+    st.markdown(f"server={os.getpid()} measured={first[0]},{first[1]}")
+    if marker:
+        st.markdown("died=" + in_background("die", [(dies_once, (marker,))], None)[0])
+
+
+def test_calls_run_in_a_process_of_their_own_once_and_a_dead_one_is_replaced():
+    at = AppTest.from_function(_page, default_timeout=120)
+    at.run()
+    assert not at.exception
+    server, measured = at.markdown[0].value.split()
+    a, b = measured.split("=")[1].split(",")
+    assert a == b and a != server.split("=")[1]  # the same call once, not in the server's process
+    with tempfile.TemporaryDirectory() as d:
+        at.session_state["marker"] = str(Path(d) / "died")
+        at.run()
+        assert not at.exception, at.exception
+        assert at.markdown[1].value == "died=answered"
+        at.session_state["tag"] = "b"
+        at.run()  # a fresh process answers the next calls
+        assert not at.exception
+        assert at.markdown[0].value.split("=")[2].split(",")[0] != a
