@@ -105,9 +105,20 @@ def _worker() -> Worker:
     return _WORKER[0]
 
 
+def _raised(fut: Future) -> BaseException | None:
+    """What a finished call raised (None: not finished, cancelled, or a value)."""
+    if not fut.done() or fut.cancelled():
+        return None
+    try:
+        fut.result()
+    except BaseException as e:  # noqa: BLE001 - the call's own error, kept on its Future
+        return e
+    return None
+
+
 def _failed(fut: Future) -> bool:
     """Cancelled (another session slid past it) or failed: asked again, it is computed again."""
-    return fut.cancelled() or (fut.done() and fut.exception() is not None)
+    return fut.cancelled() or _raised(fut) is not None
 
 
 def future_of(name: str, fn, args: tuple) -> tuple[tuple, Future]:
@@ -135,7 +146,7 @@ def drop(keys) -> None:
 
 def lost(fut: Future) -> bool:
     """Dropped by another session, or failed because the measuring process died: worth asking again at once."""
-    return fut.cancelled() or (fut.done() and isinstance(fut.exception(), BrokenProcessPool))
+    return fut.cancelled() or isinstance(_raised(fut), BrokenProcessPool)
 
 
 def done(keys) -> bool:
