@@ -94,11 +94,12 @@ _LOADED: dict = {}  # (folder, stamp) -> LoadedModel: the one model a measuring 
 
 
 def decoding_demo_in(folder: str, stamp: float, text: str, steps: int) -> dict:
-    """decoding_demo() on the model in `folder` as of `stamp` (its weights' version), loaded on the CPU by this
-    process and kept for its next call: what a process of its own that times the decoder runs."""
+    """decoding_demo() on the model in `folder` as of `stamp` (its weights' version), loaded on the best device
+    there is by this process and kept for its next call: what a process of its own that times the decoder runs."""
+    from model.nn.device import best_device
     from model.training.checkpoint import load_model_dir
     key = (folder, stamp)
     if key not in _LOADED:
         _LOADED.clear()
-        _LOADED[key] = load_model_dir(folder, device="cpu")
+        _LOADED[key] = load_model_dir(folder, device=best_device())
     return decoding_demo(_LOADED[key], text, steps)

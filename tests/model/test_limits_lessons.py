@@ -91,6 +91,19 @@ def test_kv_cache_gives_the_same_tokens_on_the_shipped_model():
     assert out["text"] == "나는 학교에 간다."
 
 
+def test_the_measuring_process_decodes_the_folder_it_is_given_and_keeps_one_model():
+    """decoding_demo_in (what the limits page's measuring process runs): the model loaded from its folder, the
+    same tokens as on a model loaded here, and a new stamp (weights written again) loads it again."""
+    folder = str(ROOT / "assets" / "models" / "en-ko")
+    out = decoding.decoding_demo_in(folder, 1.0, "I go to school.", 8)
+    assert out["text"] == "나는 학교에 간다." and out["steps"] == 8
+    first = decoding._LOADED[(folder, 1.0)]
+    decoding.decoding_demo_in(folder, 1.0, "I go home.", 4)
+    assert decoding._LOADED[(folder, 1.0)] is first
+    decoding.decoding_demo_in(folder, 2.0, "I go home.", 4)
+    assert list(decoding._LOADED) == [(folder, 2.0)]
+
+
 def test_cache_bytes_per_token_from_the_configuration():
     rows = decoding.cache_rows(context=1000)
     assert [r["kv_heads"] for r in rows] == [8, 2, 1]
