@@ -255,7 +255,7 @@ def in_background(name: str, calls: list[tuple], wait_s: float | None) -> list |
     server's measuring process (app.measuring; a measurement: times taken beside another are not worth reading),
     while the page's run goes on. `fn` is a module-level function and `args` plain values (both go to the other
     process). Waits at most `wait_s` seconds (None: until they are done); then the values in order
-    when all are done, or None: the page shows what it has and asks again (`app.ui.pending`). A call
+    when all are done, or None: the page shows what it has and asks again (`app.ui.newest`, `pending`). A call
     this session asked for under `name` last time and no longer asks for is dropped if it has not started (a
     learner sliding past a setting does not wait for it). A call whose process died, or that another session
     dropped, is asked for again once. Values are shared between sessions: only read them."""

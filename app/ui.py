@@ -150,3 +150,18 @@ def pending(name: str, note: str, calls: list[tuple], every_s: float = 0.5) -> N
             st.rerun(scope="app")
 
     watch()
+
+
+def newest(name: str, asked, calls: list[tuple], note, wait_s: float) -> tuple:
+    """(what was asked, values) of the newest computation this session has for `name`: `asked` and the values of
+    app.resources.in_background's `calls` when they come within `wait_s` seconds (a session's first ask waits for
+    them), else the last ones it showed, under the note `note(what those were asked for)` and its watcher
+    (`pending`), until the new ones land."""
+    from app.resources import in_background
+    slot = f"_newest_{name}"
+    got = in_background(name, calls, wait_s=None if slot not in st.session_state else wait_s)
+    if got is not None:
+        st.session_state[slot] = (asked, got)
+    else:
+        pending(name, note(st.session_state[slot][0]), calls)
+    return st.session_state[slot]

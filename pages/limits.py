@@ -12,8 +12,8 @@ from app.charts.limits import measured_chart, scale_chart, spread_chart
 from app.format import escape_md, number
 from app.i18n import t
 from app.page_inputs import LIMITS, SECTIONS
-from app.resources import SHIPPED, computed, in_background, shared_figure, weights_stamp
-from app.ui import machine_said, pending, show_figure, table, text
+from app.resources import SHIPPED, computed, shared_figure, weights_stamp
+from app.ui import machine_said, newest, show_figure, table, text
 from model.lessons import decoding as dec
 from model.lessons import extrapolation as ex
 from model.lessons import limits as lim
@@ -22,8 +22,6 @@ from pages.views.limits import (BLOCKS, D_CHOICES, GLOBALS, HEAD_CHOICES, KS, N_
 
 SMALL_N = 16  # the scores and the window drawn at this n
 MOVE_WAIT_S = 0.05  # after a move, the page waits this long for a measurement before showing the last one
-SHOWN = "limits_cost_shown"  # session state: (setting, results) of the last measurement this session showed
-DECODED = "limits_decode_shown"  # session state: ((sentence, steps), run) of the last decoding timed
 ERROR_N, ERROR_KS = 256, (8, 16, 32, 64, 128, 256)
 
 
@@ -82,17 +80,11 @@ def cost_section() -> None:
     setting = lim.Setting(n=n, d=d, heads=heads, block=block, window=window, global_tokens=global_tokens, k=k)
     names = {impl: t(f"limits.impl.{impl}") for impl in lim.IMPLS}
 
-
     # Measured in the server's measuring process, one call at a time: a move of a slider answers at once with the last
     # measurement (said to be so) and the new one shows when it lands. A session's first visit waits for it.
-    calls = cost_calls(setting)
-    results = in_background("limits-cost", calls, wait_s=None if SHOWN not in st.session_state else MOVE_WAIT_S)
-    if results is not None:
-        st.session_state[SHOWN] = (setting, results)
-    else:
-        now, shown = setting_texts(setting, st.session_state[SHOWN][0])
-        pending("cost", t("limits.cost.measuring", now=now, shown=shown), calls)
-    draw_cost(*st.session_state[SHOWN], names)
+    shown, results = newest("cost", setting, cost_calls(setting), lambda shown: t(
+        "limits.cost.measuring", **dict(zip(("now", "shown"), setting_texts(setting, shown)))), MOVE_WAIT_S)
+    draw_cost(shown, results, names)
 
     small = replace(setting, n=SMALL_N, window=min(window, SMALL_N), k=min(k, SMALL_N))
     labels = [str(i + 1) for i in range(SMALL_N)]
@@ -143,14 +135,9 @@ def decode_section() -> None:
         # timed in the background too: the last answer at once, said to be so, and the new one when it lands
         folder = SHIPPED["en-ko"]
         decode_calls = [(dec.decoding_demo_in, (str(folder), weights_stamp(folder), *asked))]
-        got = in_background("limits-decode", decode_calls, wait_s=None if DECODED not in st.session_state else MOVE_WAIT_S)
-        if got is not None:
-            st.session_state[DECODED] = (asked, got[0])
-        else:
-            shown = st.session_state[DECODED][0]
-            pending("decode", t("limits.decode.measuring", tokens=steps, shown_tokens=shown[1],
-                                     sentence=escape_md(shown[0][:80])), decode_calls)
-        (shown_sentence, shown_steps), run = st.session_state[DECODED]
+        (shown_sentence, shown_steps), (run,) = newest("decode", asked, decode_calls, lambda shown: t(
+            "limits.decode.measuring", tokens=steps, shown_tokens=shown[1], sentence=escape_md(shown[0][:80])),
+            MOVE_WAIT_S)
         xs = list(range(1, run["steps"] + 1))
         per_step = {t("limits.decode.no_cache"): [s * 1000 for s in run["no_cache"]],
                     t("limits.decode.cache"): [s * 1000 for s in run["cache"]]}
