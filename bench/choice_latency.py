@@ -3,7 +3,7 @@ page's anchor, highlighted position, layer and head, the masks page's head and t
 same run, the same sliders as the server drew them (ATLAS_ATTENTION_VIEW=server), timed as
 ../shared/tools/control_latency.py times a control.
 
-    python bench/choice_latency.py [--moves 15] [--lang en]
+    python bench/choice_latency.py [--moves 15] [--lang en] [--sides browser server] [--first-tabs 0]
 
 In the browser the clock starts at the key's own event timestamp (a capturing keydown listener) and stops in the
 second animation frame after the last chart or text on the screen that follows the slider drew its new variant (its
@@ -60,31 +60,52 @@ def browser_moves(page, channel: str, moves: int) -> list[float]:
     return times
 
 
+def first_moves(browser, url: str, args) -> list[float]:
+    """The anchor's first key press in each of args.first_tabs fresh tabs: what a learner's first move costs (the
+    variants' numbers not yet decoded, the browser's code paths not yet compiled)."""
+    times = []
+    for _ in range(args.first_tabs):
+        page = new_page(browser, viewport={"width": 1400, "height": 1000})
+        page.goto(f"{url}/positional?lang={args.lang}")
+        wait_idle(page, draw_all=False)
+        times.append(browser_moves(page, "pe-anchor", 1)[0])
+        page.close()
+    return times
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--moves", type=int, default=15)
     ap.add_argument("--lang", default="en")
+    ap.add_argument("--sides", nargs="+", default=["browser", "server"], choices=["browser", "server"],
+                    help="time the browser's answer, the server's, or both (the default)")
+    ap.add_argument("--first-tabs", type=int, default=0,
+                    help="also open the positional page in this many fresh tabs and time the anchor's first move in each")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
     results: dict[str, list[float]] = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for env, side in (({}, "browser"), ({"ATLAS_ATTENTION_VIEW": "server"}, "server")):
+            if side not in args.sides:
+                continue
             with served(env_extra=env) as (url, _):
                 page = new_page(browser, viewport={"width": 1400, "height": 1000})
                 opened = None
+                if side == "browser":
+                    results["browser: first move in a fresh tab (anchor)"] = first_moves(browser, url, args)
                 for where, channel, key, label in SLIDERS:
                     if where != opened:
                         sep = "&" if "?" in where else "?"
                         page.goto(f"{url}/{where}{sep}lang={args.lang}")
-                        wait_idle(page)
+                        wait_idle(page, draw_all=False)  # as a learner: charts drawn as they come near
                         opened = where
                     results[f"{side}: {label}"] = (browser_moves(page, channel, args.moves) if side == "browser"
                                                    else server_moves(page, args.moves, key))
                 page.close()
         browser.close()
-    for side in ("browser", "server"):
-        every = [x for k, v in results.items() if k.startswith(side) for x in v]
+    for side in args.sides:
+        every = [x for k, v in results.items() if k.startswith(side) and "first move" not in k for x in v]
         results[f"{side}: every move"] = every
     rows = [{"slider": k, "moves": len(v), "p50_ms": round(pct(v, 0.5), 1), "p95_ms": round(pct(v, 0.95), 1)}
             for k, v in results.items() if v]

@@ -83,6 +83,9 @@ def _matrix_parts(values, x_labels=None, y_labels=None, *, title="", x_title="",
         colorscale=colorscale, reversescale=reversescale, zmin=zmin, zmax=zmax, zmid=zmid,
         hovertemplate=f"{y_title} %{{y}} · {x_title} %{{x}}<br>%{{z:.4g}}<extra></extra>",
         xgap=1, ygap=1, colorbar=dict(thickness=12) if max(n_rows, n_cols) > DENSE else None,
+        # numbers written in the cells are the map's key: no colour bar beside them (it also costs a chart that
+        # follows a browser choice a quarter of each redraw)
+        showscale=not show_text,
     )
     shapes = []
     if highlight is not None:

@@ -171,9 +171,11 @@ async function showVariant(rec) {
   rec.div.dataset.variant = String(i);  // drawn (benches wait for it)
 }
 
-function onScreen(rec) {
+// Where a chart is: on the screen, near it, or in no box at all (a closed tab or expander).
+function placeOf(rec) {
   const r = rec.div.getBoundingClientRect();
-  return r.bottom > 0 && r.top < window.innerHeight && r.width > 0;
+  if (r.width === 0 && r.height === 0) return "hidden";
+  return r.bottom > 0 && r.top < window.innerHeight && r.width > 0 ? "screen" : "near";
 }
 
 // The charts on the screen change in the task of the move, so the next frame shows them; those only near the screen
@@ -191,10 +193,13 @@ window.addEventListener("atlas-choice", (e) => {
   for (const rec of charts.values()) {
     const follow = rec.spec && rec.spec.follow;
     if (!follow || !follow.channels.some((c) => c.name === e.detail.channel)) continue;
-    if (!(rec.visible || rec.all)) {  // drawn again for the choice's value when it comes near the screen
+    const place = rec.visible || rec.all ? placeOf(rec) : "far";
+    if (place === "far" || place === "hidden") {
+      // drawn again for the choice's value when it comes near the screen, or when its tab opens (the observer
+      // sees it come into a box); drawAll draws it at once
       if (!rec.pending) rec.pending = rec.spec;
     } else if (rec.drawnVersion === rec.spec.version && !rec.pending && !rec.drawing && choiceLib && plotlyLib) {
-      (onScreen(rec) ? first : rest).push(rec);
+      (place === "screen" ? first : rest).push(rec);
     } else {
       if (!rec.pending) rec.pending = rec.spec;  // the same figure, drawn again for the choice's value
       draw(rec);

@@ -530,3 +530,14 @@ def test_a_click_on_the_head_grid_names_the_tile_it_fell_in():
                  {"x": True, "y": 1}, {"x": math.inf, "y": 0}, [1, 2]]
     for point in gaps + outside + malformed:
         assert grid_cell(point, shape) is None, point
+
+
+def test_a_map_with_its_numbers_in_the_cells_draws_no_colour_bar():
+    """The numbers are the key; a map too large to write them in (or asked not to) keeps its colour bar."""
+    small, large = np.linspace(0, 1, 9).reshape(3, 3), np.linspace(0, 1, 40 * 40).reshape(40, 40)
+    written, bare = (heatmaps.attention_heatmap(m, None, None)["data"][0] for m in (small, large))
+    assert written["text"] is not None and written["showscale"] is False
+    assert bare.get("text") is None and bare["showscale"] is True
+    written, bare = (heatmaps.matrix_heatmap(small, show_text=s)["data"][0] for s in (True, False))
+    assert written["text"] is not None and written["showscale"] is False
+    assert bare.get("text") is None and bare["showscale"] is True

@@ -52,7 +52,8 @@ def test_longer_labels_get_more_room():
     short = heatmaps.attention_heatmap(np.full((2, 2), 0.5), ["a", "b"], ["a", "b"], title="t")
     long = heatmaps.attention_heatmap(np.full((2, 2), 0.5), ["a", "▁아이들은"], ["a", "b"], title="t")
     assert _margin(long)["l"] > _margin(short)["l"] >= 40  # tick labels and the query title beside them
-    assert _margin(short)["r"] >= 70  # the colour bar with its tick labels
+    bare = heatmaps.attention_heatmap(np.full((2, 2), 0.5), ["a", "b"], ["a", "b"], title="t", show_text=False)
+    assert _margin(bare)["r"] >= 70 > _margin(short)["r"]  # the colour bar with its tick labels; none beside numbers
 
 
 def test_a_legend_under_the_plot_and_axis_titles_get_room_below():

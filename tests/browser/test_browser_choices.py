@@ -102,3 +102,41 @@ def test_choices_answer_in_the_browser_and_keep_their_value(lang):
         _dot(page, 50)
         assert page.locator(INPUT.format("pe-perm-layer")).input_value() == "0"
         browser.close()
+
+
+# the masks page's maps that follow the head, a pair per tab in the tabs' order: [on the screen, variant drawn, z]
+TAB_CHARTS = """() => { const c = Array.from(document.querySelectorAll('.atlas-chart[data-variant]')).map(d => [
+  d.getBoundingClientRect().width > 0, d.dataset.variant, JSON.stringify(d.data && d.data[0] && d.data[0].z)]);
+  return [c.slice(0, 2), c.slice(2, 4), c.slice(4, 6)]; }"""
+
+
+def test_a_chart_in_a_closed_tab_follows_a_choice_when_its_tab_opens():
+    """The masks page's head: the open tab's two maps are drawn for the new head at once; the closed tabs' maps
+    are not drawn then (a move pays for what is on the screen only), and show the new head when their tab opens."""
+    from playwright.sync_api import sync_playwright
+    with served() as (url, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = new_page(browser, viewport={"width": 1400, "height": 1000})
+        page.goto(f"{url}/masks?lang=en")
+        wait_idle(page)
+        page.wait_for_selector(INPUT.format("mask-head"), timeout=60_000)
+        page.locator(INPUT.format("mask-head")).scroll_into_view_if_needed()
+        open_tab = "() => (%s)()[0].every(c => c[0] && c[1] === 'VARIANT')" % TAB_CHARTS
+        page.wait_for_function(open_tab.replace("VARIANT", "0"), timeout=20_000)
+        page.wait_for_timeout(1000)  # charts near the screen in the closed tabs drawn, if they are drawn at all
+        before = page.evaluate(TAB_CHARTS)
+        assert all(len(p) == 2 for p in before), before
+        assert not any(shown for panel in before[1:] for shown, _, _ in panel)  # closed tabs: no box on the screen
+        _move(page, "mask-head", "ArrowRight")
+        page.wait_for_function(open_tab.replace("VARIANT", "1"), timeout=10_000)
+        page.wait_for_timeout(500)
+        after = page.evaluate(TAB_CHARTS)
+        assert after[1:] == before[1:], "a closed tab's map was drawn again for a choice it does not show"
+        with_tab = "() => (%s)()[1].every(c => c[0] && c[1] === '1')" % TAB_CHARTS
+        page.locator("[role=tab]").nth(1).click()
+        page.wait_for_function(with_tab, timeout=10_000)
+        shown = page.evaluate(TAB_CHARTS)[1]
+        assert all(z != old[2] for (_, _, z), old in zip(shown, before[1])), \
+            "the opened tab's maps show the first head's numbers"
+        assert "head=2" in page.url
+        browser.close()
