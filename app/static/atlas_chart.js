@@ -323,25 +323,52 @@ function scroller(el) {
   }
   return null;
 }
-function watch(rec) {
-  const root = scroller(rec.div);
-  let o = observers.get(root);
+// Two observers per scrolling element: one for the screen itself (rec.onScreen), one for the band around it
+// (rec.visible). A chart on the screen is drawn at once; one only near it is drawn when the browser is next idle, so
+// a run that changed many charts shows the ones the learner sees first (and is done with them sooner).
+const screens = new Map();  // scrolling element -> the observer of the screen itself
+function observer(map, root, margin, seen) {
+  let o = map.get(root);
   if (!o) {
     o = new IntersectionObserver((entries) => {
       for (const entry of entries) {
         const r = charts.get(entry.target.parentNode);
-        if (!r) continue;
-        r.visible = entry.isIntersecting;
-        if (r.visible && r.pending) draw(r);
+        if (r) seen(r, entry.isIntersecting);
       }
-    }, {root, rootMargin: NEAR});
-    observers.set(root, o);
+    }, {root, rootMargin: margin});
+    map.set(root, o);
   }
-  if (rec.observer !== o) {
+  return o;
+}
+function watch(rec) {
+  const root = scroller(rec.div);
+  const screen = observer(screens, root, "0px", (r, on) => {
+    r.onScreen = on;
+    if (on && r.pending) draw(r);
+  });
+  const near = observer(observers, root, NEAR, (r, on) => {
+    r.visible = on;
+    if (on && r.pending) soon(r);
+  });
+  if (rec.observer !== near) {
     if (rec.observer) rec.observer.unobserve(rec.div);
-    rec.observer = o;
-    o.observe(rec.div);
+    if (rec.screen) rec.screen.unobserve(rec.div);
+    rec.observer = near;
+    rec.screen = screen;
+    screen.observe(rec.div);  // first: its answer (on the screen) comes before the band's
+    near.observe(rec.div);
   }
+}
+
+// Draw a chart near the screen when the browser is idle (within a second at the latest), unless it is drawn by then.
+const idle = window.requestIdleCallback || ((f) => setTimeout(f, 50));
+function soon(rec) {
+  if (rec.soon) return;
+  rec.soon = true;
+  idle(() => {
+    rec.soon = false;
+    if (charts.get(rec.parent) === rec && rec.pending) draw(rec);
+  }, {timeout: 1000});
 }
 
 // Whether the chart's box scrolls sideways (its figure is wider than the column), and whether it is scrolled to
@@ -394,7 +421,8 @@ export function render(args, call) {
   if (spec.version === rec.drawnVersion && rec.dark === isDark(parentElement) && !rec.drawing) return;
   rec.pending = spec;
   if (!rec.full) rec.div.style.height = spec.height + "px";  // the page keeps its length while a chart waits
-  if (rec.visible || rec.all) draw(rec);
+  if (rec.onScreen || rec.all) draw(rec);
+  else if (rec.visible) soon(rec);
   else requestAnimationFrame(() => { if (charts.get(parentElement) === rec) watch(rec); });  // once laid out
 }
 
@@ -406,6 +434,7 @@ export function unmount(parentElement, call) {
   charts.delete(parentElement);
   if (full === rec) full = null;
   if (rec.observer) rec.observer.unobserve(rec.div);
+  if (rec.screen) rec.screen.unobserve(rec.div);
   sized.unobserve(rec.div);
   if (plotlyLib) plotlyLib.purge(rec.div);
   rec.div.remove();
@@ -481,5 +510,7 @@ export function drawAll() {
   return Promise.all(waits).then(() => charts.size);
 }
 
-window.atlasCharts = {drawAll, count: () => charts.size};
+// waiting(): how many charts near the screen still wait to be drawn with their newest figure (tests wait for none)
+const waiting = () => [...charts.values()].filter((r) => r.pending && r.visible).length;
+window.atlasCharts = {drawAll, count: () => charts.size, waiting};
 window.addEventListener("beforeprint", () => { drawAll(); });
