@@ -108,7 +108,7 @@ def cost_section() -> None:
     diff = computed(lim.difference_from_full, replace(setting, n=n_diff))
     text("limits.differences", n=n_diff, share=computed(lim.window_demo, n_diff, window, global_tokens)[1] * 100, blockwise=diff["blockwise"]["max"],
          window=diff["window"]["relative"], linformer=diff["linformer"]["relative"], k=min(k, n, 512))
-    errors = computed(lim.linformer_error, replace(setting, n=ERROR_N), ERROR_KS)
+    errors = computed(lim.linformer_error, lim.Setting(n=ERROR_N, d=setting.d, heads=setting.heads), ERROR_KS)
     title = t("limits.cost.linformer_title", n=ERROR_N)
     series = {names["linformer"]: [e["relative"] for e in errors]}
     fig = shared_figure("limits-linformer", (setting.d, setting.heads, title), lambda: line_chart(

@@ -78,6 +78,17 @@ def test_blockwise_output_is_full_attention_and_linformer_k_n_is_exact():
     assert [e["k"] for e in errors] == [4, 16, 64] and errors[-1]["relative"] < 1e-6
 
 
+def test_linformer_error_is_each_k_against_full_attention_and_needs_no_other_knob():
+    """The sweep gives what difference_from_full gives for each k, and the other answers' knobs (block, window,
+    global tokens, the slider's own k) change nothing in it: the page keys it by n, d and the heads alone."""
+    s = limits.Setting(n=64, d=32, heads=2, block=8, window=4, global_tokens=2, k=16)
+    ks = (4, 16, 64)
+    errors = limits.linformer_error(s, ks)
+    assert [e["relative"] for e in errors] == pytest.approx(
+        [limits.difference_from_full(replace(s, k=kk))["linformer"]["relative"] for kk in ks], rel=1e-6)
+    assert limits.linformer_error(limits.Setting(n=64, d=32, heads=2), ks) == errors
+
+
 def test_window_demo_share():
     keep, share = limits.window_demo(10, 2, 1)
     assert keep.shape == (10, 10) and share == pytest.approx(keep.mean())

@@ -86,6 +86,27 @@ def test_every_control_at_both_ends(lang):
     assert cat["limits.refused.memory"].split(":")[0] in text  # a million tokens: refused from the estimate
 
 
+def test_moving_another_answers_knob_computes_no_new_linformer_sweep(monkeypatch):
+    """Linformer's error against k depends on n, d and the heads: a move of the block, the window, the global tokens
+    or Linformer's own k must not run the sweep again in the control's run (six Linformer runs against full
+    attention before the page answers)."""
+    import functools
+    from model.lessons import limits as lim
+    at = run_page("limits.py", "en", timeout=300)
+    real, calls = lim.linformer_error, []
+
+    @functools.wraps(real)
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lim, "linformer_error", counted)
+    for key, value in (("lim_block", 48), ("lim_window", 7), ("lim_global", 3), ("lim_k", 40)):
+        at.slider(key=key).set_value(value).run()
+        assert_clean(at)
+    assert calls == []
+
+
 def test_a_link_opens_the_page_at_its_settings():
     at = open_link("limits.py", {"n": "512", "d": "128", "heads": "2", "steps": "8"}, lang="en", timeout=300)
     assert_clean(at)
