@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 OUT = Path(__file__).resolve().parent / "results"
+ROOT = OUT.parents[1]
 
 
 def _count_cpu_flash_attention():
@@ -78,6 +79,43 @@ def pct(xs: list[float], q: float) -> float:
     """The nearest-rank q-quantile of xs (q = 0.95: the value 95% of the list lies below); NaN for an empty list."""
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
+def control_latency():
+    """../shared/tools/control_latency.py as a module: its server, settle, watch_runs, move, pct and BARE page, for the
+    benches that time slider moves its way."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("control_latency", ROOT.parent / "shared" / "tools" / "control_latency.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def bare_moves(cl, browser, folder: Path, move, count: int, init_script: str | None = None) -> list:
+    """`count` moves of control_latency's bare Streamlit page's slider (its script written to `folder`), each timed
+    by move(page, slider); init_script runs in the page before it loads."""
+    bare = folder / "bare.py"
+    bare.write_text(cl.BARE)
+    with cl.server(str(bare)) as url:
+        pg = cl.watch_runs(browser.new_page(viewport={"width": 1400, "height": 1000}))
+        if init_script:
+            pg.add_init_script(init_script)
+        pg.goto(url)
+        pg.wait_for_selector("[data-testid='stSlider']", timeout=90_000)
+        cl.settle(pg)
+        moves = [move(pg, pg.locator("[data-testid='stSlider']").first) for _ in range(count)]
+        pg.close()
+    return moves
+
+
+def page_sliders(cl, pg, url: str, path: str):
+    """Opens the app's page `path` and lets it settle; yields (label, locator) for each slider of its main area."""
+    pg.goto(f"{url}/{path}")
+    pg.wait_for_selector("[data-testid='stMain'] h1", timeout=90_000)
+    cl.settle(pg)
+    sliders = pg.locator("[data-testid='stMain'] [data-testid='stSlider']")
+    for i in range(sliders.count()):
+        yield sliders.nth(i).locator("[data-testid='stWidgetLabel']").inner_text().strip()[:40], sliders.nth(i)
 
 
 def write(name: str, payload: dict) -> Path:

@@ -15,7 +15,6 @@ charts adds to a move. Writes bench/results/move_breakdown.json (move_breakdown_
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
 import sys
 import tempfile
@@ -23,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.common import write  # noqa: E402
+from bench.common import bare_moves, control_latency as tool, page_sliders, write  # noqa: E402
 
 # Records the time of every message the page sends and of every message it receives, before Streamlit handles it
 # (a listener added first runs first), so "received" is the moment the frame reached the page.
@@ -55,13 +54,6 @@ NO_PLOTLY = """
   if (!on) HTMLElement.prototype.on = function () {};
 })();
 """
-
-
-def tool():
-    spec = importlib.util.spec_from_file_location("control_latency", ROOT.parent / "shared" / "tools" / "control_latency.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def finished_at(pg, since: float) -> tuple[float | None, float | None, int]:
@@ -130,18 +122,9 @@ def main() -> None:
     out = {}
     with tempfile.TemporaryDirectory() as d, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=cl.shutil.which("chromium"), args=["--no-sandbox", "--disable-gpu"])
-        bare = Path(d) / "bare.py"
-        bare.write_text(cl.BARE)
-        with cl.server(str(bare)) as url:
-            pg = cl.watch_runs(browser.new_page(viewport={"width": 1400, "height": 1000}))
-            pg.add_init_script(PROBE)
-            pg.goto(url)
-            pg.wait_for_selector("[data-testid='stSlider']", timeout=90_000)
-            cl.settle(pg)
-            rows = [move(pg, pg.locator("[data-testid='stSlider']").first) for _ in range(max(args.moves, 5))]
-            out["bare"] = rows
-            print(line("bare slider", rows), flush=True)
-            pg.close()
+        rows = bare_moves(cl, browser, Path(d), move, max(args.moves, 5), init_script=PROBE)
+        out["bare"] = rows
+        print(line("bare slider", rows), flush=True)
         with cl.server("app/main.py") as url:
             pg = cl.watch_runs(browser.new_page(viewport={"width": 1400, "height": 1000}))
             pg.add_init_script(PROBE)
@@ -152,18 +135,13 @@ def main() -> None:
             pg.wait_for_selector("[data-testid='stMain'] h1", timeout=90_000)
             cl.settle(pg)
             for path in args.pages:
-                pg.goto(f"{url}/{path}")
-                pg.wait_for_selector("[data-testid='stMain'] h1", timeout=90_000)
-                cl.settle(pg)
-                sliders = pg.locator("[data-testid='stMain'] [data-testid='stSlider']")
-                for i in range(sliders.count()):
-                    label = sliders.nth(i).locator("[data-testid='stWidgetLabel']").inner_text().strip()[:40]
+                for label, slider in page_sliders(cl, pg, url, path):
                     if args.only and args.only not in label:
                         continue
-                    if sliders.nth(i).locator("xpath=ancestor::*[@data-testid='stForm']").count():
+                    if slider.locator("xpath=ancestor::*[@data-testid='stForm']").count():
                         continue
                     try:
-                        rows = [move(pg, sliders.nth(i)) for _ in range(args.moves)]
+                        rows = [move(pg, slider) for _ in range(args.moves)]
                     except Exception as e:  # a slider in a closed box
                         print(f"  skipped {path} / {label}: {type(e).__name__}", file=sys.stderr)
                         continue

@@ -11,7 +11,6 @@ Prints one line per slider and p50 / p95 over all moves; writes bench/results/se
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
 import sys
 import tempfile
@@ -20,16 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.common import write  # noqa: E402
+from bench.common import bare_moves as bare_page_moves, control_latency as tool, page_sliders, write  # noqa: E402
 
 PENDING = "[class*='st-key-atlas-pending']"
-
-
-def tool():
-    spec = importlib.util.spec_from_file_location("control_latency", ROOT.parent / "shared" / "tools" / "control_latency.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def settled_move(cl, pg, slider) -> tuple[float, float | None]:
@@ -56,25 +48,12 @@ def main() -> None:
     rows, every = [], []
     with tempfile.TemporaryDirectory() as d, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=cl.shutil.which("chromium"), args=["--no-sandbox", "--disable-gpu"])
-        bare = Path(d) / "bare.py"
-        bare.write_text(cl.BARE)
-        with cl.server(str(bare)) as url:
-            pg = cl.watch_runs(browser.new_page(viewport={"width": 1400, "height": 1000}))
-            pg.goto(url)
-            pg.wait_for_selector("[data-testid='stSlider']", timeout=90000)
-            cl.settle(pg)
-            bare_moves = [cl.move(pg, pg.locator("[data-testid='stSlider']").first) for _ in range(9)]
-            pg.close()
+        bare_moves = bare_page_moves(cl, browser, Path(d), cl.move, 9)
         with cl.server("app/main.py") as url:
             pg = cl.watch_runs(browser.new_page(viewport={"width": 1400, "height": 1000}))
             for path in args.pages:
-                pg.goto(f"{url}/{path}")
-                pg.wait_for_selector("[data-testid='stMain'] h1", timeout=90000)
-                cl.settle(pg)
-                sliders = pg.locator("[data-testid='stMain'] [data-testid='stSlider']")
-                for i in range(sliders.count()):
-                    label = sliders.nth(i).locator("[data-testid='stWidgetLabel']").inner_text().strip()[:40]
-                    got = [settled_move(cl, pg, sliders.nth(i)) for _ in range(args.moves)]
+                for label, slider in page_sliders(cl, pg, url, path):
+                    got = [settled_move(cl, pg, slider) for _ in range(args.moves)]
                     answers = [a for a, _ in got]
                     landed = [b for _, b in got if b is not None]
                     rows.append({"page": path, "slider": label, "answers_s": answers, "landed_s": landed})
