@@ -28,7 +28,8 @@ LOG_FLOOR = 1e-12  # an exact 0 would vanish on the log axis: drawn at the float
 
 
 # Every section below but the first runs as a fragment with its own inputs: moving one of them reruns that
-# section only. Length and d_model feed every section, so they rerun the page. Results of model/ are cached per
+# section only. Length and d_model feed sections 1 to 6, so they rerun those (one fragment around them), not the
+# word-order experiment. Results of model/ are cached per
 # input (app.resources.computed: bounded, so memory stays flat), figures are shared per input and language
 # (app.resources.shared_figure), and the large CSVs are written when their button is clicked.
 
@@ -285,38 +286,45 @@ def permutation_section() -> None:
 st.title(t("pages.positional.title"))
 text("positional.intro")
 
-# ----------------------------------------------------------------------------- 1. heatmap
-st.header(t("positional.picture.header"))
-c1, c2 = st.columns(2)
-length = c1.slider(t("positional.picture.length"), 8, 512,
-                   **POSITIONAL.length.keep(LENGTH))
-d_model = c2.slider("d_model", 4, 512, step=4, **POSITIONAL.d_model.keep(128))
-pe = computed(mpos.encoding_table, length, d_model)  # (L, D)
-pos_t, dim_t = t("positional.position"), t("positional.dimension")
-heat_title = t("positional.picture.title", length=length, d_model=d_model)
-fig = shared_figure("pe-heat", (length, d_model, heat_title, pos_t, dim_t),
-                    lambda: heatmap_figure(pe, length, d_model, heat_title, dim_t, pos_t))
-show_figure(fig, name=f"positional-encoding-{length}x{d_model}", key="pe_heat",
-            csv=lambda: matrix_csv(pe, [str(i) for i in range(length)], [str(j) for j in range(d_model)]))
-text("positional.heatmap")
 
-waves_section(length, d_model, pos_t)  # 2. waves
-dot_section(length, d_model)  # 3. dot product
-rotation_section(length, d_model, pos_t)  # 4. rotation
-extrapolation_section(d_model, pos_t, dim_t)  # 5. extrapolation
+@st.fragment(key="pos-encoding")
+def encoding_sections() -> None:
+    """Sections 1 to 6, one fragment: length and d_model feed every one of them, not the word-order experiment
+    below, so moving either reruns these sections (each its own fragment inside) and leaves the experiment as it is."""
+    # ----------------------------------------------------------------------------- 1. heatmap
+    st.header(t("positional.picture.header"))
+    c1, c2 = st.columns(2)
+    length = c1.slider(t("positional.picture.length"), 8, 512,
+                       **POSITIONAL.length.keep(LENGTH))
+    d_model = c2.slider("d_model", 4, 512, step=4, **POSITIONAL.d_model.keep(128))
+    pe = computed(mpos.encoding_table, length, d_model)  # (L, D)
+    pos_t, dim_t = t("positional.position"), t("positional.dimension")
+    heat_title = t("positional.picture.title", length=length, d_model=d_model)
+    fig = shared_figure("pe-heat", (length, d_model, heat_title, pos_t, dim_t),
+                        lambda: heatmap_figure(pe, length, d_model, heat_title, dim_t, pos_t))
+    show_figure(fig, name=f"positional-encoding-{length}x{d_model}", key="pe_heat",
+                csv=lambda: matrix_csv(pe, [str(i) for i in range(length)], [str(j) for j in range(d_model)]))
+    text("positional.heatmap")
 
-# ----------------------------------------------------------------------------- 6. sinusoidal vs learned
-st.header(t("positional.similarity.header"))
-text("positional.similarity")
-sim = computed(mpos.similarity_demo, length, d_model)
-c1, c2 = st.columns(2)
-for col, kind, name in ((c1, "sinusoidal", "similarity-sinusoidal"), (c2, "learned", "similarity-learned")):
-    with col:
-        title = t(f"positional.similarity.{kind}")
-        fig = shared_figure(name, (sim["n"], d_model, title, pos_t), lambda: numeric_heatmap(
-            sim[kind], x_title=pos_t, y_title=pos_t, zmin=-1, zmax=1, title=title, height=420))
-        show_figure(fig, name=name, csv=lambda kind=kind: matrix_csv(sim[kind]), key=name)
-text("positional.similarity_result", near_sin=sim["neighbours"][0], near_learned=sim["neighbours"][1],
-     all_sin=sim["all"][0], all_learned=sim["all"][1], n=sim["n"], d_model=d_model)
+    waves_section(length, d_model, pos_t)  # 2. waves
+    dot_section(length, d_model)  # 3. dot product
+    rotation_section(length, d_model, pos_t)  # 4. rotation
+    extrapolation_section(d_model, pos_t, dim_t)  # 5. extrapolation
 
+    # ----------------------------------------------------------------------------- 6. sinusoidal vs learned
+    st.header(t("positional.similarity.header"))
+    text("positional.similarity")
+    sim = computed(mpos.similarity_demo, length, d_model)
+    c1, c2 = st.columns(2)
+    for col, kind, name in ((c1, "sinusoidal", "similarity-sinusoidal"), (c2, "learned", "similarity-learned")):
+        with col:
+            title = t(f"positional.similarity.{kind}")
+            fig = shared_figure(name, (sim["n"], d_model, title, pos_t), lambda: numeric_heatmap(
+                sim[kind], x_title=pos_t, y_title=pos_t, zmin=-1, zmax=1, title=title, height=420))
+            show_figure(fig, name=name, csv=lambda kind=kind: matrix_csv(sim[kind]), key=name)
+    text("positional.similarity_result", near_sin=sim["neighbours"][0], near_learned=sim["neighbours"][1],
+         all_sin=sim["all"][0], all_learned=sim["all"][1], n=sim["n"], d_model=d_model)
+
+
+encoding_sections()  # 1-6
 permutation_section()  # 7. permutation
