@@ -31,7 +31,8 @@ SLIDERS = [("positional", "pe-anchor", "pe_anchor", "positional: anchor"),
            ("positional", "pe-perm-layer", "perm_layer", "positional: layer"),
            ("positional", "pe-perm-head", "perm_head", "positional: head"),
            ("masks", "mask-head", "mask_head", "masks: head"),
-           ("family?member=vit", "vit-patch", "fam_vit_patch", "family (ViT): patch")]
+           ("family?member=vit", "vit-patch", "fam_vit_patch", "family (ViT): patch"),
+           ("recipe", "drop-p", "drop_p", "recipe: P_drop")]
 LISTEN = """() => {
   window.__t0 = null; window.__done = null;
   if (window.__listening) return;

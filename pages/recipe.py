@@ -5,10 +5,11 @@ import streamlit as st
 
 from app.charts.curves import bar_chart, line_chart
 from app.charts.export import rows_csv, series_csv
-from app.charts.heatmaps import matrix_heatmap
-from app.charts.style import amend, colour, lift_title
+from app.charts.heatmaps import heatmap_variants, highlight_shapes, matrix_heatmap
+from app.charts.style import TITLE_PX, amend, colour, esc, lift_title, wrapped
 from app.format import number
-from app.i18n import UserError, t
+from app.fast.choice import choice_slider, follow, follow_metric, follow_text
+from app.i18n import UserError, prose, t
 from app.inputs import parse_pairs, piece_label
 from app.resources import demo_model, shared_figure, shared_tokenizer, shared_view
 from app.state import between, keep
@@ -174,6 +175,9 @@ st.subheader(t("recipe.dropout.demo_header"))
 text("recipe.dropout_demo")
 
 
+P_DROPS = tuple(round(0.05 * i, 2) for i in range(19))  # the dropout demo's rates: 0, 0.05 … 0.9
+
+
 def _next_seed():
     st.session_state["drop_seed"] = (int(st.session_state["drop_seed"]) + 1) % (SEED_MAX + 1)
 
@@ -183,8 +187,10 @@ def dropout_section():
     c1, c2, c3 = st.columns([3, 2, 1])
     sentence = c1.text_input(t("recipe.dropout.sentence"),
                              **keep("drop_sentence", examples()["masks"]["source"], url="sentence"))
-    p_drop = c2.slider("P_drop", 0.0, 0.9, step=0.05,
-                       **keep("drop_p", PAPER_RATES["base"], url="p_drop", valid=between(0.0, 0.9)))
+    # P_drop only picks one of the masks drawn for this sentence and seed: answered in the browser (every rate's mask
+    # is sent), or a Streamlit slider where the browser cannot answer it
+    rate = choice_slider("P_drop", P_DROPS, key="drop_p", url="p_drop", default=PAPER_RATES["base"],
+                         channel="drop-p", where=c2, format_value=lambda v: f"{v:.2f}")
     drop_seed = int(c3.number_input(t("recipe.dropout.seed"), 0, SEED_MAX,
                                     **keep("drop_seed", 0, url="seed", valid=range(SEED_MAX + 1))))
     c3.button(t("recipe.dropout.new_seed"), on_click=_next_seed, key="drop_new_seed")
@@ -192,41 +198,61 @@ def dropout_section():
     ids, pieces = tok.encode(sentence or ""), tok.pieces(sentence or "")
     if not ids:
         error(UserError("recipe.dropout.empty"))
-    else:
-        if len(ids) > DROP_TOKENS:
-            st.caption(t("recipe.dropout.cut", n=len(ids), used=DROP_TOKENS))
-            ids, pieces = ids[:DROP_TOKENS], pieces[:DROP_TOKENS]
-        labels = [piece_label(piece) for piece in pieces]
-        drop = shared_view("residual_dropout", (tok.vocab_size, tuple(ids), p_drop, drop_seed),
-                           lambda: residual_dropout(demo_model(tok.vocab_size), ids, p_drop, drop_seed))
-        width = drop.sublayer.shape[1]
-        dims = [str(j + 1) for j in range(width)]
-        shown = min(DROP_DIMS, width)
-        top = max(float(abs(drop.dropped).max()), 1e-9)  # one colour scale for both: the scaling shows
-        axes = dict(x_title=t("recipe.dropout.dimension"), y_title=t("recipe.smoothing.token"), zmin=-top, zmax=top,
-                    zmid=0)
-        view = (tok.vocab_size, tuple(ids), p_drop, drop_seed)
-        left, right = st.columns(2)
-        with left:
-            fig = shared_figure("drop_before", view, lambda: lift_title(matrix_heatmap(
-                drop.sublayer[:, :shown], dims[:shown], labels, **axes,
-                title=t("recipe.dropout.before_title", shown=shown, width=width))))
-            show_matrix(fig, drop.sublayer, name="sublayer-output", row_labels=labels, col_labels=dims, key="drop_before")
-        with right:
-            fig = shared_figure("drop_after", view, lambda: lift_title(matrix_heatmap(
-                drop.dropped[:, :shown], dims[:shown], labels, **axes, highlight=~drop.kept[:, :shown],
-                title=t("recipe.dropout.after_title", p=p_drop, seed=drop_seed))))
-            show_matrix(fig, drop.dropped, name=f"dropout-p{p_drop:g}-seed{drop_seed}", row_labels=labels,
-                        col_labels=dims, key="drop_after")
-        (m1, m2), (m3, m4) = st.columns(2), st.columns(2)  # two a row: each label fits its box in both languages
-        m1.metric(t("recipe.dropout.zero_share", p=p_drop), f"{drop.zero_share:.3f}")
-        m2.metric(t("recipe.dropout.scale"), f"{drop.scale:.4g}")
-        m3.metric(t("recipe.dropout.mean_before"), number(drop.mean_before, ".4f"))
-        m4.metric(t("recipe.dropout.mean_after"), number(drop.mean_after, ".4f"),
-                  help=t("recipe.dropout.mean_after_help", n=MASKS_AVERAGED, mean=drop.mean_over_masks))
-        st.caption(t("recipe.dropout.checks", kept_gap=drop.kept_gap, n=drop.masks_averaged, mean=drop.mean_over_masks,
-                     average_gap=drop.average_gap, eval_gap=drop.eval_gap, cells=drop.kept.size))
-        text("recipe.dropout_result", p=p_drop, scale=drop.scale)
+        return
+    if len(ids) > DROP_TOKENS:
+        st.caption(t("recipe.dropout.cut", n=len(ids), used=DROP_TOKENS))
+        ids, pieces = ids[:DROP_TOKENS], pieces[:DROP_TOKENS]
+    labels = [piece_label(piece) for piece in pieces]
+    rates = rate.values if rate.live else (rate.value,)
+    drops = shared_view("residual_dropout", (tok.vocab_size, tuple(ids), rates, drop_seed), lambda: [
+        residual_dropout(demo_model(tok.vocab_size), ids, p, drop_seed) for p in rates])
+    p_drop = rate.value
+    drop = drops[rates.index(p_drop)]
+    width = drop.sublayer.shape[1]
+    dims = [str(j + 1) for j in range(width)]
+    shown = min(DROP_DIMS, width)
+    tops = [max(float(abs(d.dropped).max()), 1e-9) for d in drops]  # one colour scale for both: the scaling shows
+    top = tops[rates.index(p_drop)]
+    axes = dict(x_title=t("recipe.dropout.dimension"), y_title=t("recipe.smoothing.token"), zmin=-top, zmax=top,
+                zmid=0)
+    scales = [(0, "zmin", [-v for v in tops]), (0, "zmax", tops)]
+    view = (tok.vocab_size, tuple(ids), p_drop, drop_seed)
+    after_titles = [t("recipe.dropout.after_title", p=d.p, seed=drop_seed) for d in drops]
+    left, right = st.columns(2)
+    with left:
+        fig = shared_figure("drop_before", view, lambda: lift_title(matrix_heatmap(
+            drop.sublayer[:, :shown], dims[:shown], labels, **axes,
+            title=t("recipe.dropout.before_title", shown=shown, width=width))))
+        show_matrix(fig, drop.sublayer, name="sublayer-output", row_labels=labels, col_labels=dims, key="drop_before",
+                    follow=follow(rate, traces=scales))
+    with right:
+        fig = shared_figure("drop_after", view, lambda: lift_title(matrix_heatmap(
+            drop.dropped[:, :shown], dims[:shown], labels, **axes, highlight=~drop.kept[:, :shown],
+            title=after_titles[rates.index(p_drop)])))
+        moves = follow(rate, traces=[*heatmap_variants([d.dropped[:, :shown] for d in drops], show_text=True),
+                                     *scales],
+                       layouts=[{"title.text": wrapped(esc(title), room=TITLE_PX),
+                                 "shapes": highlight_shapes(~d.kept[:, :shown])}
+                                for d, title in zip(drops, after_titles)])
+        show_matrix(fig, drop.dropped, name=f"dropout-p{p_drop:g}-seed{drop_seed}", row_labels=labels,
+                    col_labels=dims, key="drop_after", follow=moves)
+    (m1, m2), (m3, m4) = st.columns(2), st.columns(2)  # two a row: each label fits its box in both languages
+    with m1:
+        follow_metric([(t("recipe.dropout.zero_share", p=d.p), f"{d.zero_share:.3f}") for d in drops], rate,
+                      key="drop-zero")
+    with m2:
+        follow_metric([(t("recipe.dropout.scale"), f"{d.scale:.4g}") for d in drops], rate, key="drop-scale")
+    with m3:
+        follow_metric([(t("recipe.dropout.mean_before"), number(d.mean_before, ".4f")) for d in drops], rate,
+                      key="drop-mean-before")
+    with m4:
+        follow_metric([(t("recipe.dropout.mean_after"), number(d.mean_after, ".4f")) for d in drops], rate,
+                      key="drop-mean-after",
+                      help=[t("recipe.dropout.mean_after_help", n=MASKS_AVERAGED, mean=d.mean_over_masks) for d in drops])
+    follow_text([t("recipe.dropout.checks", kept_gap=d.kept_gap, n=d.masks_averaged, mean=d.mean_over_masks,
+                   average_gap=d.average_gap, eval_gap=d.eval_gap, cells=d.kept.size) for d in drops], rate,
+                key="drop-checks", fallback=st.caption)
+    follow_text([prose("recipe.dropout_result", p=d.p, scale=d.scale) for d in drops], rate, key="drop-result")
 
 
 dropout_section()

@@ -182,3 +182,14 @@ def tables(at):
             columns[name] = cells
         out.append(pd.DataFrame(columns))
     return out
+
+
+def outlined(fig: dict) -> set[tuple[int, int]]:
+    """(row, col) of the cells a heatmap outlines in red (app.charts.heatmaps.highlight_shapes: one path of squares,
+    each "M x0,y0 H x1 V y1 H x0 Z" in cell coordinates)."""
+    cells = set()
+    for shape in fig["layout"].get("shapes") or []:
+        if shape.get("type") == "path":
+            for x0, y0 in re.findall(r"M(-?[\d.]+),(-?[\d.]+)", shape["path"]):
+                cells.add((round(float(y0) + 0.5), round(float(x0) + 0.5)))
+    return cells

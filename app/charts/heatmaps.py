@@ -87,11 +87,7 @@ def _matrix_parts(values, x_labels=None, y_labels=None, *, title="", x_title="",
         # follows a browser choice a quarter of each redraw)
         showscale=not show_text,
     )
-    shapes = []
-    if highlight is not None:
-        shapes = [dict(type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5,
-                       line=dict(color=OUTLINE, width=3), xref="x", yref="y")
-                  for i, j in zip(*np.nonzero(np.asarray(highlight, dtype=bool)))]
+    shapes = highlight_shapes(highlight) if highlight is not None else []
     layout = dict(yaxis=dict(autorange="reversed", title=dict(text=y_title), type="category", **category_ticks(ys, "y")),
                   xaxis=dict(title=dict(text=x_title), side="top", type="category", **category_ticks(xs, "x")),
                   title=dict(text=title), margin=margins(title),
@@ -100,6 +96,18 @@ def _matrix_parts(values, x_labels=None, y_labels=None, *, title="", x_title="",
     if shapes:
         layout["shapes"] = shapes
     return trace, layout
+
+
+def highlight_shapes(highlight) -> list[dict]:
+    """A red outline around each cell marked True in the boolean matrix `highlight` (matrix_heatmap's `highlight`;
+    a chart that follows a browser choice sends one list per variant): one path of squares in the axes' cell
+    coordinates, which Plotly draws in a fraction of the time of one shape per cell (a map with 50 outlined cells:
+    a quarter of its redraw)."""
+    cells = list(zip(*np.nonzero(np.asarray(highlight, dtype=bool))))
+    if not cells:
+        return []
+    path = "".join(f"M{j - 0.5:g},{i - 0.5:g}H{j + 0.5:g}V{i + 0.5:g}H{j - 0.5:g}Z" for i, j in cells)
+    return [dict(type="path", path=path, line=dict(color=OUTLINE, width=3), xref="x", yref="y")]
 
 
 def heatmap_variants(maps, decimals: int = 2, show_text=None) -> list[tuple]:

@@ -173,14 +173,36 @@ def choice_slider(label: str, values, *, key: str, url: str | None, default, cha
 
 def follow_text(texts: list[str], *choices: Choice, key: str, fallback=None) -> None:
     """A text that follows choices: texts[v] for variant v (the app's short Markdown). Where no browser answers the
-    choices, the server's variant as Markdown (or `fallback(text)`, e.g. st.caption)."""
+    choices, the server's variant as Markdown (or `fallback(text)`, e.g. st.caption): texts may then hold that one
+    only."""
     if not all(c.live for c in choices):
-        (fallback or st.markdown)(texts[variant(choices)])
+        (fallback or st.markdown)(_served(texts, choices))
         return
     spec = {"kind": "text", "channels": [{"name": c.channel, "values": list(c.values)} for c in choices],
             "initial": variant(choices), "texts": [text_html(x) for x in texts],
             "small": fallback is st.caption}
     _component()(key=f"atlas-choice-text-{key}", data=_spec_bytes(spec), height="content")
+
+
+def _served(items: list, choices) -> object:
+    """The server's variant of a follower's items: every variant's, or the server's only (a page that computes just
+    the value shown where no browser answers the choices)."""
+    return items[variant(choices)] if len(items) > 1 else items[0]
+
+
+def follow_metric(shown: list[tuple[str, str]], *choices: Choice, key: str, help: list[str] | None = None) -> None:
+    """A metric that follows choices: shown[v] = (label, value) for variant v, help[v] its tooltip. Where no browser
+    answers the choices, st.metric with the server's variant (shown and help may then hold that one only)."""
+    v = variant(choices)
+    if not all(c.live for c in choices):
+        label, value = _served(shown, choices)
+        st.metric(label, value, help=_served(help, choices) if help else None)
+        return
+    texts = [f'<div class="atlas-metric-label">{html.escape(label, quote=False)}</div>'
+             f'<div class="atlas-metric-value">{html.escape(value, quote=False)}</div>' for label, value in shown]
+    spec = {"kind": "text", "channels": [{"name": c.channel, "values": list(c.values)} for c in choices],
+            "initial": v, "texts": texts, "metric": True, "titles": list(help) if help else None}
+    _component()(key=f"atlas-choice-metric-{key}", data=_spec_bytes(spec), height="content")
 
 
 def asked_value(key: str):

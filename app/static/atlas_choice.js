@@ -31,6 +31,9 @@ const STYLE = `
 .atlas-choice-text {font-family: inherit; color: var(--st-text-color, inherit); margin: 0 0 1rem 0; line-height: 1.6}
 .atlas-choice-text.small {font-size: 14px; opacity: 0.75}
 .atlas-choice-text code {font-size: 0.9em}
+.atlas-choice-text.metric {line-height: normal}
+.atlas-metric-label {font-size: 14px; margin-bottom: 0.25rem}
+.atlas-metric-value {font-size: 2.25rem; line-height: 1.2; padding-bottom: 0.25rem; white-space: nowrap}
 `;
 
 function decode(data) {
@@ -194,7 +197,8 @@ function showText(rec) {
   const i = variantOf(rec.spec);
   if (i === rec.shown) return;
   rec.shown = i;
-  rec.root.innerHTML = rec.spec.texts[i];  // escaped by the server (app.fast.choice.text_html): only b, i, code
+  rec.root.innerHTML = rec.spec.texts[i];  // escaped by the server (app.fast.choice): only b, i, code, a metric's two divs
+  rec.root.title = (rec.spec.titles && rec.spec.titles[i]) || "";  // a metric's help, as a tooltip
   rec.root.dataset.variant = String(i);
 }
 
@@ -213,6 +217,7 @@ function renderText(parentElement, spec, call) {
   rec.spec = spec;
   rec.shown = null;
   rec.root.classList.toggle("small", !!spec.small);
+  rec.root.classList.toggle("metric", !!spec.metric);
   showText(rec);
 }
 

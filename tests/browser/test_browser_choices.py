@@ -140,3 +140,52 @@ def test_a_chart_in_a_closed_tab_follows_a_choice_when_its_tab_opens():
             "the opened tab's maps show the first head's numbers"
         assert "head=2" in page.url
         browser.close()
+
+
+# the dropout maps' titles and outlines, and the metrics and texts that follow the rate
+DROP = """() => { const maps = Array.from(document.querySelectorAll('.js-plotly-plot'))
+  .filter(g => g.data && g.data[0] && g.data[0].type === 'heatmap' && g.data[0].zmid === 0 && g.data[0].y.length <= 16);
+  const after = maps.find(g => (g.layout.shapes || []).length || /P_drop/.test(g.layout.title.text));
+  return after ? [after.layout.title.text, ((after.layout.shapes || [])[0] || {path: ''}).path.split('M').length - 1,
+    maps.length] : null; }"""
+METRICS = "() => Array.from(document.querySelectorAll('.atlas-choice-text.metric')).map(e => e.innerText)"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_dropout_rate_answers_in_the_browser(lang):
+    """The recipe page's P_drop picks one of the masks sent for the sentence and seed: the outlined map, its
+    title, the four metrics and the texts under them change with no script run, and the rate goes into the link."""
+    from playwright.sync_api import sync_playwright
+    words = catalogue(lang)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with served() as (url, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = new_page(browser, viewport={"width": 1400, "height": 1000})
+        page.goto(f"{url}/recipe?lang={lang}")
+        wait_idle(page)
+        page.wait_for_selector(INPUT.format("drop-p"), timeout=60_000)
+        page.locator(INPUT.format("drop-p")).scroll_into_view_if_needed()
+        page.evaluate("() => window.atlasCharts.drawAll()")
+        page.wait_for_function(f"() => {{ const d = ({DROP})(); return d && d[0].includes('0.1,'); }}", timeout=20_000)
+        title, outlined, maps = page.evaluate(DROP)
+        assert maps == 2 and outlined > 0
+        before = page.evaluate(METRICS)
+        assert len(before) == 4 and "0.1" in before[0]
+        _move(page, "drop-p", "End")
+        page.wait_for_function(f"() => {{ const d = ({DROP})(); return d && d[0].includes('0.9,'); }}", timeout=10_000)
+        _, outlined_09, _ = page.evaluate(DROP)
+        assert outlined_09 > outlined  # more cells zeroed
+        after = page.evaluate(METRICS)
+        assert after[0] != before[0] and "0.9" in after[0]
+        assert after[1].split("\n")[-1].strip() == "10"  # kept entries × 1/(1 − 0.9)
+        assert words["recipe.dropout.scale"] in after[1]
+        assert "p_drop=0.9" in page.url
+        page.locator(".atlas-choice-text.metric").last.scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / f"choices-dropout-{lang}.png"))
+        # another language: the page runs again and keeps the learner's rate
+        other = next(x for x in LANGS if x != lang)
+        with rerun(page):
+            page.locator("[data-testid='stSidebar'] [data-testid='stRadio'] label").filter(has_text=LANGS[other]).click()
+        page.wait_for_function(f"() => {{ const d = ({DROP})(); return d && d[0].includes('0.9,'); }}", timeout=20_000)
+        assert catalogue(other)["recipe.dropout.scale"] in page.evaluate(METRICS)[1]
+        browser.close()

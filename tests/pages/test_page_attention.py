@@ -14,7 +14,7 @@ from app.charts.style import MODEBAR_ROOM
 from app.i18n import t
 from model.lessons import lab as mlab
 from model.lessons import worked_example as wx
-from tests.apptest_read import figures, tables, title, z_of
+from tests.apptest_read import figures, outlined, tables, title, z_of
 from tests.apptest_util import assert_clean, run_page
 from tests import apptest_util
 
@@ -27,12 +27,6 @@ def fig_by_title(at, text: str) -> dict:
     matches = [f for f in figures(at) if title(f) == text]
     assert matches, [title(f) for f in figures(at)]
     return matches[0]
-
-
-def outlined(fig: dict) -> set[tuple[int, int]]:
-    """(row, col) of the cells a heatmap outlines in red."""
-    return {(round(s["y0"] + 0.5), round(s["x0"] + 0.5)) for s in fig["layout"].get("shapes", [])
-            if s.get("type") == "rect"}
 
 
 def page_text(at) -> str:

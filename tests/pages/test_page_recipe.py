@@ -9,6 +9,13 @@ from tests.apptest_util import assert_clean, run_page
 from tests import apptest_util
 
 
+@pytest.fixture(autouse=True)
+def server_drawn_rate(monkeypatch):
+    """The dropout rate as a Streamlit slider (where the browser cannot answer it): the server's path is the subject
+    here; tests/pages/test_page_recipe_choices.py covers the browser's answer."""
+    monkeypatch.setenv("ATLAS_ATTENTION_VIEW", "server")
+
+
 def test_recipe_page_en():
     at = run_page("recipe.py", "en")
     assert_clean(at)
@@ -75,7 +82,7 @@ def test_dropout_section(lang, monkeypatch):
     after = next(f for f in figures(at) if title(f).startswith(t("recipe.dropout.after_title", p=0.1, seed=0)))
     zeroed = z_of(after) == 0
     assert zeroed.any() and np.allclose(z_of(after)[~zeroed], z_of(before)[~zeroed] / 0.9, rtol=1e-4, atol=1e-6)
-    at.slider(key="drop_p").set_value(0.5).run()
+    at.select_slider(key="drop_p").set_value(0.5).run()
     assert_clean(at)
     scale = [m.value for m in at.metric if m.label == t("recipe.dropout.scale")]
     assert scale == ["2"] or scale == ["2.000"]
@@ -112,7 +119,7 @@ def test_a_link_opens_the_view_it_describes():
     assert at.slider(key="adam_steps").value == 7
     assert (at.slider(key="ls_eps").value, at.number_input(key="ls_V").value) == (0.2, 5)
     assert at.text_input(key="drop_sentence").value == "the boy eats an apple"
-    assert (at.slider(key="drop_p").value, at.number_input(key="drop_seed").value) == (0.5, 3)
+    assert (at.select_slider(key="drop_p").value, at.number_input(key="drop_seed").value) == (0.5, 3)
     # the numbers they drive
     table = tables(at)[0]
     assert len(table) == 1 and int(table.iloc[0]["peak step"]) == 2000
@@ -141,7 +148,7 @@ def test_bad_link_values_fall_back_to_the_defaults_with_a_notice():
     for kind, key in (("slider", "sch_d"), ("slider", "sch_w"), ("slider", "sch_range"), ("text_input", "sch_pairs"),
                       ("checkbox", "sch_log"), ("number_input", "adam_theta"), ("select_slider", "adam_c"),
                       ("select_slider", "adam_lr"), ("slider", "adam_steps"), ("slider", "ls_eps"),
-                      ("number_input", "ls_V"), ("text_input", "drop_sentence"), ("slider", "drop_p"),
+                      ("number_input", "ls_V"), ("text_input", "drop_sentence"), ("select_slider", "drop_p"),
                       ("number_input", "drop_seed")):
         assert getattr(at, kind)(key=key).value == getattr(fresh, kind)(key=key).value, key
     assert [d.to_dict() for d in tables(at)[:2]] == [d.to_dict() for d in tables(fresh)[:2]]

@@ -32,7 +32,8 @@ SECTIONS = [
     ("recipe-adam", lambda at: at.select_slider(key="adam_c").set_value(10.0), ADAM),
     ("recipe-smoothing", lambda at: at.slider(key="ls_eps").set_value(0.3), SMOOTHING),
     ("recipe-smoothing", lambda at: at.number_input(key="ls_V").set_value(20_000), SMOOTHING),
-    ("recipe-dropout", lambda at: at.slider(key="drop_p").set_value(0.5), DROPOUT),
+    # the rate is picked in the browser too: asked anew here
+    ("recipe-dropout", lambda at: at.session_state.__setitem__("drop_p", 0.5), DROPOUT),
     ("recipe-dropout", lambda at: at.text_input(key="drop_sentence").set_value("the boy eats an apple"), DROPOUT),
 ]
 
