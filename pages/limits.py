@@ -105,7 +105,9 @@ def cost_section() -> None:
             show_text=False))
         show_figure(fig, name="window-mask", key="lim_window_mask")
     n_diff = min(n, 512)
-    diff = computed(lim.difference_from_full, replace(setting, n=n_diff))
+    # each answer's difference keyed by the knobs it reads: a move of one answer's knob computes that answer's only
+    diff = {impl: computed(lim.difference_of, impl, lim.relevant(impl, replace(setting, n=n_diff)))
+            for impl in lim.IMPLS[1:]}
     text("limits.differences", n=n_diff, share=computed(lim.window_demo, n_diff, window, global_tokens)[1] * 100, blockwise=diff["blockwise"]["max"],
          window=diff["window"]["relative"], linformer=diff["linformer"]["relative"], k=min(k, n, 512))
     errors = computed(lim.linformer_error, lim.Setting(n=ERROR_N, d=setting.d, heads=setting.heads), ERROR_KS)

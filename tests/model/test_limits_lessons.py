@@ -78,6 +78,16 @@ def test_blockwise_output_is_full_attention_and_linformer_k_n_is_exact():
     assert [e["k"] for e in errors] == [4, 16, 64] and errors[-1]["relative"] < 1e-6
 
 
+def test_each_answers_difference_reads_only_its_own_knobs():
+    """difference_of(impl, s) is difference_from_full's entry for impl, and equals it with the knobs impl does not
+    read at their defaults (limits.relevant): the page keys each answer's difference by its own knobs."""
+    s = limits.Setting(n=96, d=32, heads=2, block=24, window=5, global_tokens=2, k=16)
+    every = limits.difference_from_full(s)
+    for impl in limits.IMPLS[1:]:
+        assert limits.difference_of(impl, s) == every[impl]
+        assert limits.difference_of(impl, limits.relevant(impl, s)) == pytest.approx(every[impl], rel=1e-6)
+
+
 def test_linformer_error_is_each_k_against_full_attention_and_needs_no_other_knob():
     """The sweep gives what difference_from_full gives for each k, and the other answers' knobs (block, window,
     global tokens, the slider's own k) change nothing in it: the page keys it by n, d and the heads alone."""

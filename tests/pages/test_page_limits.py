@@ -107,6 +107,33 @@ def test_moving_another_answers_knob_computes_no_new_linformer_sweep(monkeypatch
     assert calls == []
 
 
+def test_a_knob_recomputes_only_its_own_answers_difference(monkeypatch):
+    """Each answer's difference from full attention reads its own knobs only (model.lessons.limits.KNOBS): a move
+    of the block computes the block-wise answer's again, not the window's or Linformer's, and the window's and global
+    tokens' moves only the window's."""
+    import functools
+    from model.lessons import limits as lim
+    at = run_page("limits.py", "en", timeout=300)
+    real, calls = lim.difference_of, []
+
+    @functools.wraps(real)
+    def counted(impl, s):
+        calls.append(impl)
+        return real(impl, s)
+
+    monkeypatch.setattr(lim, "difference_of", counted)
+    seen = []
+    # values no other test of this server-wide cache asks for, so that each move computes something
+    for key, value, answer in (("lim_block", 40, "blockwise"), ("lim_window", 9, "window"),
+                               ("lim_global", 5, "window"), ("lim_k", 24, "linformer")):
+        calls.clear()
+        at.slider(key=key).set_value(value).run()
+        assert_clean(at)
+        assert set(calls) <= {answer}, key
+        seen += calls
+    assert seen, "no move computed a difference: the test saw nothing"
+
+
 def test_a_link_opens_the_page_at_its_settings():
     at = open_link("limits.py", {"n": "512", "d": "128", "heads": "2", "steps": "8"}, lang="en", timeout=300)
     assert_clean(at)
