@@ -6,7 +6,12 @@ Wraps Streamlit's ScriptRunner._run_script (whole reruns and fragment reruns ali
 run: its start (time.time(), the same clock the bench reads), wall and thread-CPU seconds, and whether it was a
 fragment run. The browser's own clock cannot give this: a websocket message's event fires only when the page's
 main thread is free, so while Plotly draws the first figures of a rerun, the later messages (and the run's end)
-are stamped late. The script itself runs unchanged (runpy, as `__main__`)."""
+are stamped late. The script itself runs unchanged (runpy, as `__main__`).
+
+With ATLAS_BENCH_PROFILE=DIR each later run is also profiled (cProfile, in the run's own thread) into
+DIR/run-<start>-<wall>.prof, for `python -m pstats` or pstats.Stats(*files): where a control's run spends its time.
+The profiler slows the run; read the split, not the total."""
+import cProfile
 import json
 import os
 import runpy
@@ -34,9 +39,17 @@ else:  # the server's first run: patch the runner for the next runs, and time th
 
     def timed(self, rerun_data):
         t0, c0 = time.time(), time.thread_time()
+        profiler = cProfile.Profile() if os.environ.get("ATLAS_BENCH_PROFILE") else None
+        if profiler:
+            profiler.enable()
         try:
             return untimed(self, rerun_data)
         finally:
+            if profiler:
+                profiler.disable()
+                folder = Path(os.environ["ATLAS_BENCH_PROFILE"])
+                folder.mkdir(parents=True, exist_ok=True)
+                profiler.dump_stats(folder / f"run-{t0:.3f}-{time.time() - t0:.3f}.prof")
             log_run(t0, c0, fragment=bool(getattr(rerun_data, "fragment_id_queue", None)))
 
     script_runner.ScriptRunner._run_script = timed
