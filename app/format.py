@@ -150,10 +150,9 @@ def _cell(value) -> str:
 _NUMBER_LIKE = re.compile(r"^[\s+\-−]*[\d.,]+[\s\dMkGB%.,·⁰¹²³⁴⁵⁶⁷⁸⁹⁻–\-]*$")
 
 
-def markdown_table(rows: list[dict]) -> str:
-    """Rows (dicts with the same keys) as a Markdown table: every cell escaped (a `|` or `*` in a name stays
-    text), empty for None, and columns of numbers right-aligned. Drawn with st.markdown it needs neither pandas
-    nor the browser's data-grid code, which a first page would otherwise load."""
+def _table(rows: list[dict]) -> tuple[list[str], list[list[str]], list[bool]]:
+    """The columns (in order of first appearance), each row's cells as Markdown-escaped text, and which columns
+    hold numbers (right-aligned)."""
     columns: list[str] = []
     for row in rows:
         columns += [c for c in row if c not in columns]
@@ -163,7 +162,38 @@ def markdown_table(rows: list[dict]) -> str:
         values = [r[j] for r in cells if r[j]]
         return bool(values) and all(_NUMBER_LIKE.match(v) for v in values)
 
+    return columns, cells, [numeric(j) for j in range(len(columns))]
+
+
+def markdown_table(rows: list[dict]) -> str:
+    """Rows (dicts with the same keys) as a Markdown table: every cell escaped (a `|` or `*` in a name stays
+    text), empty for None, and columns of numbers right-aligned. Drawn with st.markdown it needs neither pandas
+    nor the browser's data-grid code, which a first page would otherwise load."""
+    columns, cells, numeric = _table(rows)
     lines = ["| " + " | ".join(_cell(c) for c in columns) + " |",
-             "|" + "|".join("---:" if numeric(j) else ":---" for j in range(len(columns))) + "|"]
+             "|" + "|".join("---:" if right else ":---" for right in numeric) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in cells]
     return "\n".join(lines)
+
+
+def _unescaped(cell: str) -> str:
+    """A Markdown-escaped cell as it reads (the backslashes escape_md added, dropped)."""
+    return _ESCAPED.sub(r"\1", cell)
+
+
+_ESCAPED = re.compile(r"\\(.)")
+
+
+def html_table(rows: list[dict]) -> str:
+    """markdown_table's table as HTML (the same columns, cells and alignment), every cell's text escaped: a table
+    that follows a browser choice (app.fast.choice.follow_table)."""
+    import html
+    columns, cells, numeric = _table(rows)
+
+    def row(tag: str, texts: list[str]) -> str:
+        return "<tr>" + "".join(f'<{tag} style="text-align: {"right" if right else "left"};">'
+                                f"{html.escape(_unescaped(text), quote=False)}</{tag}>"
+                                for text, right in zip(texts, numeric)) + "</tr>"
+
+    return ("<table><thead>" + row("th", [_cell(c) for c in columns]) + "</thead><tbody>"
+            + "".join(row("td", r) for r in cells) + "</tbody></table>")

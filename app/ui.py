@@ -61,9 +61,15 @@ def table(rows: list[dict], *, key: str) -> None:
     """A small table of text and numbers that needs no sorting, drawn as Markdown (app.format.markdown_table):
     no pandas on the server, no data-grid code in the browser (the overview's first run: 0.4 s of pandas)."""
     if rows:
-        st.html(_TABLE_CSS)
-        with st.container(key=f"atlas-table-{key}"):
+        with table_box(key):
             st.markdown(markdown_table(rows))
+
+
+def table_box(key: str):
+    """The box a table is drawn in (table(), app.fast.choice.follow_table): its cells kept on one line, scrolled
+    sideways with faded edges where the page is narrower than the table."""
+    st.html(_TABLE_CSS)
+    return st.container(key=f"atlas-table-{key}")
 
 
 def one_based_slider(label: str, n: int, *, key: str, container=None) -> int:

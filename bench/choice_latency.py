@@ -32,7 +32,8 @@ SLIDERS = [("positional", "pe-anchor", "pe_anchor", "positional: anchor"),
            ("positional", "pe-perm-head", "perm_head", "positional: head"),
            ("masks", "mask-head", "mask_head", "masks: head"),
            ("family?member=vit", "vit-patch", "fam_vit_patch", "family (ViT): patch"),
-           ("recipe", "drop-p", "drop_p", "recipe: P_drop")]
+           ("recipe", "drop-p", "drop_p", "recipe: P_drop"),
+           ("why", "why-k", "cx_k", "why: k")]
 LISTEN = """() => {
   window.__t0 = null; window.__done = null;
   if (window.__listening) return;

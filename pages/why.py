@@ -7,10 +7,11 @@ import streamlit as st
 from app.charts.curves import line_chart, log_coordinate
 from app.charts.export import rows_csv, series_csv
 from app.charts.style import amend
+from app.fast.choice import choice_slider, follow_figures, follow_table
 from app.format import large
 from app.i18n import Message, UserError, t
 from app.inputs import parse_int_list
-from app.resources import computed, device_description, measurements, shared_figure
+from app.resources import computed, device_description, measurements, shared_figure, shared_view
 from app.state import keep
 from app.ui import error, show_figure, table, text
 from model.lessons import complexity as mcx
@@ -65,19 +66,17 @@ def complexity_sections() -> None:
     c1, c2, c3, c4 = st.columns(4)
     n = int(c1.number_input("n", 1, 10_000_000, **keep("cx_n", 100, url="n", valid=range(1, 10_000_001))))
     d = int(c2.number_input("d", 1, 100_000, **keep("cx_d", 512, url="d", valid=range(1, 100_001))))
-    k = c3.slider("k", 2, 64, **keep("cx_k", 3, url="k", valid=range(2, 65)))
+    # k only picks the convolutional row and curve: every kernel width is sent, and the browser answers the slider
+    kernel = choice_slider("k", range(2, 65), key="cx_k", url="k", default=3, channel="why-k", where=c3)
+    k = kernel.value
     r = c4.slider("r", 1, 1024, **keep("cx_r", 16, url="r", valid=range(1, 1025)))
+    ks = kernel.values if kernel.live else (k,)
+    tables = shared_view("why-table", (n, d, r, ks), lambda: [table_rows(n, d, kk, r) for kk in ks])
+    follow_table(tables, kernel, key="why-complexity")
+    every_k = [{"k": kk, **row} for kk, rows in zip(ks, tables) for row in rows]
+    st.download_button(t("common.download_csv"), rows_csv(every_k if kernel.live else tables[0]),
+                       file_name="complexity-table.csv", mime="text/csv", key="cx_csv")
     rows = complexity_table(n, d, k, r)
-    cx_rows = [{t("why.table.layer"): name(row.layer),
-                t("why.table.cost_formula"): row.cost_formula,
-                t("why.table.cost"): large(row.cost),
-                t("why.table.sequential_formula"): row.sequential_formula,
-                t("why.table.sequential"): large(row.sequential),
-                t("why.table.path_formula"): row.path_formula,
-                t("why.table.path"): large(round(row.path, 2))} for row in rows]
-    table(cx_rows, key="why-complexity")
-    st.download_button(t("common.download_csv"), rows_csv(cx_rows), file_name="complexity-table.csv", mime="text/csv",
-                       key="cx_csv")
     sa, rnn = rows[0].cost, rows[1].cost
     text("why.table_result", n=n, d=d, attention=large(sa), recurrent=large(rnn), ratio=sa / rnn,
          verdict=t("why.table.cheaper" if sa < rnn else "why.table.dearer"))
@@ -87,19 +86,43 @@ def complexity_sections() -> None:
     st.header(t("why.curves.header"))
     text("why.curves")
     over_n = computed(mcx.curves_over_n, n, d, k, r)
+    conv = computed(mcx.convolutional_over_n, n, d, ks)  # the convolutional curves for each k (r does not enter)
+    conv_name = name("convolutional")
     cost = {name(layer): values for layer, values in over_n["cost"].items()}
     path = {name(layer): values for layer, values in over_n["path"].items()}
-    curve_titles = (t("why.curves.cost_y"), t("why.curves.cost_title", d=d, k=k, r=r), t("why.table.path_formula"),
-                    t("why.curves.path_title"))
+    axis = (t("why.curves.cost_y"), t("why.table.path_formula"), t("why.curves.path_title"))
     c1, c2 = st.columns(2)
     with c1:
-        fig = shared_figure("cost-vs-n", (n, d, k, r, *cost, *curve_titles), lambda: cost_figure(over_n, cost, n, d,
-                                                                                            curve_titles))
-        show_figure(fig, name="cost-vs-n", csv=series_csv("n", over_n["n"], cost), key="cx_cost")
+        figs = shared_view("cost-vs-n", (n, d, r, ks, *cost, *axis), lambda: [cost_figure(
+            over_n, {**cost, conv_name: conv["cost"][i]}, n, d, (axis[0], t("why.curves.cost_title", d=d, k=kk, r=r)))
+            for i, kk in enumerate(ks)])
+        show_figure(figs[ks.index(k)], name="cost-vs-n", key="cx_cost", follow=follow_figures(figs, kernel),
+                    csv=series_csv("n", over_n["n"], curves_csv(cost, conv_name, conv["cost"], ks)))
     with c2:
-        fig = shared_figure("path-vs-n", (n, d, k, r, *path, *curve_titles), lambda: line_chart(
-            over_n["n"], path, log_x=True, log_y=True, x_title="n", y_title=curve_titles[2], title=curve_titles[3]))
-        show_figure(fig, name="path-vs-n", csv=series_csv("n", over_n["n"], path), key="cx_path")
+        figs = shared_view("path-vs-n", (n, d, r, ks, *path, *axis), lambda: [line_chart(
+            over_n["n"], {**path, conv_name: conv["path"][i]}, log_x=True, log_y=True, x_title="n", y_title=axis[1],
+            title=axis[2]) for i in range(len(ks))])
+        show_figure(figs[ks.index(k)], name="path-vs-n", key="cx_path", follow=follow_figures(figs, kernel),
+                    csv=series_csv("n", over_n["n"], curves_csv(path, conv_name, conv["path"], ks)))
+
+
+def table_rows(n: int, d: int, k: int, r: int) -> list[dict]:
+    """Table 1 at n, d, k, r, as the page's table shows it."""
+    return [{t("why.table.layer"): name(row.layer),
+             t("why.table.cost_formula"): row.cost_formula,
+             t("why.table.cost"): large(row.cost),
+             t("why.table.sequential_formula"): row.sequential_formula,
+             t("why.table.sequential"): large(row.sequential),
+             t("why.table.path_formula"): row.path_formula,
+             t("why.table.path"): large(round(row.path, 2))} for row in complexity_table(n, d, k, r)]
+
+
+def curves_csv(curves: dict, conv_name: str, conv, ks: tuple) -> dict:
+    """The curves as their CSV's columns: the convolutional one for each k the page offers (the browser shows any)."""
+    if len(ks) == 1:
+        return curves
+    return {**{label: values for label, values in curves.items() if label != conv_name},
+            **{f"{conv_name} (k = {kk})": conv[i] for i, kk in enumerate(ks)}}
 
 
 complexity_sections()

@@ -205,6 +205,73 @@ def follow_metric(shown: list[tuple[str, str]], *choices: Choice, key: str, help
     _component()(key=f"atlas-choice-metric-{key}", data=_spec_bytes(spec), height="content")
 
 
+def follow_table(variants: list[list[dict]], *choices: Choice, key: str) -> None:
+    """A table that follows choices: variants[v] = its rows for variant v (app.ui.table's rows). Where no browser
+    answers the choices, app.ui.table with the server's variant (variants may then hold that one only)."""
+    from app.format import html_table
+    from app.ui import table, table_box
+    if not all(c.live for c in choices):
+        table(_served(variants, choices), key=key)
+        return
+    spec = {"kind": "text", "channels": [{"name": c.channel, "values": list(c.values)} for c in choices],
+            "initial": variant(choices), "texts": [html_table(rows) for rows in variants], "table": True}
+    with table_box(key):
+        _component()(key=f"atlas-choice-table-{key}", data=_spec_bytes(spec), height="content")
+
+
+def _same(values: list) -> bool:
+    """Whether the variants of one figure part are all equal (arrays compared as numbers, the rest as JSON)."""
+    if all(isinstance(v, np.ndarray) for v in values):
+        return all(v.shape == values[0].shape and np.array_equal(v, values[0], equal_nan=v.dtype.kind == "f")
+                   for v in values[1:])
+    first = json.dumps(values[0], sort_keys=True, default=_plain)
+    return all(json.dumps(v, sort_keys=True, default=_plain) == first for v in values[1:])
+
+
+def _plain(value):
+    """A numpy value or array in a figure, as JSON writes it."""
+    return value.tolist() if hasattr(value, "tolist") else str(value)
+
+
+def _numbers(values: list) -> np.ndarray | None:
+    """The variants of one trace attribute as one float array (first axis: the variant), or None where they are not
+    arrays of numbers of one shape (texts, names, single values)."""
+    try:
+        arrays = [np.asarray(v, dtype=float) for v in values]
+    except (TypeError, ValueError):
+        return None
+    if arrays[0].ndim == 0 or len({a.shape for a in arrays}) != 1:
+        return None
+    return np.stack(arrays)
+
+
+def follow_figures(figures: list, *choices: Choice) -> Follow | None:
+    """A chart's variants given as the figure the page's builder makes for each value of the choices (the builder of
+    the server's own figure, so each variant is what the server draws for that value): each trace attribute and
+    each layout key that differs between them is sent per variant, the rest once with the figure. None where no
+    browser answers the choices."""
+    if not choices or not all(c.live for c in choices):
+        return None
+    traces = []
+    for i, trace in enumerate(figures[0]["data"]):
+        for attr in trace:
+            values = [f["data"][i].get(attr) for f in figures]
+            if not _same(values):
+                numbers = _numbers(values)
+                traces.append((i, attr, numbers if numbers is not None else json.loads(json.dumps(values, default=_plain))))
+    layouts = [{} for _ in figures]
+    for key in dict.fromkeys(k for f in figures for k in f["layout"]):
+        values = json.loads(json.dumps([f["layout"].get(key) for f in figures], default=_plain))
+        if _same(values):
+            continue
+        others = [{k: v for k, v in value.items() if k != "text"} if isinstance(value, dict) else value
+                  for value in values]
+        text_only = key == "title" and all(isinstance(v, dict) for v in values) and _same(others)
+        for layout, value in zip(layouts, values):  # a title's text alone: the browser writes it in bold
+            layout.update({"title.text": value.get("text") or ""} if text_only else {key: value})
+    return Follow(tuple(choices), traces, layouts if any(layouts) else None)
+
+
 def asked_value(key: str):
     """The value the learner, a link or a reset gave the input `key` (what it shows may be the nearest that fits)."""
     from app.state import ASKED

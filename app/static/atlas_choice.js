@@ -32,8 +32,14 @@ const STYLE = `
 .atlas-choice-text.small {font-size: 14px; opacity: 0.75}
 .atlas-choice-text code {font-size: 0.9em}
 .atlas-choice-text.metric {line-height: normal}
+.atlas-choice-text.table {line-height: 1.6; margin-bottom: 0}
+.atlas-choice-text.table table {border-collapse: collapse; margin: 0}
+.atlas-choice-text.table th, .atlas-choice-text.table td {padding: 6px 12px; vertical-align: middle;
+  border: 1px solid var(--st-dataframe-border-color, var(--st-border-color, rgba(49, 51, 63, 0.2)))}
+.atlas-choice-text.table th {font-weight: 700}
 .atlas-metric-label {font-size: 14px; margin-bottom: 0.25rem}
-.atlas-metric-value {font-size: 2.25rem; line-height: 1.2; padding-bottom: 0.25rem; white-space: nowrap}
+.atlas-metric-value {font-size: var(--st-metric-value-font-size, 2.25rem); font-weight: var(--st-metric-value-font-weight, 400);
+  line-height: 1.2; padding-bottom: 0.25rem; white-space: nowrap}
 `;
 
 function decode(data) {
@@ -197,7 +203,7 @@ function showText(rec) {
   const i = variantOf(rec.spec);
   if (i === rec.shown) return;
   rec.shown = i;
-  rec.root.innerHTML = rec.spec.texts[i];  // escaped by the server (app.fast.choice): only b, i, code, a metric's two divs
+  rec.root.innerHTML = rec.spec.texts[i];  // escaped by the server (app.fast.choice): only b, i, code, a metric's two divs, a table
   rec.root.title = (rec.spec.titles && rec.spec.titles[i]) || "";  // a metric's help, as a tooltip
   rec.root.dataset.variant = String(i);
 }
@@ -218,6 +224,7 @@ function renderText(parentElement, spec, call) {
   rec.shown = null;
   rec.root.classList.toggle("small", !!spec.small);
   rec.root.classList.toggle("metric", !!spec.metric);
+  rec.root.classList.toggle("table", !!spec.table);
   showText(rec);
 }
 

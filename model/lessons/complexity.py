@@ -94,10 +94,24 @@ def curves_over_n(n: int, d: int, k: int = 3, r: int = 16, points: int = 300) ->
     """The cost and path columns of Table 1 for every layer type over a log-spaced range of n, from
     1 to max(10 n, 10 d, 100) (so both the chosen n and the crossover n = d are inside).
     Returns {"n": (m,), "cost": {layer: (m,)}, "path": {layer: (m,)}}."""
-    ns = np.unique(np.geomspace(1, max(10 * n, 10 * d, 100), points).round())
+    ns = _over_n(n, d, points)
     return {"n": ns,
             "cost": {layer: np.array([per_layer_cost(layer, x, d, k, r) for x in ns]) for layer in LAYERS},
             "path": {layer: np.array([max_path_length(layer, x, k, r) for x in ns]) for layer in LAYERS}}
+
+
+def _over_n(n: int, d: int, points: int) -> np.ndarray:
+    """The sizes the curves are drawn at: log-spaced whole numbers from 1 to max(10 n, 10 d, 100)."""
+    return np.unique(np.geomspace(1, max(10 * n, 10 * d, 100), points).round())
+
+
+def convolutional_over_n(n: int, d: int, ks: tuple[int, ...], points: int = 300) -> dict:
+    """curves_over_n's convolutional cost and path for each kernel width in `ks` (they read neither r nor the other
+    layers): {"n": (m,), "cost": (len(ks), m), "path": (len(ks), m)}, row i for ks[i]."""
+    ns = _over_n(n, d, points)
+    return {"n": ns,
+            "cost": np.array([[per_layer_cost("convolutional", x, d, k) for x in ns] for k in ks]),
+            "path": np.array([[max_path_length("convolutional", x, k) for x in ns] for k in ks])}
 
 
 # ----------------------------------------------------------------------------- measured

@@ -189,3 +189,38 @@ def test_the_dropout_rate_answers_in_the_browser(lang):
         page.wait_for_function(f"() => {{ const d = ({DROP})(); return d && d[0].includes('0.9,'); }}", timeout=20_000)
         assert catalogue(other)["recipe.dropout.scale"] in page.evaluate(METRICS)[1]
         browser.close()
+
+
+# the why page's table row of the convolutional layer, and the cost chart's title and convolutional curve
+WHY = """() => { const rows = Array.from(document.querySelectorAll('.atlas-choice-text.table tbody tr'))
+  .map(r => Array.from(r.cells).map(c => c.textContent));
+  const cost = Array.from(document.querySelectorAll('.js-plotly-plot')).find(g => g.layout && g.layout.shapes &&
+    g.layout.shapes.length === 2);
+  return [rows, cost ? cost.layout.title.text : null, cost ? Array.from(cost.data[2].y).slice(-1)[0] : null]; }"""
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_kernel_width_answers_in_the_browser(lang):
+    """The why page's k picks the convolutional row of Table 1 and its curves: the table, the cost chart's title and
+    its curve change with no script run, and k goes into the link."""
+    from playwright.sync_api import sync_playwright
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with served() as (url, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = new_page(browser, viewport={"width": 1400, "height": 1000})
+        page.goto(f"{url}/why?lang={lang}")
+        wait_idle(page)
+        page.wait_for_selector(INPUT.format("why-k"), timeout=60_000)
+        page.evaluate("() => window.atlasCharts.drawAll()")
+        page.wait_for_function(f"() => ({WHY})()[1] !== null", timeout=20_000)
+        rows, title, last = page.evaluate(WHY)
+        assert len(rows) == 4 and rows[2][2] == "7.86e+07" and "k = 3" in title  # 3 · 100 · 512²
+        _move(page, "why-k", "End")
+        page.evaluate("() => window.atlasCharts.drawAll()")
+        page.wait_for_function(f"() => ({WHY})()[1].includes('k = 64')", timeout=10_000)
+        rows64, _, last64 = page.evaluate(WHY)
+        assert rows64[2][2] == "1.68e+09" and rows64[0] == rows[0]  # 64 · 100 · 512²; the other rows stay
+        assert last64 == pytest.approx(last * 64 / 3, rel=1e-5)  # the curve: k · n · d², at the largest n
+        assert "k=64" in page.url
+        page.screenshot(path=str(SHOTS / f"choices-why-k-{lang}.png"))
+        browser.close()

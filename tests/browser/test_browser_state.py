@@ -30,7 +30,7 @@ RECIPES = {
               ("fill", "kind_src", "my sister reads a book")],
     "recipe": [("slide", "sch_d", 2), ("fill", "sch_pairs", "256, 2000"), ("slide", "ls_eps", 4),
                ("fill", "drop_sentence", "the boy eats an apple")],
-    "why": [("fill", "cx_n", "400"), ("slide", "cx_k", 2), ("slide", "cx_r", 3)],
+    "why": [("fill", "cx_n", "400"), ("slide", "cx_r", 3)],  # k is a browser choice: tests/browser/test_browser_choices.py
     "inspector": [("fill", "insp_text", "My mother loves the new movie."), ("radio", "insp_kind", 2),
                   ("radio", "insp_method", 1)],
     "train": [("select", "train_task", 2), ("radio", "train_size", 1)],
@@ -173,7 +173,7 @@ LINKED = {
     "positional": {"pe_len", "pe_dims", "perm_sentence", "perm_order"},
     "masks": {"mask_batch", "kind", "kind_src"},
     "recipe": {"sch_d", "sch_pairs", "ls_eps"},
-    "why": {"cx_n", "cx_k", "cx_r"},
+    "why": {"cx_n", "cx_r"},
     "inspector": {"insp_text", "insp_kind", "insp_method"},
     "train": {"train_task", "train_size"},
     "family": {"fam_mlm_text", "fam_mlm_pair"},

@@ -7,7 +7,7 @@ import torch
 import numpy as np
 
 from model.lessons.complexity import (
-    LAYERS, TIMED, complexity_table, curves_over_n, max_path_length, per_layer_cost, sequential_ops, time_layers,
+    LAYERS, TIMED, complexity_table, convolutional_over_n, curves_over_n, max_path_length, per_layer_cost, sequential_ops, time_layers,
     timing_summary,
 )
 
@@ -59,6 +59,19 @@ def test_curves_over_n_cover_n_and_the_crossover():
     assert out["cost"]["self_attention"][i] == per_layer_cost("self_attention", ns[i], 512)
     assert (out["path"]["self_attention"] == 1).all() and (out["path"]["recurrent"] == ns).all()
     assert curves_over_n(n=10, d=4)["n"][-1] == 100  # at least up to 100
+
+
+def test_convolutional_curves_for_each_k_are_curves_over_ns():
+    """The why page sends the convolutional curves for every k: row i is curves_over_n's curve at ks[i], whatever r."""
+    ks = (2, 3, 17, 64)
+    out = convolutional_over_n(300, 64, ks)
+    assert out["cost"].shape == out["path"].shape == (len(ks), len(out["n"]))
+    for i, k in enumerate(ks):
+        for r in (1, 16, 1024):
+            ref = curves_over_n(300, 64, k, r)
+            assert (out["n"] == ref["n"]).all()
+            assert (out["cost"][i] == ref["cost"]["convolutional"]).all()
+            assert (out["path"][i] == ref["path"]["convolutional"]).all()
 
 
 def test_timing_summary_units_and_growth():

@@ -1,6 +1,7 @@
 """The why-self-attention page in both languages, driven through AppTest (tiny timings)."""
 import math
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.i18n import catalogue
@@ -8,6 +9,13 @@ from model.lessons.complexity import LAYERS
 from tests.apptest_read import broken_emphasis, errors, figures, tables, title
 from tests.apptest_util import assert_clean, run_page
 from tests import apptest_util
+
+
+@pytest.fixture(autouse=True)
+def server_drawn_k(monkeypatch):
+    """The kernel width k as a Streamlit slider (where the browser cannot answer it): the server's path is the subject
+    here; tests/pages/test_page_why_choices.py covers the browser's answer."""
+    monkeypatch.setenv("ATLAS_ATTENTION_VIEW", "server")
 
 
 def test_why_page_en():
