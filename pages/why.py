@@ -7,7 +7,7 @@ import streamlit as st
 from app.charts.curves import line_chart, log_coordinate
 from app.charts.export import rows_csv, series_csv
 from app.charts.style import amend
-from app.fast.choice import choice_slider, follow_figures, follow_table
+from app.fast.choice import choice_slider, figure_variants, follow, follow_table
 from app.format import large
 from app.i18n import Message, UserError, t
 from app.inputs import parse_int_list
@@ -71,7 +71,7 @@ def complexity_sections() -> None:
     k = kernel.value
     r = c4.slider("r", 1, 1024, **keep("cx_r", 16, url="r", valid=range(1, 1025)))
     ks = kernel.values if kernel.live else (k,)
-    tables = shared_view("why-table", (n, d, r, ks), lambda: [table_rows(n, d, kk, r) for kk in ks])
+    tables = shared_view("why-table", (n, d, r, ks), lambda: table_rows(n, d, ks, r))
     follow_table(tables, kernel, key="why-complexity")
     every_k = [{"k": kk, **row} for kk, rows in zip(ks, tables) for row in rows]
     st.download_button(t("common.download_csv"), rows_csv(every_k if kernel.live else tables[0]),
@@ -93,28 +93,32 @@ def complexity_sections() -> None:
     axis = (t("why.curves.cost_y"), t("why.table.path_formula"), t("why.curves.path_title"))
     c1, c2 = st.columns(2)
     with c1:
-        figs = shared_view("cost-vs-n", (n, d, r, ks, *cost, *axis), lambda: [cost_figure(
+        figs = shared_view("cost-vs-n", (n, d, r, ks, *cost, *axis), lambda: with_variants([cost_figure(
             over_n, {**cost, conv_name: conv["cost"][i]}, n, d, (axis[0], t("why.curves.cost_title", d=d, k=kk, r=r)))
-            for i, kk in enumerate(ks)])
-        show_figure(figs[ks.index(k)], name="cost-vs-n", key="cx_cost", follow=follow_figures(figs, kernel),
-                    csv=series_csv("n", over_n["n"], curves_csv(cost, conv_name, conv["cost"], ks)))
+            for i, kk in enumerate(ks)]))
+        show_figure(figs[0][ks.index(k)], name="cost-vs-n", key="cx_cost", follow=follow(kernel, traces=figs[1][0], layouts=figs[1][1]),
+                    csv=lambda: series_csv("n", over_n["n"], curves_csv(cost, conv_name, conv["cost"], ks)))
     with c2:
-        figs = shared_view("path-vs-n", (n, d, r, ks, *path, *axis), lambda: [line_chart(
+        figs = shared_view("path-vs-n", (n, d, r, ks, *path, *axis), lambda: with_variants([line_chart(
             over_n["n"], {**path, conv_name: conv["path"][i]}, log_x=True, log_y=True, x_title="n", y_title=axis[1],
-            title=axis[2]) for i in range(len(ks))])
-        show_figure(figs[ks.index(k)], name="path-vs-n", key="cx_path", follow=follow_figures(figs, kernel),
-                    csv=series_csv("n", over_n["n"], curves_csv(path, conv_name, conv["path"], ks)))
+            title=axis[2]) for i in range(len(ks))]))
+        show_figure(figs[0][ks.index(k)], name="path-vs-n", key="cx_path", follow=follow(kernel, traces=figs[1][0], layouts=figs[1][1]),
+                    csv=lambda: series_csv("n", over_n["n"], curves_csv(path, conv_name, conv["path"], ks)))
 
 
-def table_rows(n: int, d: int, k: int, r: int) -> list[dict]:
-    """Table 1 at n, d, k, r, as the page's table shows it."""
-    return [{t("why.table.layer"): name(row.layer),
-             t("why.table.cost_formula"): row.cost_formula,
-             t("why.table.cost"): large(row.cost),
-             t("why.table.sequential_formula"): row.sequential_formula,
-             t("why.table.sequential"): large(row.sequential),
-             t("why.table.path_formula"): row.path_formula,
-             t("why.table.path"): large(round(row.path, 2))} for row in complexity_table(n, d, k, r)]
+def with_variants(figures: list) -> tuple[list, tuple]:
+    """The figures for each k and what a chart that follows k needs of them (app.fast.choice.figure_variants)."""
+    return figures, figure_variants(figures) if len(figures) > 1 else ([], None)
+
+
+def table_rows(n: int, d: int, ks: tuple, r: int) -> list[list[dict]]:
+    """Table 1 at n, d, r and each k of `ks`, as the page's table shows it (the words looked up once)."""
+    head = [t(f"why.table.{column}") for column in ("layer", "cost_formula", "cost", "sequential_formula",
+                                                     "sequential", "path_formula", "path")]
+    names = {layer: name(layer) for layer in mcx.LAYERS}
+    return [[dict(zip(head, (names[row.layer], row.cost_formula, large(row.cost), row.sequential_formula,
+                             large(row.sequential), row.path_formula, large(round(row.path, 2)))))
+             for row in complexity_table(n, d, k, r)] for k in ks]
 
 
 def curves_csv(curves: dict, conv_name: str, conv, ks: tuple) -> dict:

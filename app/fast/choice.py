@@ -220,12 +220,12 @@ def follow_table(variants: list[list[dict]], *choices: Choice, key: str) -> None
 
 
 def _same(values: list) -> bool:
-    """Whether the variants of one figure part are all equal (arrays compared as numbers, the rest as JSON)."""
-    if all(isinstance(v, np.ndarray) for v in values):
-        return all(v.shape == values[0].shape and np.array_equal(v, values[0], equal_nan=v.dtype.kind == "f")
-                   for v in values[1:])
-    first = json.dumps(values[0], sort_keys=True, default=_plain)
-    return all(json.dumps(v, sort_keys=True, default=_plain) == first for v in values[1:])
+    """Whether the variants of one figure part are all equal (arrays compared as numbers)."""
+    first = values[0]
+    if isinstance(first, np.ndarray):
+        return all(isinstance(v, np.ndarray) and v.shape == first.shape
+                   and np.array_equal(v, first, equal_nan=v.dtype.kind == "f") for v in values[1:])
+    return all(not isinstance(v, np.ndarray) and v == first for v in values[1:])
 
 
 def _plain(value):
@@ -245,13 +245,11 @@ def _numbers(values: list) -> np.ndarray | None:
     return np.stack(arrays)
 
 
-def follow_figures(figures: list, *choices: Choice) -> Follow | None:
-    """A chart's variants given as the figure the page's builder makes for each value of the choices (the builder of
-    the server's own figure, so each variant is what the server draws for that value): each trace attribute and
-    each layout key that differs between them is sent per variant, the rest once with the figure. None where no
-    browser answers the choices."""
-    if not choices or not all(c.live for c in choices):
-        return None
+def figure_variants(figures: list) -> tuple[list, list | None]:
+    """The traces and layouts a follower needs (Follow's), from the figure the page's builder makes for each value of
+    a choice (the builder of the server's own figure, so each variant is what the server draws for that value):
+    each trace attribute and each layout key that differs between them, per variant; the rest is sent once with the
+    figure. Depends on the figures only, so a page keeps it with them (app.resources.shared_view)."""
     traces = []
     for i, trace in enumerate(figures[0]["data"]):
         for attr in trace:
@@ -261,15 +259,16 @@ def follow_figures(figures: list, *choices: Choice) -> Follow | None:
                 traces.append((i, attr, numbers if numbers is not None else json.loads(json.dumps(values, default=_plain))))
     layouts = [{} for _ in figures]
     for key in dict.fromkeys(k for f in figures for k in f["layout"]):
-        values = json.loads(json.dumps([f["layout"].get(key) for f in figures], default=_plain))
+        values = [f["layout"].get(key) for f in figures]
         if _same(values):
             continue
+        values = json.loads(json.dumps(values, default=_plain))
         others = [{k: v for k, v in value.items() if k != "text"} if isinstance(value, dict) else value
                   for value in values]
         text_only = key == "title" and all(isinstance(v, dict) for v in values) and _same(others)
         for layout, value in zip(layouts, values):  # a title's text alone: the browser writes it in bold
             layout.update({"title.text": value.get("text") or ""} if text_only else {key: value})
-    return Follow(tuple(choices), traces, layouts if any(layouts) else None)
+    return traces, (layouts if any(layouts) else None)
 
 
 def asked_value(key: str):
