@@ -107,8 +107,13 @@ class Follow:
                 traces.append({"trace": trace, "attr": attr, "list": list(per)})
         if self.layouts is not None and len(self.layouts) != n:
             raise ValueError(f"{len(self.layouts)} layouts for {n} values")
-        return {"module": versioned(MODULE), "channels": [{"name": c.channel, "values": list(c.values)} for c in self.choices],
+        return {"module": versioned(MODULE), "channels": channels(self.choices),
                 "initial": variant(self.choices), "traces": traces, "layouts": self.layouts}
+
+
+def channels(choices) -> list[dict]:
+    """The channels a follower listens to, with the values each offers (the browser picks the variant from them)."""
+    return [{"name": c.channel, "values": list(c.values)} for c in choices]
 
 
 def variant(choices) -> int:
@@ -178,7 +183,7 @@ def follow_text(texts: list[str], *choices: Choice, key: str, fallback=None) -> 
     if not all(c.live for c in choices):
         (fallback or st.markdown)(_served(texts, choices))
         return
-    spec = {"kind": "text", "channels": [{"name": c.channel, "values": list(c.values)} for c in choices],
+    spec = {"kind": "text", "channels": channels(choices),
             "initial": variant(choices), "texts": [text_html(x) for x in texts],
             "small": fallback is st.caption}
     _component()(key=f"atlas-choice-text-{key}", data=_spec_bytes(spec), height="content")
@@ -200,7 +205,7 @@ def follow_metric(shown: list[tuple[str, str]], *choices: Choice, key: str, help
         return
     texts = [f'<div class="atlas-metric-label">{html.escape(label, quote=False)}</div>'
              f'<div class="atlas-metric-value">{html.escape(value, quote=False)}</div>' for label, value in shown]
-    spec = {"kind": "text", "channels": [{"name": c.channel, "values": list(c.values)} for c in choices],
+    spec = {"kind": "text", "channels": channels(choices),
             "initial": v, "texts": texts, "metric": True, "titles": list(help) if help else None}
     _component()(key=f"atlas-choice-metric-{key}", data=_spec_bytes(spec), height="content")
 
@@ -213,7 +218,7 @@ def follow_table(variants: list[list[dict]], *choices: Choice, key: str) -> None
     if not all(c.live for c in choices):
         table(_served(variants, choices), key=key)
         return
-    spec = {"kind": "text", "channels": [{"name": c.channel, "values": list(c.values)} for c in choices],
+    spec = {"kind": "text", "channels": channels(choices),
             "initial": variant(choices), "texts": [html_table(rows) for rows in variants], "table": True}
     with table_box(key):
         _component()(key=f"atlas-choice-table-{key}", data=_spec_bytes(spec), height="content")
@@ -225,7 +230,11 @@ def _same(values: list) -> bool:
     if isinstance(first, np.ndarray):
         return all(isinstance(v, np.ndarray) and v.shape == first.shape
                    and np.array_equal(v, first, equal_nan=v.dtype.kind == "f") for v in values[1:])
-    return all(not isinstance(v, np.ndarray) and v == first for v in values[1:])
+    try:
+        return all(not isinstance(v, np.ndarray) and bool(v == first) for v in values[1:])
+    except ValueError:  # an array inside a part (a marker's colours): compared as JSON
+        text = json.dumps(first, sort_keys=True, default=_plain)
+        return all(json.dumps(v, sort_keys=True, default=_plain) == text for v in values[1:])
 
 
 def _plain(value):
