@@ -7,6 +7,7 @@ from app.charts.curves import line_chart
 from app.charts.export import heads_csv, series_csv
 from app.charts.heatmaps import head_multiples, head_tiles, scale_top, stage_figure
 from app.i18n import UserError, t
+from app.fast.attention_view import attention_view, available as attention_view_available, page_resets, view_bytes
 from app.resources import computed, shared_figure, shared_view
 from app.state import OneBased, keep
 from app.page_inputs import MULTIHEAD, SECTIONS
@@ -35,6 +36,22 @@ def one_head(weights, labels: list, name: tuple, axis_titles: dict) -> None:
         "weights", weights[h_pick], labels, labels, title=title, **axis_titles))
     show_matrix(fig, weights[h_pick], name=f"multihead-D{name[1]}-H{H}-head{h_pick + 1}", row_labels=labels,
                 col_labels=labels, key="mh-one-head")
+
+def heads_view(weights, labels: list, view: tuple, axis_titles: dict) -> None:
+    """Every head's map in the attention view (app.fast.attention_view), one layer of H heads: it opens on the head
+    a link names (?head=, 1-based), as the picker of the server-drawn grid did."""
+    H = len(weights)
+    pick = keep("mh_pick", 0, url="head", valid=range(H), codec=OneBased, browser=True)  # the view writes its own
+    head = st.session_state[pick["key"]] + 1
+    top = float(weights.max()) if weights.size else 1.0
+    data = shared_view("mh-view", (*view, head, page_resets(), *axis_titles.values()), lambda: view_bytes(
+        [{"id": "self", "label": t("multihead.maps.kind", H=H), "weights": weights[None], "q": labels, "k": labels,
+          "q_title": axis_titles["query_title"], "k_title": axis_titles["key_title"]}], "grid",
+        {"kind": "self", "head": head}))
+    attention_view(data, key="mh-view")
+    if top < 0.5:  # the view's colours run from 0 to 1 as everywhere in the app: say why every tile is pale
+        st.caption(t("multihead.maps.pale", top=top))
+
 
 st.title(t("multihead.title"))
 text("multihead.intro")
@@ -87,7 +104,11 @@ st.header(t("multihead.maps.header"), anchor=SECTIONS["multihead.maps"])
 weights = demo.weights  # (H, L, L)
 st.caption(t("common.rows_cols") + " " + t("multihead.maps.untrained"))
 maps_csv = lambda: heads_csv(weights, labels)  # noqa: E731  written on click (H·L² numbers)
-if H <= 16:
+if attention_view_available():  # every head's map sent once: a tile clicked, a cell or a query answered in the browser
+    heads_view(weights, labels, view, axis_titles)
+    st.download_button(t("multihead.maps.csv"), maps_csv, file_name=f"multihead-D{D}-H{H}-heads.csv", mime="text/csv",
+                       key="csv-mh-view")
+elif H <= 16:
     fig = shared_figure("mh-heads", (*view, t("common.head"), *axis_titles.values()), lambda: head_tiles(
         weights, labels, labels, head_title=t("common.head"), per_row=4 if H != 2 else 2, **axis_titles))
     show_figure(fig, name=f"multihead-D{D}-H{H}-heads", csv=maps_csv, key="mh-heads")

@@ -148,7 +148,9 @@ function toolbar(rec) {
   }
   // the head view draws every head at once, each in its colour (not their mean)
   const everyHead = rec.header.mode === "heads" ? w.all_heads : w.mean;
-  bar.append(buttons(rec, "layer", kind.layers, w.mean, String), buttons(rec, "head", kind.heads, everyHead, String));
+  // one layer (the multi-head page's, a model trained with one): no layer to choose, and its "mean" is that layer
+  if (kind.layers > 1) bar.append(buttons(rec, "layer", kind.layers, w.mean, String));
+  bar.append(buttons(rec, "head", kind.heads, everyHead, String));
   const range = el("input", {type: "range", min: "0", max: String(kind.nq), step: "1", value: String(rec.state.query)});
   range.dataset.name = "query";
   range.addEventListener("input", () => choose(rec, {query: Number(range.value)}, "input[data-name='query']"));

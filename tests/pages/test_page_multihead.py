@@ -10,8 +10,9 @@ import pytest
 from app.i18n import LANGS
 
 from app.charts.export import heads_csv
+from app.fast import attention_view as av
 from app.i18n import catalogue
-from tests.apptest_read import charts, figures, rendered_text, tables, title
+from tests.apptest_read import attention_views, charts, figures, rendered_text, tables, title
 from tests.apptest_util import assert_clean, run_page
 
 SHAPE_COL = {"en": "shape (this run)", "ko": "모양 (이번 실행)"}
@@ -25,6 +26,15 @@ def expected_shapes(L, D, H) -> list[str]:
     dh = D // H
     return [str(s) for s in ([1, L, D], [1, L, D], [1, L, D], [1, L, D], [1, L, H, dh], [1, H, L, dh],
                              [1, H, L, L], [1, H, L, L], [1, H, L, dh], [1, L, D], [1, L, D])]
+
+
+def heads_view(at) -> tuple[dict, np.ndarray]:
+    """The attention view of section 3: its one kind's header, and its maps as (H, L, L) weights."""
+    (data,) = attention_views(at)
+    header, weights = av.read_payload(data)
+    (kind,) = header["kinds"]
+    assert kind["layers"] == 1
+    return kind, weights.reshape(kind["heads"], kind["nq"], kind["nk"])
 
 
 def run_with(lang="en", **state):
@@ -42,11 +52,12 @@ def test_default_page_shapes(lang):
     assert_clean(at)
     assert not at.error
     assert shapes_shown(at, lang) == expected_shapes(6, 64, 8)
-    figs = figures(at)
-    assert len(figs) == 1 + 2 + 1  # all heads tiled, single head vs mean of heads, one layer's vector lengths
-    assert [a["text"] for a in figs[0]["layout"]["annotations"]] == [
-        f"<b>{'head' if lang == 'en' else '헤드'} {h}</b>" for h in range(1, 9)]
-    assert len(at.get("download_button")) == len(charts(at))
+    assert len(figures(at)) == 2 + 1  # single head vs mean of heads, one layer's vector lengths
+    kind, maps = heads_view(at)  # every head's map, in the attention view
+    assert kind["heads"] == 8 and kind["q"] == kind["k"] == "the cat sat on the mat".split()
+    assert kind["label"] == catalogue(lang)["multihead.maps.kind"].format(H=8) and not kind["causal"]
+    np.testing.assert_allclose(maps.sum(-1), 1.0, atol=6 / av.SCALE)
+    assert len(at.get("download_button")) == len(charts(at)) + 1  # every head's weights, beside the view
     cost = tables(at)[1]
     assert list(cost["H"]) == [1, 2, 4, 8, 16, 32, 64]
     assert cost.iloc[:, 7].nunique() == 1  # matmul total is the same for every H
@@ -64,15 +75,49 @@ def test_changing_d_and_h_changes_the_shapes():
     at.run()
     assert_clean(at)
     assert shapes_shown(at) == expected_shapes(4, 48, 12)
-    tiles = figures(at)[0]
-    assert len(tiles["layout"]["annotations"]) == 12
-    assert tiles["layout"]["xaxis"]["ticktext"][:4] == ["나는", "학교에", "간다", "🙂"]
-    assert tiles["data"][0]["zmin"] == 0 and tiles["data"][0]["zmax"] == 1
-    at.selectbox(key="mh_h").set_value(24)  # more than 16 heads: the compact grid plus one labelled head
+    kind, _ = heads_view(at)
+    assert kind["heads"] == 12 and kind["q"] == ["나는", "학교에", "간다", "🙂"]
+    at.selectbox(key="mh_h").set_value(24)
     at.run()
     assert_clean(at)
-    labelled = figures(at)[1]["data"][0]
-    assert labelled["x"] == ["나는", "학교에", "간다", "🙂"] and labelled["zmax"] == 1
+    assert heads_view(at)[0]["heads"] == 24
+    assert "mh_pick" not in [box.key for box in at.selectbox]  # the view picks the head, in the browser
+    assert len(figures(at)) == 3  # no server-drawn grid of the heads, nor one of them enlarged
+
+
+@pytest.mark.parametrize("lang", list(LANGS))
+def test_the_view_holds_the_heads_the_model_computes_and_says_why_they_are_pale(lang):
+    from model.lessons.multihead import multihead_demo
+    words = "a dog ran in the park".split()
+    at = run_with(lang, mh_sentence=" ".join(words), mh_d=32, mh_h=16, mh_seed=3)
+    assert_clean(at)
+    kind, maps = heads_view(at)
+    expected = multihead_demo(words, 32, 16, 3, positions=True).weights
+    np.testing.assert_allclose(maps, expected, atol=0.5 / av.SCALE + 1e-9)
+    pale = catalogue(lang)["multihead.maps.pale"].format(top=float(expected.max()))
+    assert (pale in [c.value for c in at.caption]) is (float(expected.max()) < 0.5)
+
+
+def test_the_view_opens_on_the_head_a_link_names_and_refuses_one_the_model_lacks():
+    from tests.apptest_util import open_link
+    at = open_link("multihead.py", {"heads": "8", "head": "3"}, lang="en")
+    assert_clean(at)
+    (data,) = attention_views(at)
+    assert av.read_payload(data)[0]["initial"] == {"kind": "self", "layer": 1, "head": 3, "query": 0}
+    at = open_link("multihead.py", {"heads": "8", "head": "9"}, lang="en")
+    assert_clean(at)
+    (data,) = attention_views(at)
+    assert av.read_payload(data)[0]["initial"]["head"] == 1
+    assert any("“head”" in toast.value for toast in at.toast)
+
+
+def test_without_the_view_the_server_draws_the_tiles(monkeypatch):
+    monkeypatch.setenv("ATLAS_ATTENTION_VIEW", "server")
+    at = run_with(mh_sentence="the cat sat on the mat")
+    assert_clean(at)
+    assert not attention_views(at)
+    tiles = figures(at)[0]
+    assert [a["text"] for a in tiles["layout"]["annotations"]] == [f"<b>head {h}</b>" for h in range(1, 9)]
 
 
 def test_invalid_h_after_changing_d_falls_back_to_a_divisor():
@@ -105,8 +150,8 @@ def test_too_long_sentence():
     assert_clean(at)
     assert at.warning and "64" in at.warning[0].value
     assert shapes_shown(at, "ko")[6] == str([1, 2, 64, 64])
-    fig = figures(at)[0]
-    assert not fig["data"][0].get("text")  # 64×64 maps hide the numbers in their cells
+    kind, maps = heads_view(at)
+    assert (kind["heads"], kind["nq"], kind["nk"]) == (2, 64, 64)
 
 
 # ---------------------------------------------------------------- one layer, end to end

@@ -157,14 +157,15 @@ def test_positional_numbers_are_the_same_fresh_and_cached():
 
 # ----------------------------------------------------------------------------- multi-head
 
+def _many_heads(at):
+    at.session_state["mh_h"] = 32  # more than 16 heads: the grid and a picker for one head (server-drawn)
+    at.session_state["mh_sentence"] = "the cat sat on the mat"
+
+
 @pytest.mark.slow
 def test_picking_one_of_many_heads_reruns_only_that_map():
-    def setup(at):
-        at.session_state["mh_h"] = 32  # more than 16 heads: the grid and a picker for one head
-        at.session_state["mh_sentence"] = "the cat sat on the mat"
-
     with fragment_ids() as ids, plotted() as first:
-        at = run_page("multihead.py", "en", setup=setup)
+        at = run_page("multihead.py", "en", setup=_many_heads)
     assert_clean(at)
     assert first == ["mh-grid", "mh-one-head", "mh-single", "mh-mean", "mh-layer-norms"]
     before = shown(at)

@@ -1,0 +1,80 @@
+"""The multi-head page's heads in Chromium, in both languages: one layer of H heads in the attention view. A tile
+clicked or a query picked changes what is drawn with no script run; the view has no layer to choose (one layer);
+it opens on the head a link names; a move of d_model sends the new heads and the view draws them."""
+from __future__ import annotations
+
+import pytest
+from app.i18n import LANGS, catalogue
+
+from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, new_page, served, wait_idle
+
+pytestmark = pytest.mark.browser
+playwright = pytest.importorskip("playwright.sync_api")
+SHOTS = ROOT / "test-artifacts" / "screenshots"
+VIEW = ".atlas-view"
+CHOICE = f"() => document.querySelector('{VIEW}').dataset.choice"
+DRAWN = f"() => Number(document.querySelector('{VIEW}').dataset.drawn)"
+PIXELS = f"() => document.querySelector('{VIEW} .atlas-view-detail').toDataURL()"
+
+
+@pytest.fixture(scope="module")
+def site():
+    from playwright.sync_api import sync_playwright
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with served() as (url, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield url, browser
+        browser.close()
+
+
+def _open(site, query: str):
+    url, browser = site
+    page = new_page(browser, viewport={"width": 1400, "height": 1200})
+    page.goto(f"{url}/multihead?{query}")
+    wait_idle(page, draw_all=False)
+    page.wait_for_function(f"() => !!(document.querySelector('{VIEW}') || {{}}).dataset?.choice", timeout=60_000)
+    page.locator(VIEW).scroll_into_view_if_needed()
+    return page
+
+
+def _no_run(page, action) -> None:
+    """`action()` changes the view's drawing only: it draws again, and no script run reaches the page."""
+    runs, drawn = page.__dict__["atlas_runs"][0], page.evaluate(DRAWN)
+    action()
+    page.wait_for_function(f"(n) => ({DRAWN})() > n", arg=drawn, timeout=5_000)
+    page.wait_for_timeout(400)  # a run the action had started would have finished by now on this page
+    assert page.__dict__["atlas_runs"][0] == runs, "a view's choice reran the script"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_tile_and_a_query_answer_in_the_browser(site, lang):
+    words = catalogue(lang)
+    page = _open(site, f"lang={lang}&d_model=64&heads=8")
+    view = page.locator(VIEW)
+    assert view.locator(".atlas-view-tile").count() == 8
+    assert view.locator("button[data-name='layer']").count() == 0  # one layer: nothing to choose
+    assert view.locator("button[data-name='head']").count() == 8 + 1  # every head and their mean
+    assert page.evaluate(CHOICE) == "self.1.1.0"
+    before = page.evaluate(PIXELS)
+    _no_run(page, view.locator(".atlas-view-tile[data-head='6']").click)
+    assert page.evaluate(CHOICE) == "self.1.6.0" and "view=self.1.6.0" in page.url
+    title = view.locator(".atlas-view-title").inner_text()
+    assert title.startswith(words["multihead.maps.kind"].format(H=8)), title
+    assert f"{words['common.view.head']} 6" in title, title
+    assert page.evaluate(PIXELS) != before
+    _no_run(page, lambda: view.locator("input[data-name='query']").fill("2"))
+    assert page.evaluate(CHOICE) == "self.1.6.2"
+    page.screenshot(path=str(SHOTS / f"multihead-view-{lang}.png"), full_page=True)
+    page.close()
+
+
+def test_the_view_opens_on_a_linked_head_and_follows_the_head_count(site):
+    page = _open(site, "lang=en&d_model=64&heads=8&head=3")
+    assert page.evaluate(CHOICE) == "self.1.3.0"
+    drawn = page.evaluate(DRAWN)
+    box = page.locator(".st-key-mh_h")
+    box.click()
+    page.get_by_role("option", name="16", exact=True).click()  # new heads: the server sends them, the view draws them
+    page.wait_for_function(f"(n) => ({DRAWN})() > n && document.querySelectorAll('{VIEW} .atlas-view-tile').length "
+                           "=== 16", arg=drawn, timeout=30_000)
+    page.close()
