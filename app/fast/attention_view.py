@@ -42,8 +42,8 @@ def quantise(weights) -> np.ndarray:
     return np.rint(np.clip(w, 0.0, 1.0) * SCALE).astype("<u2")
 
 
-WORDS = ("layer", "head", "mean", "all_heads", "all_queries", "query", "kind", "step", "grid_hint", "hover_hint",
-         "lines_hint", "download", "masked", "masked_hint")  # the view's words: common.view.* of the catalogue
+WORDS = ("layer", "head", "mean", "all_heads", "all_queries", "query", "kind", "step", "grid_hint", "grid_hint_heads",
+         "hover_hint", "lines_hint", "download", "masked", "masked_hint")  # the view's words: common.view.* of the catalogue
 
 
 def words() -> dict[str, str]:

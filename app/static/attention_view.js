@@ -219,7 +219,7 @@ function grid(rec, kind) {
 function buildGrid(rec, kind, size) {
   const w = rec.header.words;
   const box = el("div", {className: "atlas-view-grid"});
-  box.append(el("div", {className: "atlas-view-hint", textContent: w.grid_hint}));
+  box.append(el("div", {className: "atlas-view-hint", textContent: kind.layers > 1 ? w.grid_hint : w.grid_hint_heads}));
   if (kind.groups) {
     const row = el("div", {className: "atlas-view-tiles"}, el("span", {className: "atlas-view-rowname"}));
     const per = kind.heads / kind.groups.length;

@@ -4,7 +4,7 @@ it opens on the head a link names; a move of d_model sends the new heads and the
 from __future__ import annotations
 
 import pytest
-from app.i18n import LANGS, catalogue
+from app.i18n import LANGS, catalogue, fill
 
 from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, new_page, served, wait_idle
 
@@ -54,12 +54,13 @@ def test_a_tile_and_a_query_answer_in_the_browser(site, lang):
     assert view.locator(".atlas-view-tile").count() == 8
     assert view.locator("button[data-name='layer']").count() == 0  # one layer: nothing to choose
     assert view.locator("button[data-name='head']").count() == 8 + 1  # every head and their mean
+    assert view.locator(".atlas-view-hint").first.inner_text() == words["common.view.grid_hint_heads"]
     assert page.evaluate(CHOICE) == "self.1.1.0"
     before = page.evaluate(PIXELS)
     _no_run(page, view.locator(".atlas-view-tile[data-head='6']").click)
     assert page.evaluate(CHOICE) == "self.1.6.0" and "view=self.1.6.0" in page.url
     title = view.locator(".atlas-view-title").inner_text()
-    assert title.startswith(words["multihead.maps.kind"].format(H=8)), title
+    assert title.startswith(fill(words["multihead.maps.kind"], {"H": 8})), title
     assert f"{words['common.view.head']} 6" in title, title
     assert page.evaluate(PIXELS) != before
     _no_run(page, lambda: view.locator("input[data-name='query']").fill("2"))

@@ -11,7 +11,7 @@ from app.i18n import LANGS
 
 from app.charts.export import heads_csv
 from app.fast import attention_view as av
-from app.i18n import catalogue
+from app.i18n import catalogue, fill
 from tests.apptest_read import attention_views, charts, figures, rendered_text, tables, title
 from tests.apptest_util import assert_clean, run_page
 
@@ -55,7 +55,7 @@ def test_default_page_shapes(lang):
     assert len(figures(at)) == 2 + 1  # single head vs mean of heads, one layer's vector lengths
     kind, maps = heads_view(at)  # every head's map, in the attention view
     assert kind["heads"] == 8 and kind["q"] == kind["k"] == "the cat sat on the mat".split()
-    assert kind["label"] == catalogue(lang)["multihead.maps.kind"].format(H=8) and not kind["causal"]
+    assert kind["label"] == fill(catalogue(lang)["multihead.maps.kind"], {"H": 8}) and not kind["causal"]
     np.testing.assert_allclose(maps.sum(-1), 1.0, atol=6 / av.SCALE)
     assert len(at.get("download_button")) == len(charts(at)) + 1  # every head's weights, beside the view
     cost = tables(at)[1]
@@ -94,7 +94,7 @@ def test_the_view_holds_the_heads_the_model_computes_and_says_why_they_are_pale(
     kind, maps = heads_view(at)
     expected = multihead_demo(words, 32, 16, 3, positions=True).weights
     np.testing.assert_allclose(maps, expected, atol=0.5 / av.SCALE + 1e-9)
-    pale = catalogue(lang)["multihead.maps.pale"].format(top=float(expected.max()))
+    pale = fill(catalogue(lang)["multihead.maps.pale"], {"top": float(expected.max())})
     assert (pale in [c.value for c in at.caption]) is (float(expected.max()) < 0.5)
 
 
