@@ -43,14 +43,14 @@ def heads_view(weights, labels: list, view: tuple, axis_titles: dict) -> None:
     H = len(weights)
     pick = keep("mh_pick", 0, url="head", valid=range(H), codec=OneBased, browser=True)  # the view writes its own
     head = st.session_state[pick["key"]] + 1
-    top = float(weights.max()) if weights.size else 1.0
+    top = scale_top(weights)  # every weight small (many narrow heads): the colours stretched, and said so
+    if top < 1:
+        st.caption(t("multihead.maps.scale_top", top=top))
     data = shared_view("mh-view", (*view, head, page_resets(), *axis_titles.values()), lambda: view_bytes(
         [{"id": "self", "label": t("multihead.maps.kind", H=H), "weights": weights[None], "q": labels, "k": labels,
-          "q_title": axis_titles["query_title"], "k_title": axis_titles["key_title"]}], "grid",
+          "q_title": axis_titles["query_title"], "k_title": axis_titles["key_title"], "top": top}], "grid",
         {"kind": "self", "head": head}))
     attention_view(data, key="mh-view")
-    if top < 0.5:  # the view's colours run from 0 to 1 as everywhere in the app: say why every tile is pale
-        st.caption(t("multihead.maps.pale", top=top))
 
 
 st.title(t("multihead.title"))

@@ -73,7 +73,9 @@ def payload(kinds: list[dict], words: dict[str, str], colours: list, head_colour
     """The bytes the browser gets. kinds: [{"id", "label", "weights" (layers, H, Lq, Lk), "q", "k" (token texts),
     "q_title", "k_title", "groups" (one label per key/value head's query heads, or None), "decoder" (whether a
     query is a decoding step), "causal" (whether a causal mask hides every later key: the view marks those cells;
-    a weight of exactly 0 alone says nothing, since a peaked softmax underflows to 0 in float32)}].
+    a weight of exactly 0 alone says nothing, since a peaked softmax underflows to 0 in float32), "top" (the weight
+    drawn in the scale's darkest colour, default 1: below 1 for maps whose every weight is small, which the page
+    then says, app.charts.heatmaps.scale_top)}].
     mode: "grid" (tiles and the enlarged map) or "heads" (the head view). initial: the first view the page asks for,
     {"kind", "layer", "head", "query"} (1-based, 0 for a mean or for every query; default the first kind, layer 1,
     head 1): the page's own inputs, which a link or a tour stop may have set. The browser prefers the link's view,
@@ -88,7 +90,7 @@ def payload(kinds: list[dict], words: dict[str, str], colours: list, head_colour
                              "nq": n_q, "nk": n_k, "q": [str(x) for x in kind["q"]], "k": [str(x) for x in kind["k"]],
                              "qTitle": kind["q_title"], "kTitle": kind["k_title"], "groups": kind.get("groups"),
                              "decoder": bool(kind.get("decoder")), "causal": bool(kind.get("causal")),
-                             "offset": offset})
+                             "top": float(kind.get("top", 1.0)), "offset": offset})
         blobs.append(q.tobytes())
         offset += q.size
     first = {"kind": kinds[0]["id"], "layer": 1, "head": 1, "query": 0, **(initial or {})}

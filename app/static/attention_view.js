@@ -180,7 +180,7 @@ const MASKED = [217, 217, 222];  // a masked cell: grey, apart from the colour s
 // The map drawn cell by cell into an (nk x nq) image, then scaled onto `canvas` at (x, y) without smoothing: one
 // pass over the numbers, however many pixels a cell takes. Rows other than the focused query (1-based) are faint.
 function paintMap(canvas, rec, kind, values, x, y, width, height, focus) {
-  const {nq, nk} = kind, table = rec.colour;
+  const {nq, nk} = kind, table = rec.colour, top = kind.top || 1;  // top: the weight drawn darkest
   const image = new ImageData(nk, nq), px = image.data;
   for (let i = 0; i < nq; i++) {
     const alpha = focus && focus !== i + 1 ? 64 : 255;
@@ -189,7 +189,7 @@ function paintMap(canvas, rec, kind, values, x, y, width, height, focus) {
       if (isMasked(kind, i, j)) {
         px[o] = MASKED[0]; px[o + 1] = MASKED[1]; px[o + 2] = MASKED[2];
       } else {
-        const n = Math.round(Math.min(1, Math.max(0, values[i * nk + j])) * (LEVELS - 1)) * 3;
+        const n = Math.round(Math.min(1, Math.max(0, values[i * nk + j] / top)) * (LEVELS - 1)) * 3;
         px[o] = table[n]; px[o + 1] = table[n + 1]; px[o + 2] = table[n + 2];
       }
       px[o + 3] = alpha;
@@ -301,8 +301,9 @@ function detail(rec, kind) {
       if (masked(i, j) && cell >= 10) {
         ctx.fillStyle = "#6b6d75";
         ctx.fillText("✕", x, yy);
-      } else if (cell >= 28) {  // on the scale's light half dark digits, on its dark half white ones
-        ctx.fillStyle = v > 0.5 ? "#ffffff" : "#31333f";
+      } else if (cell >= 28) {  // on the scale's dark half white digits (its rows drawn faint: dark ones), else dark
+        const faint = s.query && s.query !== i + 1;
+        ctx.fillStyle = v / (kind.top || 1) > 0.5 && !faint ? "#ffffff" : "#31333f";
         ctx.fillText(v.toFixed(2), x, yy);
       }
     }

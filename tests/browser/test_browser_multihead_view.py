@@ -69,13 +69,36 @@ def test_a_tile_and_a_query_answer_in_the_browser(site, lang):
     page.close()
 
 
+def test_small_weights_are_drawn_on_a_stretched_scale(site):
+    """Every weight of the page's first view is below 0.5 (untrained, 8 heads of 8 dimensions): the largest is drawn
+    in the scale's darkest colour, as the page's caption says, not in the middle of a 0…1 scale."""
+    import numpy as np
+    from app.charts.style import ATTN_SCALE, named_scale
+    from app.charts.heatmaps import scale_top
+    from model.lessons.multihead import multihead_demo
+    w = multihead_demo("the cat sat on the mat".split(), 64, 8, 0, positions=True).weights
+    assert scale_top(w) < 1
+    head, query, key = np.unravel_index(int(np.argmax(w)), w.shape)
+    page = _open(site, "lang=en&d_model=64&heads=8&sentence=the+cat+sat+on+the+mat&seed=0")
+    _no_run(page, page.locator(f".atlas-view-tile[data-head='{head + 1}']").click)
+    canvas = page.locator(f"{VIEW} .atlas-view-detail")
+    d = {k: float(v) for k, v in canvas.evaluate("(c) => ({...c.dataset})").items()}
+    x, y = int(d["left"] + key * d["cell"]) + 1, int(d["top"] + query * d["cell"]) + 1
+    drawn = canvas.evaluate("(c, [x, y]) => Array.from(c.getContext('2d').getImageData(x, y, 1, 1).data.slice(0, 3))",
+                            [x, y])
+    darkest = [int(v) for v in named_scale(ATTN_SCALE)[-1][1].strip("rgb()").split(",")]
+    assert max(abs(a - b) for a, b in zip(drawn, darkest)) <= 8, (drawn, darkest)
+    page.close()
+
+
 def test_the_view_opens_on_a_linked_head_and_follows_the_head_count(site):
     page = _open(site, "lang=en&d_model=64&heads=8&head=3")
     assert page.evaluate(CHOICE) == "self.1.3.0"
     drawn = page.evaluate(DRAWN)
-    box = page.locator(".st-key-mh_h")
+    box = page.locator(".st-key-mh_h input")  # the head count's select box: typed into, as a learner may
     box.click()
-    page.get_by_role("option", name="16", exact=True).click()  # new heads: the server sends them, the view draws them
+    box.press_sequentially("16")
+    box.press("Enter")  # new heads: the server sends them, the view draws them
     page.wait_for_function(f"(n) => ({DRAWN})() > n && document.querySelectorAll('{VIEW} .atlas-view-tile').length "
                            "=== 16", arg=drawn, timeout=30_000)
     page.close()

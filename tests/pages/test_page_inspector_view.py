@@ -52,6 +52,10 @@ def test_several_kinds_are_laid_end_to_end():
     header, back = av.read_payload(av.payload(kinds, {}, (), [], "heads"))
     assert [k["offset"] for k in header["kinds"]] == [0, a.size] and back.size == a.size + b.size
     assert json.loads(json.dumps(header))["mode"] == "heads"
+    assert [k["top"] for k in header["kinds"]] == [1.0, 1.0]  # the darkest colour at a weight of 1 unless asked
+    kinds[1]["top"] = 0.26
+    header, _ = av.read_payload(av.payload(kinds, {}, (), [], "heads"))
+    assert [k["top"] for k in header["kinds"]] == [1.0, 0.26]
 
 
 # ----------------------------------------------------------------------------- the page

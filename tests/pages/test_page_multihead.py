@@ -86,16 +86,20 @@ def test_changing_d_and_h_changes_the_shapes():
 
 
 @pytest.mark.parametrize("lang", list(LANGS))
-def test_the_view_holds_the_heads_the_model_computes_and_says_why_they_are_pale(lang):
+@pytest.mark.parametrize("sentence, d, h", [("the cat sat on the mat", 64, 8), ("a dog", 64, 1)])  # top 0.49 and 1
+def test_the_view_holds_the_heads_the_model_computes_and_stretches_small_weights(lang, sentence, d, h):
+    from app.charts.heatmaps import scale_top
     from model.lessons.multihead import multihead_demo
-    words = "a dog ran in the park".split()
-    at = run_with(lang, mh_sentence=" ".join(words), mh_d=32, mh_h=16, mh_seed=3)
+    words = sentence.split()
+    at = run_with(lang, mh_sentence=sentence, mh_d=d, mh_h=h, mh_seed=3)
     assert_clean(at)
     kind, maps = heads_view(at)
-    expected = multihead_demo(words, 32, 16, 3, positions=True).weights
+    expected = multihead_demo(words, d, h, 3, positions=True).weights
     np.testing.assert_allclose(maps, expected, atol=0.5 / av.SCALE + 1e-9)
-    pale = fill(catalogue(lang)["multihead.maps.pale"], {"top": float(expected.max())})
-    assert (pale in [c.value for c in at.caption]) is (float(expected.max()) < 0.5)
+    top = scale_top(expected)  # every weight below 0.5: the darkest colour at the largest weight, rounded up
+    assert kind["top"] == top and (top < 1) is (float(expected.max()) < 0.5)
+    said = fill(catalogue(lang)["multihead.maps.scale_top"], {"top": top})
+    assert (said in [c.value for c in at.caption]) is (top < 1)
 
 
 def test_the_view_opens_on_the_head_a_link_names_and_refuses_one_the_model_lacks():
