@@ -19,8 +19,9 @@ from model.lessons.layer_walk import TOLERANCE
 
 # Every section follows the inputs at the top, so a change reruns the page; what model/ computes is cached per
 # input (app.resources.computed, bounded) and every figure is built once per input and language
-# (app.resources.shared_figure). With more than 16 heads, the picker of one head reruns only that head's map
-# (a fragment).
+# (app.resources.shared_figure). Every head's map goes to the attention view once (a tile, a cell, a query answered
+# in the browser); where the view is off (ATLAS_ATTENTION_VIEW=server), with more than 16 heads, the picker of one
+# head reruns only that head's map (a fragment).
 
 
 @st.fragment
@@ -36,6 +37,7 @@ def one_head(weights, labels: list, name: tuple, axis_titles: dict) -> None:
         "weights", weights[h_pick], labels, labels, title=title, **axis_titles))
     show_matrix(fig, weights[h_pick], name=f"multihead-D{name[1]}-H{H}-head{h_pick + 1}", row_labels=labels,
                 col_labels=labels, key="mh-one-head")
+
 
 def heads_view(weights, labels: list, view: tuple, axis_titles: dict) -> None:
     """Every head's map in the attention view (app.fast.attention_view), one layer of H heads: it opens on the head
