@@ -35,8 +35,11 @@ def test_a_new_measurement_lands_by_itself_after_the_last_one_shows(lang):
         n = page.get_by_role("slider").first  # n: 1,024 -> 2,048, sizes never measured on this server
         n.focus()
         n.press("ArrowRight")
-        page.wait_for_selector(NOTE, timeout=30_000)
-        note = page.locator(NOTE).inner_text()
+        # the note's box can come before its text: Streamlit fills a new block's place with what stood there (the
+        # table) until the note's own element arrives, so wait for the note itself
+        alert = page.locator(f"{NOTE} [data-testid='stAlert']")
+        alert.wait_for(timeout=30_000)
+        note = alert.inner_text()
         assert "2,048" in note and "1,024" in note, note
         assert page.evaluate(PEAK, header) == before  # the last measurement, said to be so
         page.screenshot(path=str(SHOTS / f"limits-measuring-{lang}.png"))
