@@ -223,3 +223,23 @@ CUT_JS = """() => [...document.querySelectorAll("[data-testid='stMain'] *")].fil
 def cut_texts(page) -> list:
     """The texts of the page's main area cut short with an ellipsis (CUT_JS)."""
     return page.evaluate(CUT_JS)
+
+
+@contextlib.contextmanager
+def served_chromium():
+    """(url, browser): the app served from this checkout and headless Chromium, for a module's tests to share."""
+    from playwright.sync_api import sync_playwright
+    with served() as (url, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield url, browser
+        browser.close()
+
+
+def drawing_only(page, action, drawn: str, arg=None) -> None:
+    """`action()` changes a drawing only: `drawn` (JavaScript: a function of `arg` that counts the drawings) grows,
+    and no script run reaches the page (a page of new_page counts them)."""
+    runs, before = page.__dict__["atlas_runs"][0], page.evaluate(drawn, arg)
+    action()
+    page.wait_for_function(f"([a, n]) => ({drawn})(a) > n", arg=[arg, before], timeout=5_000)
+    page.wait_for_timeout(400)  # a run the action had started would have finished by now on this page
+    assert page.__dict__["atlas_runs"][0] == runs, "a view's choice reran the script"

@@ -8,7 +8,7 @@ import re
 import pytest
 from app.i18n import LANGS, catalogue
 
-from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, new_page, rerun, served, wait_idle
+from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, drawing_only, new_page, rerun, served, wait_idle
 
 pytestmark = pytest.mark.browser
 SHOTS = ROOT / "test-artifacts" / "screenshots"
@@ -27,11 +27,7 @@ def _open(page, url: str, lang: str, query: str = "") -> None:
 
 def _no_run(page, action) -> None:
     """`action()` changes the drawing only: the view draws again, and no script run reaches the page."""
-    runs, drawn = page.__dict__["atlas_runs"][0], page.evaluate(DRAWN)
-    action()
-    page.wait_for_function(f"(n) => ({DRAWN})() > n", arg=drawn, timeout=5_000)
-    page.wait_for_timeout(400)  # a run the action had started would have finished by now on this page
-    assert page.__dict__["atlas_runs"][0] == runs, "a view's choice reran the script"
+    drawing_only(page, action, DRAWN)
 
 
 @pytest.mark.parametrize("lang", LANGS)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from app.i18n import LANGS, catalogue
 
-from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, new_page, served, wait_idle
+from tests.streamlit_server import ROOT, drawing_only, new_page, served_chromium, wait_idle
 
 pytestmark = pytest.mark.browser
 playwright = pytest.importorskip("playwright.sync_api")
@@ -21,12 +21,9 @@ GREY = [217, 217, 222]  # the mask's grey (app/static/attention_view.js)
 
 @pytest.fixture(scope="module")
 def site():
-    from playwright.sync_api import sync_playwright
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with served() as (url, _), sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield url, browser
-        browser.close()
+    with served_chromium() as got:
+        yield got
 
 
 def _open(site, query: str, views: int):
@@ -47,11 +44,7 @@ def _view(page, i: int):
 
 def _no_run(page, i: int, action) -> None:
     """`action()` changes the drawing of view i only: it draws again, and no script run reaches the page."""
-    runs, drawn = page.__dict__["atlas_runs"][0], page.evaluate(DRAWN, i)
-    action()
-    page.wait_for_function(f"([i, n]) => ({DRAWN})(i) > n", arg=[i, drawn], timeout=5_000)
-    page.wait_for_timeout(400)  # a run the action had started would have finished by now on this page
-    assert page.__dict__["atlas_runs"][0] == runs, "a view's choice reran the script"
+    drawing_only(page, action, DRAWN, i)
 
 
 def _cell(page, i: int, query: int, key: int) -> list[int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from app.i18n import LANGS, catalogue, fill
 
-from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, new_page, served, wait_idle
+from tests.streamlit_server import ROOT, drawing_only, new_page, served_chromium, wait_idle
 
 pytestmark = pytest.mark.browser
 playwright = pytest.importorskip("playwright.sync_api")
@@ -19,12 +19,9 @@ PIXELS = f"() => document.querySelector('{VIEW} .atlas-view-detail').toDataURL()
 
 @pytest.fixture(scope="module")
 def site():
-    from playwright.sync_api import sync_playwright
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with served() as (url, _), sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield url, browser
-        browser.close()
+    with served_chromium() as got:
+        yield got
 
 
 def _open(site, query: str):
@@ -38,12 +35,7 @@ def _open(site, query: str):
 
 
 def _no_run(page, action) -> None:
-    """`action()` changes the view's drawing only: it draws again, and no script run reaches the page."""
-    runs, drawn = page.__dict__["atlas_runs"][0], page.evaluate(DRAWN)
-    action()
-    page.wait_for_function(f"(n) => ({DRAWN})() > n", arg=drawn, timeout=5_000)
-    page.wait_for_timeout(400)  # a run the action had started would have finished by now on this page
-    assert page.__dict__["atlas_runs"][0] == runs, "a view's choice reran the script"
+    drawing_only(page, action, DRAWN)
 
 
 @pytest.mark.parametrize("lang", LANGS)
