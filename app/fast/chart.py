@@ -29,6 +29,8 @@ THEME = "plotly_theme.json"
 PLOTLY = "plotly.min.js"
 COMPONENT = "atlas_chart"
 SWITCH = "ATLAS_CHARTS"  # ATLAS_CHARTS=streamlit: every chart through st.plotly_chart
+MAP_MODULE = "atlas_map.js"
+MAP_SWITCH = "ATLAS_MAPS"  # ATLAS_MAPS=plotly: maps that follow a choice drawn by Plotly too (for an A/B)
 DEFAULT_HEIGHT = 450  # Plotly's own default, as Streamlit's chart element uses
 # Toolbar as Streamlit's chart element sets it (no box or lasso selection on these charts)
 REMOVED_BUTTONS = ["lasso2d", "select2d", "sendChartToCloud"]
@@ -109,13 +111,42 @@ def _streamlit_template() -> dict:
     return default_template("streamlit")
 
 
+def _categories(values) -> bool:
+    return isinstance(values, (list, tuple)) and all(isinstance(v, str) for v in values)
+
+
+def own_map(figure: dict) -> bool:
+    """Whether app/static/atlas_map.js draws this figure as Plotly would: one heatmap on category axes (labelled
+    rows and columns, as app.charts.heatmaps' matrix and attention maps are), a colour scale as a list of stops, and
+    nothing else in the layout that the module does not draw (annotations, images, shapes other than the marked
+    cells' outline paths, subplots, a colour axis, a title not anchored to the figure's top)."""
+    data, layout = figure.get("data") or [], figure.get("layout") or {}
+    if len(data) != 1:
+        return False
+    trace = data[0]
+    if trace.get("type") != "heatmap" or not _categories(trace.get("x")) or not _categories(trace.get("y")):
+        return False
+    if not isinstance(trace.get("colorscale"), (list, tuple)) or trace.get("coloraxis") or trace.get("zsmooth"):
+        return False
+    if any(layout.get(k) for k in ("annotations", "images", "xaxis2", "yaxis2", "coloraxis", "updatemenus", "sliders")):
+        return False
+    if any(s.get("type") != "path" or s.get("xref") != "x" or s.get("yref") != "y" for s in layout.get("shapes") or []):
+        return False
+    title = layout.get("title") or {}
+    if isinstance(title, str) or (title.get("text") and (title.get("yref", "container") != "container" or title.get("yanchor") != "top")):
+        return False  # a title placed by Plotly's own rules in the top margin (app.charts.style.lift_title anchors it)
+    return all((layout.get(a) or {}).get("type") == "category" for a in ("xaxis", "yaxis"))
+
+
 def payload(fig_dict: dict, config: dict, failed: str, fullscreen: tuple[str, str] = ("Fullscreen", "Close fullscreen"),
-            clicks: bool = False, follow: dict | None = None) -> bytes:
+            clicks: bool = False, follow: dict | None = None, download: str = "Download as PNG") -> bytes:
     """What the browser gets for one chart: the figure (without Streamlit's template, which the browser
     replaces with the theme's), its height, the toolbar and its fullscreen button's two titles, the files to
     load, a message for a chart that cannot be drawn, whether a click on it is sent back (`clicks`), and a
     version that changes with all of these (an unchanged chart is not drawn again). follow: the variants of a chart
-    that follows browser choices (app.fast.choice.Follow.spec())."""
+    that follows browser choices (app.fast.choice.Follow.spec()); such a chart that own_map accepts, clicked on by no
+    one, is drawn by app/static/atlas_map.js (`map`, with the title of its PNG button, `download`) unless
+    ATLAS_MAPS=plotly."""
     layout = dict(fig_dict.get("layout") or {})
     template = layout.get("template")
     theme = template is None or template == _streamlit_template()
@@ -128,6 +159,9 @@ def payload(fig_dict: dict, config: dict, failed: str, fullscreen: tuple[str, st
             "fullscreen": fullscreen[0], "closeFullscreen": fullscreen[1], "clicks": clicks}
     if follow is not None:
         spec["follow"] = follow
+        if not clicks and os.environ.get(MAP_SWITCH) != "plotly" and own_map(figure):
+            spec["map"] = versioned(MAP_MODULE)
+            spec["download"] = download
     body = json.dumps(spec, separators=(",", ":"), ensure_ascii=False).encode()
     version = hashlib.sha1(body).hexdigest()[:16]
     return body[:-1] + b',"version":"' + version.encode() + b'"}'
@@ -170,12 +204,12 @@ def plot(fig, *, key: str, clickable: bool = False, follow=None) -> dict | None:
     if not uses_element():
         st.plotly_chart(ready, config=PLOT_CONFIG, key=key)
         return None
-    words = (t("common.chart_failed"), t("common.fullscreen"), t("common.close_fullscreen"))
+    words = (t("common.chart_failed"), t("common.fullscreen"), t("common.close_fullscreen"), t("common.download_png"))
     sent_key = (words, clickable, id(follow))
     data = ready.sent.get(sent_key) if follow is None else None  # made once per figure and language (ready figures
     if data is None:                                               # are shared between reruns)
-        data = payload(ready, PLOT_CONFIG, *words[:1], words[1:], clicks=clickable,
-                       follow=follow.spec() if follow is not None else None)
+        data = payload(ready, PLOT_CONFIG, words[0], words[1:3], clicks=clickable,
+                       follow=follow.spec() if follow is not None else None, download=words[3])
         if follow is None:
             ready.sent[sent_key] = data
     callbacks = {"on_click_change": _clicked} if clickable else {}  # a click comes back as the run's result

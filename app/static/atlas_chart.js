@@ -108,6 +108,24 @@ function choices(spec) {
   return choiceLib;
 }
 
+// A map that follows a choice (spec.map: app/fast/chart.py says which) is drawn by app/static/atlas_map.js on a canvas
+// of its own, a few ms a move instead of Plotly's 40-50 ms pass over the whole figure.
+let mapLib = null;
+function maps(spec) {
+  mapLib ||= import(here(spec.map));
+  return mapLib;
+}
+function mapOptions(rec) {
+  const spec = rec.spec;
+  return {words: {download: spec.download, fullscreen: spec.fullscreen, closeFullscreen: spec.closeFullscreen},
+          full: !!rec.full, onFullscreen: () => setFullscreen(rec, !rec.full),
+          scale: ((spec.config || {}).toImageButtonOptions || {}).scale || 2};
+}
+function drawMapOf(rec) {
+  rec.mapper.drawMap(rec.div, themed(rec.spec, rec.theme, rec.parent), rec.full ? window.innerHeight : rec.spec.height,
+                     mapOptions(rec));
+}
+
 function unpacked(t) {
   if (t.list) return (i) => t.list[i];
   if (!t.numbers) {
@@ -160,6 +178,11 @@ async function showVariant(rec) {
   if (rec.spec !== spec || rec.pending || rec.drawing || i === rec.variant) return;
   rec.variant = i;
   spec.shown = variantFigure(spec.figure, spec.follow, i);
+  if (rec.mapper) {
+    drawMapOf(rec);
+    rec.div.dataset.variant = String(i);
+    return;
+  }
   const traces = [...new Set(spec.follow.traces.map((t) => t.trace))], data = {};
   for (const t of spec.follow.traces) {
     t.at ||= unpacked(t);
@@ -198,7 +221,7 @@ window.addEventListener("atlas-choice", (e) => {
       // drawn again for the choice's value when it comes near the screen, or when its tab opens (the observer
       // sees it come into a box); drawAll draws it at once
       if (!rec.pending) rec.pending = rec.spec;
-    } else if (rec.drawnVersion === rec.spec.version && !rec.pending && !rec.drawing && choiceLib && plotlyLib) {
+    } else if (rec.drawnVersion === rec.spec.version && !rec.pending && !rec.drawing && choiceLib && (plotlyLib || rec.mapper)) {
       (place === "screen" ? first : rest).push(rec);
     } else {
       if (!rec.pending) rec.pending = rec.spec;  // the same figure, drawn again for the choice's value
@@ -231,7 +254,7 @@ let full = null;  // the chart record shown fullscreen
 
 function setFullscreen(rec, on) {
   const Plotly = plotlyLib;
-  if (!Plotly || !rec) return;
+  if (!rec || (!Plotly && !rec.mapper)) return;
   if (on && full && full !== rec) setFullscreen(full, false);
   full = on ? rec : null;
   rec.full = on;
@@ -241,6 +264,10 @@ function setFullscreen(rec, on) {
                        background: rec.paper || "white"});
   } else {
     Object.assign(st, {position: "", inset: "", zIndex: "", height: rec.spec.height + "px", width: "100%", background: ""});
+  }
+  if (rec.mapper) {
+    drawMapOf(rec);
+    return;
   }
   const fig = themed(rec.spec, rec.theme, rec.parent);
   if (on) fig.layout = Object.assign({}, fig.layout, {height: window.innerHeight});
@@ -263,8 +290,9 @@ async function draw(rec) {
   rec.pending = null;
   rec.drawing = (async () => {
     try {
-      const [Plotly, theme, lib] = await Promise.all([loadPlotly(spec.plotly), loadTheme(spec.themeFile),
-                                                      spec.follow ? choices(spec) : null]);
+      const [Plotly, theme, lib, mapper] = await Promise.all([spec.map ? null : loadPlotly(spec.plotly),
+                                                              loadTheme(spec.themeFile), spec.follow ? choices(spec) : null,
+                                                              spec.map ? maps(spec) : null]);
       if (charts.get(rec.parent) !== rec) return;  // gone while loading
       if (lib) {
         const i = lib.variantOf(spec.follow);
@@ -284,9 +312,17 @@ async function draw(rec) {
       rec.paper = (fig.layout.template && fig.layout.template.layout && fig.layout.template.layout.paper_bgcolor) || "white";
       if (rec.full) fig.layout.height = window.innerHeight;
       rec.message.hidden = true;
-      await Plotly.react(rec.div, fig.data, fig.layout, config(rec));
+      if (mapper) {
+        if (rec.plotted) { plotlyLib.purge(rec.div); rec.plotted = false; rec.listening = false; }
+        rec.mapper = mapper;
+        drawMapOf(rec);
+      } else {
+        if (rec.mapper) { rec.mapper.clear(rec.div); rec.mapper = null; }
+        await Plotly.react(rec.div, fig.data, fig.layout, config(rec));
+        rec.plotted = true;
+      }
       if (spec.follow) rec.div.dataset.variant = String(rec.variant);  // drawn (benches wait for it)
-      if (!rec.listening) {  // a click on a clickable chart goes to Python (app.fast.chart.plot's return value)
+      if (!rec.listening && rec.plotted) {  // a click on a clickable chart goes to Python (app.fast.chart.plot's return value)
         rec.listening = true;
         rec.div.on("plotly_click", (ev) => {
           const p = ev && ev.points && ev.points[0];
@@ -387,12 +423,13 @@ function scrollCue(rec) {
 const sized = new ResizeObserver((entries) => {
   for (const entry of entries) {
     const rec = charts.get(entry.target.parentNode);
-    if (!rec || rec.drawnVersion == null || !plotlyLib) continue;
+    if (!rec || rec.drawnVersion == null || !(plotlyLib || rec.mapper)) continue;
     scrollCue(rec);
     const w = rec.div.clientWidth;
     if (w > 0 && w !== rec.width) {
       rec.width = w;
-      plotlyLib.Plots.resize(rec.div);
+      if (rec.mapper) drawMapOf(rec);
+      else plotlyLib.Plots.resize(rec.div);
     }
   }
 });
@@ -436,7 +473,8 @@ export function unmount(parentElement, call) {
   if (rec.observer) rec.observer.unobserve(rec.div);
   if (rec.screen) rec.screen.unobserve(rec.div);
   sized.unobserve(rec.div);
-  if (plotlyLib) plotlyLib.purge(rec.div);
+  if (rec.mapper) rec.mapper.clear(rec.div);
+  else if (plotlyLib) plotlyLib.purge(rec.div);
   rec.div.remove();
   rec.message.remove();
 }

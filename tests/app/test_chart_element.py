@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
+
 import plotly.graph_objects as go
 import pytest
 import streamlit
@@ -130,3 +132,52 @@ def test_every_page_draws_with_streamlits_chart_when_switched(page, monkeypatch)
     assert [[tr.get("type") for tr in c.figure["data"]] for c in switched] == \
         [[tr.get("type") for tr in c.figure["data"]] for c in element]
     assert [c.figure["layout"].get("title") for c in switched] == [c.figure["layout"].get("title") for c in element]
+
+
+def _follower(fig, clicks: bool = False) -> dict:
+    """The payload of `fig` as a chart that follows a two-valued browser choice (its z the same in both)."""
+    from app.fast.choice import Choice, follow
+    ready = ready_figure(fig)
+    z = np.asarray(fig["data"][0]["z"], dtype=float)
+    moves = follow(Choice(1, (1, 2), "ch"), traces=[(0, "z", np.stack([z, z]))])
+    return json.loads(chart.payload(ready, CONFIG, "failed", clicks=clicks, follow=moves.spec(), download="PNG"))
+
+
+def _maps():
+    from app.charts.heatmaps import attention_heatmap, matrix_heatmap, stage_figure
+    from app.charts.style import lift_title
+    w = np.full((3, 3), 1 / 3)
+    return [matrix_heatmap(np.arange(6.0).reshape(2, 3) - 2, ["a", "b", "c"], ["x", "y"], zmid=0,
+                           highlight=np.eye(2, 3) > 0),
+            lift_title(attention_heatmap(w, ["a", "b", "c"], ["a", "b", "c"], title="w")),
+            attention_heatmap(np.full((30, 30), 1 / 30), [str(i) for i in range(30)], [str(i) for i in range(30)]),
+            stage_figure("scores", w - 0.2, ["a", "b", "c"], ["a", "b", "c"], title="s")]
+
+
+def test_own_map_takes_the_apps_labelled_maps_and_nothing_it_cannot_draw():
+    """app/static/atlas_map.js draws one heatmap on category axes with outlined cells; a figure with anything
+    else (annotations, another trace, numeric axes, shapes of another kind) stays with Plotly."""
+    from app.charts.heatmaps import head_grid, head_tiles, numeric_heatmap
+    for fig in _maps():
+        assert chart.own_map(ready_figure(fig)), fig["layout"].get("title")
+    w = np.full((2, 2, 3, 3), 1 / 3)
+    others = [head_grid(w), head_tiles(w[0], list("abc"), list("abc")), numeric_heatmap(np.zeros((4, 4)), vlines=[1]),
+              go.Figure(go.Scatter(y=[1, 2])).to_plotly_json()]
+    two = ready_figure(_maps()[0])
+    two = {"data": two["data"] * 2, "layout": two["layout"]}
+    noted = ready_figure(_maps()[1])
+    noted = {"data": noted["data"], "layout": {**noted["layout"], "annotations": [{"text": "x"}]}}
+    from app.charts.heatmaps import attention_heatmap
+    titled = ready_figure(attention_heatmap(np.eye(2), ["a", "b"], ["a", "b"], title="placed by Plotly"))
+    for fig in [*(ready_figure(f) for f in others), two, noted, titled]:
+        assert not chart.own_map(fig)
+
+
+def test_a_map_that_follows_a_choice_is_sent_to_our_map(monkeypatch):
+    monkeypatch.delenv(chart.MAP_SWITCH, raising=False)
+    spec = _follower(_maps()[0])
+    assert spec["map"].startswith(chart.MAP_MODULE + "?v=") and spec["download"] == "PNG"
+    assert "map" not in _spec(_maps()[0])  # a map that follows nothing: Plotly, as every other chart
+    assert "map" not in _follower(_maps()[0], clicks=True)  # clicks are Plotly's
+    monkeypatch.setenv(chart.MAP_SWITCH, "plotly")
+    assert "map" not in _follower(_maps()[0])

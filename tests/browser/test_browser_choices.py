@@ -105,8 +105,9 @@ def test_choices_answer_in_the_browser_and_keep_their_value(lang):
 
 
 # the masks page's maps that follow the head, a pair per tab in the tabs' order: [on the screen, variant drawn, z]
+# (a map that follows a choice is drawn by app/static/atlas_map.js, which keeps what it drew in atlasDrawn)
 TAB_CHARTS = """() => { const c = Array.from(document.querySelectorAll('.atlas-chart[data-variant]')).map(d => [
-  d.getBoundingClientRect().width > 0, d.dataset.variant, JSON.stringify(d.data && d.data[0] && d.data[0].z)]);
+  d.getBoundingClientRect().width > 0, d.dataset.variant, JSON.stringify(d.atlasDrawn && d.atlasDrawn.z)]);
   return [c.slice(0, 2), c.slice(2, 4), c.slice(4, 6)]; }"""
 
 
@@ -143,11 +144,10 @@ def test_a_chart_in_a_closed_tab_follows_a_choice_when_its_tab_opens():
 
 
 # the dropout maps' titles and outlines, and the metrics and texts that follow the rate
-DROP = """() => { const maps = Array.from(document.querySelectorAll('.js-plotly-plot'))
-  .filter(g => g.data && g.data[0] && g.data[0].type === 'heatmap' && g.data[0].zmid === 0 && g.data[0].y.length <= 16);
-  const after = maps.find(g => (g.layout.shapes || []).length || /P_drop/.test(g.layout.title.text));
-  return after ? [after.layout.title.text, ((after.layout.shapes || [])[0] || {path: ''}).path.split('M').length - 1,
-    maps.length] : null; }"""
+DROP = """() => { const maps = Array.from(document.querySelectorAll('.atlas-chart'))
+  .map(d => d.atlasDrawn).filter(m => m && m.y.length <= 16 && Math.abs(m.zmin + m.zmax) < 1e-9);
+  const after = maps.find(m => m.outlined || /P_drop/.test(m.title));
+  return after ? [after.title, after.outlined, maps.length] : null; }"""
 METRICS = "() => Array.from(document.querySelectorAll('.atlas-choice-text.metric')).map(e => e.innerText)"
 
 

@@ -1,0 +1,471 @@
+// A labelled heatmap drawn on a canvas of our own, for the chart element's maps that follow a browser choice
+// (app/static/atlas_chart.js draws them with this module; app/fast/chart.py says which figures qualify).
+//
+// Plotly draws a heatmap again from scratch on every change of its numbers: its whole layout pass, the axes, the
+// labels and every number in the cells, 40-50 ms a map on a laptop-class core, so a choice that moves two maps
+// missed a frame budget of 100 ms. Here a map is one pass over its cells and their labels (a few ms), from the same
+// figure dict Plotly would get, so it looks as Plotly draws it: the theme's fonts and colours, the fitted margins,
+// the colour scale (Plotly's rule for zmin, zmax and zmid), the numbers in the cells sized and coloured by Plotly's
+// rules, the outlines of marked cells, the title and the axes' titles. Hover shows the trace's hovertemplate; the
+// toolbar downloads a PNG at twice the size and opens the map full screen.
+//
+// What is drawn is also kept on the chart's box for tests and assistive tools: div.atlasDrawn = {z, text, x, y,
+// zmin, zmax, title, outlined: how many cells are outlined}, and the canvas's aria-label says what the map is.
+
+const LINE = 1.3;  // Plotly's line height for multi-line text (its LINE_SPACING)
+const ENTITY = {amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'", nbsp: "\u00a0"};
+
+// Plotly's pseudo-HTML (escaped tokens, <b>, <br>, <sup>) as plain lines: entities decoded, other tags dropped.
+function lines(text) {
+  return String(text == null ? "" : text).split(/<br\s*\/?>/i).map((part) => part.replace(/<[^>]*>/g, "")
+    .replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (m, e) => e[0] !== "#" ? (ENTITY[e.toLowerCase()] ?? m)
+      : String.fromCodePoint(e[1] === "x" || e[1] === "X" ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10))));
+}
+
+function parseColour(c) {
+  if (Array.isArray(c)) return c;
+  const s = String(c).trim();
+  if (s[0] === "#") {
+    const h = s.length === 4 ? [...s.slice(1)].map((x) => x + x).join("") : s.slice(1, 7);
+    return [0, 2, 4].map((i) => parseInt(h.slice(i, i + 2), 16));
+  }
+  const m = s.match(/-?\d+(\.\d+)?/g);
+  return m ? m.slice(0, 3).map(Number) : [0, 0, 0];
+}
+
+// The trace's colour scale as [[stop, [r, g, b]], ...], reversed where the trace says so.
+function scaleOf(trace) {
+  const stops = (trace.colorscale || [[0, "#ffffff"], [1, "#000000"]]).map(([s, c]) => [Number(s), parseColour(c)]);
+  return trace.reversescale ? stops.map(([s, c]) => [1 - s, c]).reverse() : stops;
+}
+
+function colourAt(stops, f) {
+  if (!(f >= 0)) f = 0;
+  if (f > 1) f = 1;
+  let k = 1;
+  while (k < stops.length - 1 && stops[k][0] < f) k++;
+  const [s0, c0] = stops[k - 1], [s1, c1] = stops[k];
+  const u = s1 > s0 ? (f - s0) / (s1 - s0) : 0;
+  return [0, 1, 2].map((i) => Math.round(c0[i] + u * (c1[i] - c0[i])));
+}
+
+// The colour range as Plotly sets it: zmin and zmax where both are given, else the numbers' own range, made
+// symmetric about zmid where there is one.
+export function range(trace, z) {
+  if (trace.zmin != null && trace.zmax != null) return [trace.zmin, trace.zmax];
+  let lo = Infinity, hi = -Infinity;
+  for (const row of z) for (const v of row) if (Number.isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+  if (!Number.isFinite(lo)) return [0, 1];
+  if (trace.zmin != null) lo = trace.zmin;
+  if (trace.zmax != null) hi = trace.zmax;
+  if (trace.zmid != null) {
+    const half = Math.max(Math.abs(lo - trace.zmid), Math.abs(hi - trace.zmid));
+    return [trace.zmid - half, trace.zmid + half];
+  }
+  return [lo, hi];
+}
+
+// WCAG contrast of two colours: Plotly writes a cell's number in white where white stands out more than its dark
+// grey (#444) does, else in that grey.
+function luminance([r, g, b]) {
+  const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+  return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+}
+function contrast(a, b) {
+  const [x, y] = [luminance(a), luminance(b)].sort((p, q) => q - p);
+  return (x + 0.05) / (y + 0.05);
+}
+const WHITE = [255, 255, 255], GREY = [68, 68, 68];
+const inkOn = (rgb) => (contrast(rgb, WHITE) > contrast(rgb, GREY) ? "#ffffff" : "#444444");
+
+// A number as the hovertemplate's d3 format asks (".4g", ".3f"), else as it is.
+function formatted(v, spec) {
+  if (typeof v !== "number") return v == null ? "" : String(v);
+  if (!Number.isFinite(v)) return Number.isNaN(v) ? "NaN" : (v > 0 ? "∞" : "−∞");
+  const m = /^\.(\d+)([fg])$/.exec(spec || "");
+  const s = !m ? String(Number(v.toPrecision(7))) : m[2] === "f" ? v.toFixed(Number(m[1])) : v.toPrecision(Math.max(1, Number(m[1])));
+  return s.replace(/^-/, "−");
+}
+
+function hoverText(trace, i, j, z) {
+  const template = trace.hovertemplate || "%{y} · %{x}<br>%{z}";
+  const value = {x: trace.x[j], y: trace.y[i], z: z[i][j], text: trace.text ? trace.text[i][j] : "",
+                 hovertext: trace.hovertext ? trace.hovertext[i][j] : ""};
+  return lines(template.replace(/<extra>.*?<\/extra>/g, "").replace(/%\{(\w+)(?::([^}]*))?\}/g,
+    (_, name, spec) => formatted(value[name], spec)));
+}
+
+// The outline path of marked cells ("M x,y H x V y H x Z ...", in the axes' cell coordinates) as canvas moves.
+function tracePath(ctx, path, px, py) {
+  let x = 0, y = 0;
+  for (const [, cmd, args] of path.matchAll(/([MLHVZ])([^MLHVZ]*)/gi)) {
+    const n = args.split(/[\s,]+/).filter(Boolean).map(Number);
+    const c = cmd.toUpperCase();
+    if (c === "M" || c === "L") { [x, y] = n; c === "M" ? ctx.moveTo(px(x), py(y)) : ctx.lineTo(px(x), py(y)); }
+    else if (c === "H") { x = n[0]; ctx.lineTo(px(x), py(y)); }
+    else if (c === "V") { y = n[0]; ctx.lineTo(px(x), py(y)); }
+    else ctx.closePath();
+  }
+}
+
+function font(size, family, bold) {
+  return `${bold ? "bold " : ""}${size}px ${family}`;
+}
+
+// Multi-line text with its first line's middle at y (Plotly's titles and labels grow downwards).
+function writeLines(ctx, texts, x, y, size) {
+  texts.forEach((t, n) => ctx.fillText(t, x, y + n * size * LINE));
+}
+
+// A typed array as Python's Plotly writes it ({dtype: "f8", bdata: base64, shape: "rows, cols"}) as rows of numbers.
+const TYPES = {f8: Float64Array, f4: Float32Array, i4: Int32Array, u4: Uint32Array, i2: Int16Array, u2: Uint16Array,
+               i1: Int8Array, u1: Uint8Array};
+export function rowsOf(v) {
+  if (!v || Array.isArray(v) || !v.bdata) return v;
+  const raw = atob(v.bdata), bytes = new Uint8Array(raw.length);
+  for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+  const flat = Array.from(new (TYPES[v.dtype] || Float64Array)(bytes.buffer));
+  const shape = String(v.shape || flat.length).split(",").map(Number);
+  if (shape.length < 2) return flat;
+  const out = [];
+  for (let r = 0; r < shape[0]; r++) out.push(flat.slice(r * shape[1], (r + 1) * shape[1]));
+  return out;
+}
+
+// Draw the figure {data: [heatmap], layout} onto `canvas`, `width` × `height` CSS pixels at `ratio` device pixels
+// each. Returns the geometry hover needs.
+export function paint(canvas, fig, width, height, ratio) {
+  const trace = fig.data[0], layout = fig.layout, tpl = (layout.template && layout.template.layout) || {};
+  const family = (tpl.font && tpl.font.family) || "sans-serif";
+  const ink = (tpl.font && tpl.font.color) || "#444";
+  canvas.width = Math.round(width * ratio);
+  canvas.height = Math.round(height * ratio);
+  canvas.style.width = width + "px";
+  canvas.style.height = height + "px";
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+  ctx.fillStyle = tpl.paper_bgcolor || "#ffffff";
+  ctx.fillRect(0, 0, width, height);
+  const m = Object.assign({l: 80, r: 80, t: 100, b: 80}, layout.margin || {});
+  const box = {x: m.l, y: m.t, w: Math.max(1, width - m.l - m.r), h: Math.max(1, height - m.t - m.b)};
+  ctx.fillStyle = layout.plot_bgcolor || tpl.plot_bgcolor || "#ffffff";
+  ctx.fillRect(box.x, box.y, box.w, box.h);
+
+  const z = trace.z, rows = z.length, cols = rows ? z[0].length : 0;
+  const yDown = !!(layout.yaxis && layout.yaxis.autorange === "reversed");
+  const cw = box.w / Math.max(1, cols), ch = box.h / Math.max(1, rows);
+  const cellX = (j) => box.x + j * cw, cellY = (i) => box.y + (yDown ? i : rows - 1 - i) * ch;
+  // the row grid lines (shown where a cell has no colour: a masked score), unless the figure or theme turns them off
+  const yGrid = Object.assign({showgrid: true, gridcolor: "#eee"}, tpl.yaxis || {}, layout.yaxis || {});
+  if (yGrid.showgrid !== false) {
+    ctx.fillStyle = yGrid.gridcolor;
+    for (let i = 0; i < rows; i++) ctx.fillRect(box.x, Math.round(cellY(i) + ch / 2) - 0.5, box.w, 1);
+  }
+  const stops = scaleOf(trace), [lo, hi] = range(trace, z), span = hi - lo || 1;
+  const gx = trace.xgap || 0, gy = trace.ygap || 0;
+  const colours = [];
+  for (let i = 0; i < rows; i++) {
+    colours.push([]);
+    for (let j = 0; j < cols; j++) {
+      const v = z[i][j];
+      if (v == null || !Number.isFinite(v)) { colours[i].push(null); continue; }  // no colour: the plot shows through
+      const rgb = colourAt(stops, (v - lo) / span);
+      colours[i].push(rgb);
+      ctx.fillStyle = `rgb(${rgb[0]},${rgb[1]},${rgb[2]})`;
+      // whole pixels, as Plotly's heatmap image has them: crisp gaps between the cells
+      const x0 = Math.round(cellX(j) + gx / 2), x1 = Math.round(cellX(j) + cw - gx / 2);
+      const y0 = Math.round(cellY(i) + gy / 2), y1 = Math.round(cellY(i) + ch - gy / 2);
+      ctx.fillRect(x0, y0, x1 - x0, y1 - y0);
+    }
+  }
+
+  // the numbers in the cells, sized as Plotly sizes them: the largest font (at most the layout's) whose widest text
+  // fits a cell, a character taken as 0.65 of the size
+  const base = (tpl.font && tpl.font.size) || 12;
+  if (trace.texttemplate && trace.text) {
+    let chars = 1;
+    for (const row of trace.text) for (const t of row) chars = Math.max(chars, String(t).length);
+    const size = Math.min(Math.floor((cw - gx) / chars / (LINE / 2)), Math.floor((ch - gy) / LINE), base);
+    if (size > 0) {
+      ctx.font = font(size, family);
+      ctx.textAlign = "center";
+      ctx.textBaseline = "alphabetic";  // Plotly's baseline: 0.35 of the size below the cell's middle
+      for (let i = 0; i < rows; i++) {
+        for (let j = 0; j < cols; j++) {
+          const t = trace.text[i][j];
+          if (t === "" || t == null) continue;
+          ctx.fillStyle = colours[i][j] ? inkOn(colours[i][j]) : "#444444";
+          ctx.fillText(String(t), cellX(j) + cw / 2, cellY(i) + ch / 2 + 0.35 * size);
+        }
+      }
+    }
+  }
+
+  ctx.save();  // the marked cells' outlines, clipped to the plot as Plotly clips shapes placed on the axes
+  ctx.beginPath();
+  ctx.rect(box.x, box.y, box.w, box.h);
+  ctx.clip();
+  for (const shape of layout.shapes || []) {
+    if (shape.type !== "path" || !shape.path) continue;
+    ctx.beginPath();
+    tracePath(ctx, shape.path, (x) => box.x + (x + 0.5) * cw, (y) => box.y + (yDown ? y + 0.5 : rows - 0.5 - y) * ch);
+    ctx.strokeStyle = (shape.line && shape.line.color) || "#444";
+    ctx.lineWidth = (shape.line && shape.line.width) || 2;
+    ctx.stroke();
+  }
+  ctx.restore();
+
+  // tick labels: the keys along the top (or bottom) edge, the queries at the left, every one (category axes)
+  const ax = layout.xaxis || {}, ay = layout.yaxis || {};
+  const tick = (a, t) => Object.assign({size: 12, color: ink}, (t.tickfont || {}), (a.tickfont || {}));
+  const xt = tick(ax, tpl.xaxis || {}), yt = tick(ay, tpl.yaxis || {});
+  const top = ax.side === "top", upright = ax.tickangle === -90 || ax.tickangle === 270;
+  const xLabels = (ax.ticktext || trace.x).map((t) => lines(t).join(" "));
+  const yLabels = (ay.ticktext || trace.y).map((t) => lines(t).join(" "));
+  // Plotly keeps the theme's margin pad (8 px) between the plot and its axes, then its tick marks (5 px, in the
+  // theme's faint tick colour), then the labels: measured against Plotly's own drawing
+  const gap = (tpl.margin || {}).pad ?? 0, TICK = 5, PAD = gap + TICK + 3, XPAD = PAD;
+  ctx.fillStyle = (tpl.xaxis || {}).tickcolor || "#eee";
+  for (let j = 0; j < cols; j++) ctx.fillRect(Math.round(box.x + (j + 0.5) * cw) - 0.5, top ? box.y - gap - TICK : box.y + box.h + gap, 1, TICK);
+  ctx.fillStyle = (tpl.yaxis || {}).tickcolor || "#eee";
+  for (let i = 0; i < rows; i++) ctx.fillRect(box.x - gap - TICK, Math.round(cellY(i) + ch / 2) - 0.5, TICK, 1);
+  ctx.fillStyle = xt.color;
+  ctx.font = font(xt.size, family);
+  let xDepth = 0;
+  xLabels.forEach((t, j) => {
+    const x = box.x + (j + 0.5) * cw;
+    xDepth = Math.max(xDepth, upright ? ctx.measureText(t).width : xt.size);
+    if (upright) {
+      ctx.save();
+      ctx.translate(x, top ? box.y - XPAD : box.y + box.h + XPAD);
+      ctx.rotate(-Math.PI / 2);
+      ctx.textAlign = top ? "left" : "right";
+      ctx.textBaseline = "middle";
+      ctx.fillText(t, 0, 0);
+      ctx.restore();
+    } else {
+      ctx.textAlign = "center";
+      ctx.textBaseline = top ? "bottom" : "top";
+      ctx.fillText(t, x, top ? box.y - XPAD : box.y + box.h + XPAD);
+    }
+  });
+  ctx.fillStyle = yt.color;
+  ctx.font = font(yt.size, family);
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  let yDepth = 0;
+  yLabels.forEach((t, i) => {
+    yDepth = Math.max(yDepth, ctx.measureText(t).width);
+    ctx.fillText(t, box.x - PAD, cellY(i) + ch / 2);
+  });
+
+  // the axes' titles, the theme's standoff beyond their labels (less a few px, measured against Plotly's drawing),
+  // and the figure's title
+  const titleFont = (a, t) => Object.assign({size: 14, color: ink}, ((t.title || {}).font || {}), (((a.title || {}).font) || {}));
+  const xTitle = lines(((ax.title || {}).text) || "").join(" "), yTitle = lines(((ay.title || {}).text) || "").join(" ");
+  if (xTitle) {
+    const f = titleFont(ax, tpl.xaxis || {});
+    const off = XPAD + xDepth + (((tpl.xaxis || {}).title || {}).standoff ?? 10) - (upright ? 7 : 4);
+    ctx.fillStyle = f.color;
+    ctx.font = font(f.size, family);
+    ctx.textAlign = "center";
+    ctx.textBaseline = top ? "bottom" : "top";
+    ctx.fillText(xTitle, box.x + box.w / 2, top ? box.y - off : box.y + box.h + off);
+  }
+  if (yTitle) {
+    const f = titleFont(ay, tpl.yaxis || {}), off = PAD + yDepth + (((tpl.yaxis || {}).title || {}).standoff ?? 10) - 7;
+    ctx.save();
+    ctx.fillStyle = f.color;
+    ctx.font = font(f.size, family);
+    ctx.translate(Math.max(f.size / 2, box.x - off - f.size / 2), box.y + box.h / 2);
+    ctx.rotate(-Math.PI / 2);
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
+    ctx.fillText(yTitle, 0, 0);
+    ctx.restore();
+  }
+  const title = layout.title || {}, titleLines = lines(title.text || "");
+  if (title.text) {
+    const tt = Object.assign({size: 16, color: ink}, (tpl.title || {}).font || {}, title.font || {});
+    const pad = Object.assign({t: 0, l: 0}, (tpl.title || {}).pad || {}, title.pad || {});
+    ctx.fillStyle = tt.color;
+    ctx.font = font(tt.size, family, /<b>/i.test(title.text));
+    ctx.textAlign = "left";
+    ctx.textBaseline = "middle";
+    const x = ((title.x ?? (tpl.title || {}).x) || 0) * width + pad.l;
+    // anchored at the top, Plotly's title moves up by 0.7 of its size for each line after its first (measured)
+    const y = title.yanchor === "top" ? (1 - (title.y ?? 1)) * height + pad.t + tt.size * 0.43 - (titleLines.length - 1) * tt.size * 0.71
+      : Math.max(tt.size * 0.65, m.t / 2 - (titleLines.length - 1) * tt.size * LINE / 2);
+    writeLines(ctx, titleLines, x, y, tt.size);
+  }
+
+  // the colour bar beside a map whose numbers are not written in its cells
+  if (trace.showscale !== false) colourBar(ctx, trace, stops, lo, hi, box, family, ink);
+  return {box, rows, cols, cw, ch, yDown, title: titleLines.join(" ")};
+}
+
+// The ticks Plotly puts on a vertical axis `length` px long: about one per 40 px, between 5 and 10 of them, the step
+// rounded up to 2, 5 or 10 times a power of ten; and their labels without trailing zeros.
+function niceTicks(lo, hi, length) {
+  const span = hi - lo;
+  if (!(span > 0)) return {ticks: [lo], decimals: 0};
+  const rough = span / (Math.min(9, Math.max(4, length / 40)) + 1), base = 10 ** Math.floor(Math.log10(rough));
+  const step = base * [2, 5, 10].find((f) => f >= rough / base - 1e-9);
+  const ticks = [];
+  for (let v = Math.ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step) ticks.push(Number(v.toPrecision(12)));
+  return {ticks, decimals: Math.max(0, -Math.floor(Math.log10(step) + 1e-9))};
+}
+
+// The colour bar as Plotly draws a trace's by default: at 1.02 of the plot's width, 10 px in (xpad), the plot's
+// height less 10 px at each end (ypad), `thickness` px wide (30 unless the trace says), a 1 px outline, and its
+// tick labels to the right.
+function colourBar(ctx, trace, stops, lo, hi, box, family, ink) {
+  const bar = trace.colorbar || {};
+  const thick = bar.thickness ?? 30, xpad = bar.xpad ?? 10, ypad = bar.ypad ?? 10;
+  const x = box.x + (bar.x ?? 1.02) * box.w + xpad, y0 = box.y + ypad, len = Math.max(1, box.h - 2 * ypad);
+  const grad = ctx.createLinearGradient(0, y0 + len, 0, y0);
+  for (const [s, c] of stops) grad.addColorStop(Math.min(1, Math.max(0, s)), `rgb(${c[0]},${c[1]},${c[2]})`);
+  ctx.fillStyle = grad;
+  ctx.fillRect(x, y0, thick, len);
+  ctx.strokeStyle = bar.outlinecolor || "#444";
+  ctx.lineWidth = bar.outlinewidth ?? 1;
+  if (ctx.lineWidth > 0) ctx.strokeRect(x + 0.5, y0 + 0.5, thick - 1, len - 1);
+  const tf = Object.assign({size: 12, color: ink}, bar.tickfont || {});
+  ctx.fillStyle = tf.color;
+  ctx.font = font(tf.size, family);
+  ctx.textAlign = "left";
+  ctx.textBaseline = "middle";
+  const {ticks, decimals} = niceTicks(lo, hi, len);
+  for (const v of ticks) {
+    ctx.fillText(String(Number(v.toFixed(decimals))).replace(/^-/, "−"), x + thick + 3, y0 + len * (1 - (v - lo) / ((hi - lo) || 1)));
+  }
+}
+
+// ------------------------------------------------------------------------- the chart's box: canvas, hover, toolbar
+
+const CAMERA = "M9 3 7.2 5H4a2 2 0 0 0-2 2v11a2 2 0 0 0 2 2h16a2 2 0 0 0 2-2V7a2 2 0 0 0-2-2h-3.2L15 3H9zm3 5a4.5 4.5 0 1 1 0 9 4.5 4.5 0 0 1 0-9zm0 2a2.5 2.5 0 1 0 0 5 2.5 2.5 0 0 0 0-5z";
+const EXPAND = "M3 3h7v2H5v5H3zM14 3h7v7h-2V5h-5zM3 14h2v5h5v2H3zM19 14h2v7h-7v-2h5z";
+const COLLAPSE = "M8 3h2v7H3V8h5zM14 3h2v5h5v2h-7zM3 14h7v7H8v-5H3zM14 14h7v2h-5v5h-2z";
+
+document.head.appendChild(Object.assign(document.createElement("style"), {textContent: `
+.atlas-map {position: relative}
+.atlas-map canvas {display: block}
+.atlas-map-tip {position: absolute; pointer-events: none; padding: 4px 8px; border-radius: 3px; white-space: pre;
+  font-size: 12px; line-height: 1.35; box-shadow: 0 1px 3px rgba(0,0,0,0.15); z-index: 2}
+.atlas-map-bar {position: absolute; top: 2px; right: 2px; display: flex; gap: 2px; opacity: 0; transition: opacity 0.2s; z-index: 3}
+.atlas-map:hover .atlas-map-bar, .atlas-map-bar:focus-within {opacity: 1}
+.atlas-map-bar button {border: none; background: transparent; padding: 3px; cursor: pointer; line-height: 0; border-radius: 3px}
+.atlas-map-bar button:hover, .atlas-map-bar button:focus-visible {background: rgba(128,128,128,0.15)}
+.atlas-map-bar svg {width: 16px; height: 16px; fill: rgba(128,128,128,0.8)}
+`}));
+
+function button(title, path, onClick) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.title = title;
+  b.setAttribute("aria-label", title);
+  b.innerHTML = `<svg viewBox="0 0 24 24" aria-hidden="true"><path d="${path}"/></svg>`;
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+function setUp(div) {
+  const canvas = document.createElement("canvas");
+  canvas.setAttribute("role", "img");
+  const tip = document.createElement("div");
+  tip.className = "atlas-map-tip";
+  tip.hidden = true;
+  const bar = document.createElement("div");
+  bar.className = "atlas-map-bar";
+  div.classList.add("atlas-map");
+  div.append(canvas, tip, bar);
+  const m = {canvas, tip, bar};
+  canvas.addEventListener("mousemove", (e) => hover(div, m, e));
+  canvas.addEventListener("mouseleave", () => { tip.hidden = true; });
+  return m;
+}
+
+function cellOf(m, e) {
+  const r = m.canvas.getBoundingClientRect(), g = m.geometry;
+  const x = e.clientX - r.left - g.box.x, y = e.clientY - r.top - g.box.y;
+  if (x < 0 || y < 0 || x >= g.box.w || y >= g.box.h) return null;
+  const j = Math.floor(x / g.cw), row = Math.floor(y / g.ch);
+  return [g.yDown ? row : g.rows - 1 - row, j];
+}
+
+function hover(div, m, e) {
+  const at = m.geometry && cellOf(m, e);
+  if (!at) { m.tip.hidden = true; return; }
+  const trace = m.fig.data[0];
+  if (trace.hoverinfo === "skip" || trace.hoverinfo === "none") return;
+  const [i, j] = at;
+  const z = trace.z[i][j];
+  if ((z == null || !Number.isFinite(z)) && trace.hoverongaps === false) { m.tip.hidden = true; return; }
+  const tpl = (m.fig.layout.template && m.fig.layout.template.layout) || {}, label = tpl.hoverlabel || {};
+  m.tip.textContent = hoverText(trace, i, j, trace.z).join("\n");
+  Object.assign(m.tip.style, {background: label.bgcolor || "#fff", border: `1px solid ${label.bordercolor || "#ddd"}`,
+                              color: (label.font && label.font.color) || "#444",
+                              fontFamily: (label.font && label.font.family) || "inherit"});
+  m.tip.hidden = false;
+  const r = div.getBoundingClientRect(), w = m.tip.offsetWidth;
+  let x = e.clientX - r.left + 12;
+  if (x + w > r.width) x = e.clientX - r.left - w - 12;
+  m.tip.style.left = Math.max(0, x) + "px";
+  m.tip.style.top = Math.max(0, e.clientY - r.top - m.tip.offsetHeight - 8) + "px";
+}
+
+// The PNG download: the map painted again at `scale` times its size, in a file named as Plotly names its own.
+function download(m, scale) {
+  const c = document.createElement("canvas");
+  paint(c, m.fig, m.width, m.height, scale);
+  c.toBlob((blob) => {
+    if (!blob) return;
+    const a = Object.assign(document.createElement("a"), {href: URL.createObjectURL(blob), download: "newplot.png"});
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+  }, "image/png");
+}
+
+// Draw `fig` (one heatmap trace, the theme's template in its layout) in the chart's box `div`, `height` CSS pixels
+// tall and as wide as the box. opts: {words: {download, fullscreen, closeFullscreen}, full, onFullscreen, scale}.
+export function drawMap(div, given, height, opts) {
+  const m = div.atlasMapParts || (div.atlasMapParts = setUp(div));
+  const t0 = given.data[0];
+  const fig = {data: [Object.assign({}, t0, {z: rowsOf(t0.z), text: rowsOf(t0.text), hovertext: rowsOf(t0.hovertext)})],
+               layout: given.layout};
+  const width = Math.max(50, div.clientWidth || 600);
+  m.fig = fig;
+  m.width = width;
+  m.height = height;
+  m.geometry = paint(m.canvas, fig, width, height, window.devicePixelRatio || 1);
+  m.canvas.setAttribute("aria-label", m.geometry.title || "heatmap");
+  const trace = fig.data[0];
+  const [zmin, zmax] = range(trace, trace.z);
+  const outlined = (fig.layout.shapes || []).reduce((n, sh) => n + ((sh.path || "").match(/M/gi) || []).length, 0);
+  div.atlasDrawn = {z: trace.z, text: trace.text || null, x: trace.x, y: trace.y, zmin, zmax, title: m.geometry.title,
+                    outlined};
+  const w = opts.words || {};
+  const key = `${w.download}|${w.fullscreen}|${w.closeFullscreen}|${!!opts.full}`;
+  if (m.barKey !== key) {
+    m.barKey = key;
+    m.bar.replaceChildren(
+      button(w.download || "Download plot as a PNG", CAMERA, () => download(m, opts.scale || 2)),
+      button(opts.full ? w.closeFullscreen || "Close fullscreen" : w.fullscreen || "Fullscreen", opts.full ? COLLAPSE : EXPAND,
+             () => m.onFullscreen && m.onFullscreen()));
+  }
+  m.onFullscreen = opts.onFullscreen;
+  m.tip.hidden = true;
+}
+
+export function clear(div) {
+  const m = div.atlasMapParts;
+  if (!m) return;
+  m.canvas.remove();
+  m.tip.remove();
+  m.bar.remove();
+  div.classList.remove("atlas-map");
+  delete div.atlasMapParts;
+  delete div.atlasDrawn;
+}

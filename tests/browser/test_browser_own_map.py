@@ -1,0 +1,195 @@
+"""The maps that follow a browser choice, drawn by app/static/atlas_map.js instead of Plotly (app/fast/chart.py,
+own_map), in headless Chromium: the same figure drawn both ways side by side must look the same (every cell in
+Plotly's colour, every line of text and every cell's number within 2 px of where Plotly writes it), a choice's move redraws the canvas
+with the next variant's numbers, hover shows what Plotly's hover shows, and the toolbar gives a PNG at twice the
+size and a full-screen view."""
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+
+from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, new_page, served, wait_idle
+
+pytestmark = pytest.mark.browser
+SHOTS = ROOT / "test-artifacts" / "screenshots"
+CHANNEL = "test-own-map"
+WIDTH = 520  # one of two columns on a laptop
+WIDE = 720   # a dense map's least width, margins included, fits
+
+# Mount the chart element's script twice in the page, in two boxes of the same width: one spec drawn by our map,
+# one by Plotly; draw both and wait until both show the variant asked for.
+MOUNT = """async ([stub, specs, width]) => {
+  const url = URL.createObjectURL(new Blob([stub], {type: "text/javascript"}));
+  const script = (await import(url)).default;
+  const main = document.querySelector('[data-testid="stMain"]');
+  // Streamlit's header stays over the page's top: out of the pictures
+  document.head.append(Object.assign(document.createElement("style"),
+                                     {textContent: '[data-testid="stHeader"] {display: none !important}'}));
+  specs.forEach((spec, n) => {
+    const parent = main.insertBefore(document.createElement("div"), main.firstChild);
+    parent.id = "map-" + n;
+    parent.style.width = width + "px";
+    parent.style.marginTop = "40px";
+    parent.style.flexShrink = "0";  // a box of the page's column, whose height is its chart's
+    script({parentElement: parent, data: spec});
+  });
+  await window.__atlasChartModule;
+  await new Promise((r) => setTimeout(r, 0));
+  await window.atlasCharts.drawAll();
+}"""
+DRAWN = """(variant) => [0, 1].every((n) => { const d = document.querySelector('#map-' + n + ' .atlas-chart');
+  return d && d.dataset.variant === String(variant); })"""
+MOVE = """([channel, value]) => { window.atlasChoiceBus.values[channel] = value;
+  window.dispatchEvent(new CustomEvent('atlas-choice', {detail: {channel}})); }"""
+
+
+def _specs(dense: bool = False):
+    """The payload of a signed map with its numbers and outlined cells (a repeated token, a token that is markup),
+    which follows a choice of two values: as our map draws it, and the same without `map` (Plotly draws it).
+    dense: attention over 24 tokens instead, too many for numbers in the cells: upright key labels, a colour bar."""
+    from app.charts.heatmaps import attention_heatmap, heatmap_variants, highlight_shapes, matrix_heatmap
+    from app.charts.style import lift_title, ready_figure
+    from app.fast import chart
+    from app.fast.choice import Choice, follow
+    rng = np.random.default_rng(0)
+    if dense:
+        n = 24
+        maps = [rng.dirichlet(np.full(n, 0.3), n), rng.dirichlet(np.full(n, 0.3), n)]
+        tokens = [f"tok{i}" if i % 5 else "▁a-long-piece" for i in range(n)]
+        fig = ready_figure(lift_title(attention_heatmap(maps[0], tokens, tokens, title="attention over 24 tokens")))
+        moves = follow(Choice(1, (1, 2), CHANNEL), traces=heatmap_variants(maps))
+    else:
+        maps = [rng.normal(0, 0.4, (5, 7)), rng.normal(0, 0.8, (5, 7))]
+        marks = [np.abs(m) < 0.15 for m in maps]
+        rows, cols = ["the", "<b>", "cat", "the", "😀"], [str(j + 1) for j in range(7)]
+        fig = ready_figure(lift_title(matrix_heatmap(maps[0], cols, rows, title="a map that follows a choice",
+                                                     x_title="dimension", y_title="token", zmid=0,
+                                                     highlight=marks[0])))
+        moves = follow(Choice(1, (1, 2), CHANNEL), traces=heatmap_variants(maps, show_text=True),
+                       layouts=[{"shapes": highlight_shapes(m)} for m in marks])
+    ours = json.loads(chart.payload(fig, chart.PLOT_CONFIG, "failed", follow=moves.spec()))
+    assert "map" in ours
+    theirs = {k: v for k, v in ours.items() if k not in ("map", "download")}
+    theirs["version"] = ours["version"] + "-plotly"
+    return [json.dumps(ours), json.dumps(theirs)], ours, maps
+
+
+def _png(page, n: int) -> np.ndarray:
+    from PIL import Image
+    shot = page.locator(f"#map-{n} .atlas-chart").screenshot()
+    return np.asarray(Image.open(io.BytesIO(shot)).convert("RGB"), dtype=int)
+
+
+def _cell_colours(picture: np.ndarray, spec: dict, rows: int, cols: int) -> np.ndarray:
+    """The colour 5 px inside each cell's top-left corner (clear of its number and of the gap between cells)."""
+    m = spec["figure"]["layout"]["margin"]
+    w, h = picture.shape[1] - m["l"] - m["r"], spec["height"] - m["t"] - m["b"]
+    return np.array([[picture[int(m["t"] + i * h / rows) + 5, int(m["l"] + j * w / cols) + 5] for j in range(cols)]
+                     for i in range(rows)])
+
+
+def _runs(on: np.ndarray) -> list[tuple[int, int]]:
+    """The (first, last) index of each run of True in a 1-D mask."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], on.astype(int), [0]])))
+    return [(int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2])]
+
+
+def _ink(picture: np.ndarray, spec: dict, rows: int, cols: int) -> tuple[list, list, list, list]:
+    """Where the text is: the rows of ink above the plot (the title's lines, the axis title, the key labels), the
+    columns of ink left of it (the axis title, the query labels) and right of it (a colour bar and its labels), and
+    each cell's number's box (ink: far from the cell's own colour)."""
+    m = spec["figure"]["layout"]["margin"]
+    w, h = picture.shape[1] - m["l"] - m["r"], spec["height"] - m["t"] - m["b"]
+    dark = picture.sum(axis=2) < 600
+    above = _runs(dark[:m["t"] - 2].any(axis=1))
+    left = _runs(dark[m["t"]:m["t"] + h, :m["l"] - 2].any(axis=0))
+    right = _runs(dark[m["t"]:m["t"] + h, m["l"] + w + 2:].any(axis=0))
+    numbers = []
+    for i in range(rows):
+        for j in range(cols):
+            y0, x0 = int(m["t"] + i * h / rows) + 4, int(m["l"] + j * w / cols) + 4
+            cell = picture[y0:int(m["t"] + (i + 1) * h / rows) - 4, x0:int(m["l"] + (j + 1) * w / cols) - 4]
+            far = np.abs(cell - cell[0, 0]).sum(axis=2) > 150
+            ys, xs = np.nonzero(far)
+            numbers.append((x0 + xs.min(), x0 + xs.max(), y0 + ys.min(), y0 + ys.max()) if len(xs) else ())
+    return above, left, right, numbers
+
+
+@pytest.mark.parametrize("dense", [False, True], ids=["numbers", "dense"])
+def test_a_map_that_follows_a_choice_looks_as_plotly_draws_it(dense):
+    from playwright.sync_api import sync_playwright
+
+    from app.fast.chart import stub_js
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    specs, spec, maps = _specs(dense)
+    name = "dense" if dense else "numbers"
+    with served() as (url, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = new_page(browser, viewport={"width": 1400, "height": 3000})
+        page.goto(f"{url}/?lang=en")
+        wait_idle(page, draw_all=False)
+        page.evaluate(MOUNT, [stub_js(), specs, WIDE if dense else WIDTH])
+        page.wait_for_function(DRAWN, arg=0, timeout=60_000)
+        assert page.locator("#map-0 canvas").count() == 1 and page.locator("#map-0 .js-plotly-plot").count() == 0
+        assert page.locator("#map-1 .js-plotly-plot").count() == 1
+        for variant, z in ((0, maps[0]), (1, maps[1])):
+            if variant:
+                page.evaluate(MOVE, [CHANNEL, 2])
+                page.wait_for_function(DRAWN, arg=1, timeout=10_000)
+                page.wait_for_timeout(300)
+            drawn = page.evaluate("() => document.querySelector('#map-0 .atlas-chart').atlasDrawn")
+            assert np.allclose(np.array(drawn["z"], dtype=float), z, atol=1e-6)  # the variant's own numbers
+            ours, theirs = _png(page, 0), _png(page, 1)
+            page.locator("#map-0").screenshot(path=str(SHOTS / f"own-map-{name}-{variant}.png"))
+            page.locator("#map-1").screenshot(path=str(SHOTS / f"own-map-{name}-plotly-{variant}.png"))
+            assert ours.shape == theirs.shape
+            a, b = _cell_colours(ours, spec, *z.shape), _cell_colours(theirs, spec, *z.shape)
+            assert np.abs(a - b).max() <= 2, np.abs(a - b).max(axis=2)
+            for where, mine, plotly in zip(("title and key labels", "query labels and axis title", "colour bar",
+                                            "cell numbers"),
+                                           _ink(ours, spec, *z.shape), _ink(theirs, spec, *z.shape)):
+                assert len(mine) == len(plotly), (where, mine, plotly)
+                assert all(abs(p - q) <= 2 for m, t in zip(mine, plotly) for p, q in zip(m, t)), (where, mine, plotly)
+        browser.close()
+
+
+def test_hover_png_and_fullscreen_of_an_own_map():
+    from playwright.sync_api import sync_playwright
+
+    from app.fast.chart import stub_js
+    specs, spec, maps = _specs()
+    with served() as (url, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = new_page(browser, viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+        page.goto(f"{url}/?lang=en")
+        wait_idle(page, draw_all=False)
+        page.evaluate(MOUNT, [stub_js(), specs[:1], WIDTH])
+        page.wait_for_function("() => document.querySelector('#map-0 .atlas-chart[data-variant]')", timeout=60_000)
+        m = spec["figure"]["layout"]["margin"]
+        w, h = WIDTH - m["l"] - m["r"], spec["height"] - m["t"] - m["b"]
+        canvas = page.locator("#map-0 canvas")
+        # hover over row 2 ("<b>", written as text), column 4
+        canvas.hover(position={"x": m["l"] + 3.5 * w / 7, "y": m["t"] + 1.5 * h / 5})
+        tip = page.locator("#map-0 .atlas-map-tip")
+        tip.wait_for(state="visible", timeout=5_000)
+        assert tip.inner_text() == f"token <b> · dimension 4\n{maps[0][1, 3]:#.4g}".replace("-", "−")  # d3's .4g keeps its zeros
+        canvas.hover(position={"x": 2, "y": 2})
+        tip.wait_for(state="hidden", timeout=5_000)
+
+        canvas.hover()
+        with page.expect_download() as got:
+            page.locator("#map-0 .atlas-map-bar button").first.click()
+        from PIL import Image
+        picture = Image.open(got.value.path())
+        assert picture.size == (2 * WIDTH, 2 * spec["height"])
+
+        page.locator("#map-0 .atlas-map-bar button").nth(1).click()
+        page.wait_for_function("() => document.querySelector('#map-0 canvas').clientHeight === window.innerHeight",
+                               timeout=5_000)
+        page.keyboard.press("Escape")
+        page.wait_for_function(f"() => document.querySelector('#map-0 canvas').clientHeight === {spec['height']}",
+                               timeout=5_000)
+        browser.close()
