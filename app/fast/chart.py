@@ -30,7 +30,7 @@ PLOTLY = "plotly.min.js"
 COMPONENT = "atlas_chart"
 SWITCH = "ATLAS_CHARTS"  # ATLAS_CHARTS=streamlit: every chart through st.plotly_chart
 MAP_MODULE = "atlas_map.js"
-MAP_SWITCH = "ATLAS_MAPS"  # ATLAS_MAPS=plotly: maps that follow a choice drawn by Plotly too (for an A/B)
+MAP_SWITCH = "ATLAS_MAPS"  # ATLAS_MAPS=plotly: the labelled maps drawn by Plotly too (for an A/B)
 DEFAULT_HEIGHT = 450  # Plotly's own default, as Streamlit's chart element uses
 # Toolbar as Streamlit's chart element sets it (no box or lasso selection on these charts)
 REMOVED_BUTTONS = ["lasso2d", "select2d", "sendChartToCloud"]
@@ -144,8 +144,8 @@ def payload(fig_dict: dict, config: dict, failed: str, fullscreen: tuple[str, st
     replaces with the theme's), its height, the toolbar and its fullscreen button's two titles, the files to
     load, a message for a chart that cannot be drawn, whether a click on it is sent back (`clicks`), and a
     version that changes with all of these (an unchanged chart is not drawn again). follow: the variants of a chart
-    that follows browser choices (app.fast.choice.Follow.spec()); such a chart that own_map accepts, clicked on by no
-    one, is drawn by app/static/atlas_map.js (`map`, with the title of its PNG button, `download`) unless
+    that follows browser choices (app.fast.choice.Follow.spec()). A figure that own_map accepts and that answers no
+    clicks is drawn by app/static/atlas_map.js (`map`, with the title of its PNG button, `download`) unless
     ATLAS_MAPS=plotly."""
     layout = dict(fig_dict.get("layout") or {})
     template = layout.get("template")
@@ -159,9 +159,9 @@ def payload(fig_dict: dict, config: dict, failed: str, fullscreen: tuple[str, st
             "fullscreen": fullscreen[0], "closeFullscreen": fullscreen[1], "clicks": clicks}
     if follow is not None:
         spec["follow"] = follow
-        if not clicks and os.environ.get(MAP_SWITCH) != "plotly" and own_map(figure):
-            spec["map"] = versioned(MAP_MODULE)
-            spec["download"] = download
+    if not clicks and os.environ.get(MAP_SWITCH) != "plotly" and own_map(figure):
+        spec["map"] = versioned(MAP_MODULE)
+        spec["download"] = download
     body = json.dumps(spec, separators=(",", ":"), ensure_ascii=False).encode()
     version = hashlib.sha1(body).hexdigest()[:16]
     return body[:-1] + b',"version":"' + version.encode() + b'"}'

@@ -1,16 +1,17 @@
-// A labelled heatmap drawn on a canvas of our own, for the chart element's maps that follow a browser choice
-// (app/static/atlas_chart.js draws them with this module; app/fast/chart.py says which figures qualify).
+// A labelled heatmap drawn on a canvas of our own, for the chart element's maps (app/static/atlas_chart.js draws
+// them with this module; app/fast/chart.py's own_map says which figures qualify: one heatmap on category axes).
 //
 // Plotly draws a heatmap again from scratch on every change of its numbers: its whole layout pass, the axes, the
 // labels and every number in the cells, 40-50 ms a map on a laptop-class core, so a choice that moves two maps
-// missed a frame budget of 100 ms. Here a map is one pass over its cells and their labels (a few ms), from the same
+// missed a frame budget of 100 ms, and a slider whose run redraws three maps spent most of its time drawing. Here a map is one pass over its cells and their labels (a few ms), from the same
 // figure dict Plotly would get, so it looks as Plotly draws it: the theme's fonts and colours, the fitted margins,
 // the colour scale (Plotly's rule for zmin, zmax and zmid), the numbers in the cells sized and coloured by Plotly's
 // rules, the outlines of marked cells, the title and the axes' titles. Hover shows the trace's hovertemplate; the
 // toolbar downloads a PNG at twice the size and opens the map full screen.
 //
 // What is drawn is also kept on the chart's box for tests and assistive tools: div.atlasDrawn = {z, text, x, y,
-// zmin, zmax, title, outlined: how many cells are outlined}, and the canvas's aria-label says what the map is.
+// zmin, zmax, title (as drawn), titleText (as the figure writes it, Plotly's markup and all), outlined: how many
+// cells are outlined, labels: {x, y}: each tick label's text, font size and box in the canvas's CSS pixels}, and the canvas's aria-label says what the map is.
 
 const LINE = 1.3;  // Plotly's line height for multi-line text (its LINE_SPACING)
 const ENTITY = {amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'", nbsp: "\u00a0"};
@@ -232,9 +233,14 @@ export function paint(canvas, fig, width, height, ratio) {
   ctx.fillStyle = xt.color;
   ctx.font = font(xt.size, family);
   let xDepth = 0;
+  const labelBoxes = {x: [], y: []};  // where each label's ink is (tests read that no two overlap)
   xLabels.forEach((t, j) => {
-    const x = box.x + (j + 0.5) * cw;
-    xDepth = Math.max(xDepth, upright ? ctx.measureText(t).width : xt.size);
+    const x = box.x + (j + 0.5) * cw, by = top ? box.y - XPAD : box.y + box.h + XPAD;
+    ctx.textBaseline = upright ? "middle" : (top ? "bottom" : "top");
+    const mt = ctx.measureText(t), up = mt.actualBoundingBoxAscent, down = mt.actualBoundingBoxDescent;
+    xDepth = Math.max(xDepth, upright ? mt.width : xt.size);
+    labelBoxes.x.push(upright ? {text: t, size: xt.size, x0: x - up, x1: x + down, y0: top ? by - mt.width : by, y1: top ? by : by + mt.width}
+                              : {text: t, size: xt.size, x0: x - mt.width / 2, x1: x + mt.width / 2, y0: by - up, y1: by + down});
     if (upright) {
       ctx.save();
       ctx.translate(x, top ? box.y - XPAD : box.y + box.h + XPAD);
@@ -255,8 +261,11 @@ export function paint(canvas, fig, width, height, ratio) {
   ctx.textBaseline = "middle";
   let yDepth = 0;
   yLabels.forEach((t, i) => {
-    yDepth = Math.max(yDepth, ctx.measureText(t).width);
-    ctx.fillText(t, box.x - PAD, cellY(i) + ch / 2);
+    const mt = ctx.measureText(t), yc = cellY(i) + ch / 2;
+    yDepth = Math.max(yDepth, mt.width);
+    labelBoxes.y.push({text: t, size: yt.size, x0: box.x - PAD - mt.width, x1: box.x - PAD,
+                       y0: yc - mt.actualBoundingBoxAscent, y1: yc + mt.actualBoundingBoxDescent});
+    ctx.fillText(t, box.x - PAD, yc);
   });
 
   // the axes' titles, the theme's standoff beyond their labels (less a few px, measured against Plotly's drawing),
@@ -301,7 +310,7 @@ export function paint(canvas, fig, width, height, ratio) {
 
   // the colour bar beside a map whose numbers are not written in its cells
   if (trace.showscale !== false) colourBar(ctx, trace, stops, lo, hi, box, family, ink);
-  return {box, rows, cols, cw, ch, yDown, title: titleLines.join(" ")};
+  return {box, rows, cols, cw, ch, yDown, title: titleLines.join(" "), labels: labelBoxes};
 }
 
 // The ticks Plotly puts on a vertical axis `length` px long: about one per 40 px, between 5 and 10 of them, the step
@@ -445,7 +454,7 @@ export function drawMap(div, given, height, opts) {
   const [zmin, zmax] = range(trace, trace.z);
   const outlined = (fig.layout.shapes || []).reduce((n, sh) => n + ((sh.path || "").match(/M/gi) || []).length, 0);
   div.atlasDrawn = {z: trace.z, text: trace.text || null, x: trace.x, y: trace.y, zmin, zmax, title: m.geometry.title,
-                    outlined};
+                    outlined, labels: m.geometry.labels, titleText: (fig.layout.title || {}).text || ""};
   const w = opts.words || {};
   const key = `${w.download}|${w.fullscreen}|${w.closeFullscreen}|${!!opts.full}`;
   if (m.barKey !== key) {

@@ -167,17 +167,18 @@ def test_own_map_takes_the_apps_labelled_maps_and_nothing_it_cannot_draw():
     two = {"data": two["data"] * 2, "layout": two["layout"]}
     noted = ready_figure(_maps()[1])
     noted = {"data": noted["data"], "layout": {**noted["layout"], "annotations": [{"text": "x"}]}}
-    from app.charts.heatmaps import attention_heatmap
-    titled = ready_figure(attention_heatmap(np.eye(2), ["a", "b"], ["a", "b"], title="placed by Plotly"))
+    titled = ready_figure(_maps()[1])
+    titled = {"data": titled["data"], "layout": {**titled["layout"], "title": {"text": "placed by Plotly's rules"}}}
     for fig in [*(ready_figure(f) for f in others), two, noted, titled]:
         assert not chart.own_map(fig)
 
 
-def test_a_map_that_follows_a_choice_is_sent_to_our_map(monkeypatch):
+def test_a_labelled_map_is_sent_to_our_map(monkeypatch):
     monkeypatch.delenv(chart.MAP_SWITCH, raising=False)
     spec = _follower(_maps()[0])
     assert spec["map"].startswith(chart.MAP_MODULE + "?v=") and spec["download"] == "PNG"
-    assert "map" not in _spec(_maps()[0])  # a map that follows nothing: Plotly, as every other chart
+    assert "map" in _spec(_maps()[0])  # a map the server redraws for a slider: the same
+    assert "map" not in _spec(go.Figure(go.Scatter(y=[1, 2])))
     assert "map" not in _follower(_maps()[0], clicks=True)  # clicks are Plotly's
     monkeypatch.setenv(chart.MAP_SWITCH, "plotly")
     assert "map" not in _follower(_maps()[0])

@@ -342,7 +342,8 @@ POSITIONAL_JS = """() => {
     sliders[key] = input ? +input.value : null;  // the index of the value: the values start at 0
   }
   const plots = Array.from(main.querySelectorAll('.js-plotly-plot'));
-  const titles = plots.map(gd => (gd.layout && gd.layout.title && gd.layout.title.text) || '');
+  const titles = plots.map(gd => (gd.layout && gd.layout.title && gd.layout.title.text) || '').concat(
+    Array.from(main.querySelectorAll('.atlas-map')).map(d => d.atlasDrawn.titleText));  // maps on our canvas
   const dot = plots.find(gd => ((gd.layout.title || {}).text || '').includes('Dot product'));
   const circle = plots.find(gd => ((gd.layout.title || {}).text || '').startsWith('<b>Pair'));
   return JSON.stringify({sliders, titles, url: location.search,

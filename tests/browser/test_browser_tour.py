@@ -104,9 +104,10 @@ def _walk(page, url: str, lang: str, answer: set[str]) -> None:
         assert "▁" not in main.inner_text(), (lang, step.id)
         if step.id in SHOT_STOPS and step.id in answer:
             page.screenshot(path=str(SHOTS / f"browser-tour-{lang}-{step.id}.png"), full_page=True)
-            figure = main.locator(".js-plotly-plot").last  # the stop's figure, drawn once it is near the screen
+            # the stop's figure, drawn once it is near the screen: by Plotly, or a map on our canvas
+            figure = main.locator(".js-plotly-plot, .atlas-map").last
             figure.scroll_into_view_if_needed()
-            expect(figure.locator(".main-svg").first).to_be_visible()
+            expect(figure.locator(".main-svg, canvas").first).to_be_visible()
             figure.screenshot(path=str(SHOTS / f"browser-tour-{lang}-{step.id}-figure.png"))
         if n < len(tv.STEPS):
             with _ran(page):
