@@ -135,7 +135,15 @@ def own_map(figure: dict) -> bool:
     title = layout.get("title") or {}
     if isinstance(title, str) or (title.get("text") and (title.get("yref", "container") != "container" or title.get("yanchor") != "top")):
         return False  # a title placed by Plotly's own rules in the top margin (app.charts.style.lift_title anchors it)
-    return all((layout.get(a) or {}).get("type") == "category" for a in ("xaxis", "yaxis"))
+    for axis, names in (("xaxis", trace["x"]), ("yaxis", trace["y"])):
+        settings = layout.get(axis) or {}
+        if settings.get("type") != "category" or settings.get("showticklabels") is False:
+            return False
+        if settings.get("tickvals") is not None and list(settings["tickvals"]) != list(names):
+            return False  # a label for every category, in order (app.charts.heatmaps.category_ticks)
+        if settings.get("ticktext") is not None and len(settings["ticktext"]) != len(names):
+            return False
+    return True
 
 
 def payload(fig_dict: dict, config: dict, failed: str, fullscreen: tuple[str, str] = ("Fullscreen", "Close fullscreen"),

@@ -169,7 +169,9 @@ def test_own_map_takes_the_apps_labelled_maps_and_nothing_it_cannot_draw():
     noted = {"data": noted["data"], "layout": {**noted["layout"], "annotations": [{"text": "x"}]}}
     titled = ready_figure(_maps()[1])
     titled = {"data": titled["data"], "layout": {**titled["layout"], "title": {"text": "placed by Plotly's rules"}}}
-    for fig in [*(ready_figure(f) for f in others), two, noted, titled]:
+    some = ready_figure(_maps()[1])
+    some = {"data": some["data"], "layout": {**some["layout"], "xaxis": {**some["layout"]["xaxis"], "tickvals": ["a"]}}}
+    for fig in [*(ready_figure(f) for f in others), two, noted, titled, some]:
         assert not chart.own_map(fig)
 
 
