@@ -151,6 +151,10 @@ export function paint(canvas, fig, width, height, ratio) {
   const box = {x: m.l, y: m.t, w: Math.max(1, width - m.l - m.r), h: Math.max(1, height - m.t - m.b)};
   ctx.fillStyle = layout.plot_bgcolor || tpl.plot_bgcolor || "#ffffff";
   ctx.fillRect(box.x, box.y, box.w, box.h);
+  // what shows through a cell with no colour: the plot's background, or the paper's where the plot's is see-through
+  // (the canvas gives any CSS colour back as #rrggbb, or rgba() with its alpha last)
+  const seen = ctx.fillStyle, alpha = seen.startsWith("rgba") ? Number(seen.match(/[\d.]+/g)[3]) : 1;
+  const behind = parseColour(alpha > 0.5 ? seen : tpl.paper_bgcolor || "#ffffff");
 
   const z = trace.z, rows = z.length, cols = rows ? z[0].length : 0;
   const yDown = !!(layout.yaxis && layout.yaxis.autorange === "reversed");
@@ -195,7 +199,7 @@ export function paint(canvas, fig, width, height, ratio) {
         for (let j = 0; j < cols; j++) {
           const t = trace.text[i][j];
           if (t === "" || t == null) continue;
-          ctx.fillStyle = colours[i][j] ? inkOn(colours[i][j]) : "#444444";
+          ctx.fillStyle = inkOn(colours[i][j] || behind);  // a cell with no colour: against the plot's background
           ctx.fillText(String(t), cellX(j) + cw / 2, cellY(i) + ch / 2 + 0.35 * size);
         }
       }

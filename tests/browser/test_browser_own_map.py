@@ -193,3 +193,34 @@ def test_hover_png_and_fullscreen_of_an_own_map():
         page.wait_for_function(f"() => document.querySelector('#map-0 canvas').clientHeight === {spec['height']}",
                                timeout=5_000)
         browser.close()
+
+
+def test_a_masked_cells_text_stays_readable_on_a_dark_page():
+    """A score the mask removed has no colour (its −∞ is NaN to the map): its text is written against the plot's
+    background, white on the dark theme's (it was the light theme's grey, hard to read there)."""
+    from playwright.sync_api import sync_playwright
+
+    from app.charts.heatmaps import matrix_heatmap
+    from app.charts.style import lift_title, ready_figure
+    from app.fast import chart
+    from app.fast.chart import stub_js
+    scores = np.array([[1.5, -np.inf], [0.5, -1.0]])
+    fig = ready_figure(lift_title(matrix_heatmap(scores, ["a", "b"], ["a", "b"], title="masked", zmid=0)))
+    spec = json.loads(chart.payload(fig, chart.PLOT_CONFIG, "failed"))
+    assert "map" in spec
+    with served() as (url, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = new_page(browser, viewport={"width": 1400, "height": 1000}, color_scheme="dark")
+        page.goto(f"{url}/?lang=en")
+        wait_idle(page, draw_all=False)
+        page.evaluate(MOUNT, [stub_js(), [json.dumps(spec)], WIDTH])
+        page.wait_for_function("() => (document.querySelector('#map-0 .atlas-chart') || {}).atlasDrawn", timeout=60_000)
+        picture = _png(page, 0)
+        page.locator("#map-0").screenshot(path=str(SHOTS / "own-map-masked-dark.png"))
+        browser.close()
+    m = spec["figure"]["layout"]["margin"]
+    w, h = WIDTH - m["l"] - m["r"], spec["height"] - m["t"] - m["b"]
+    cell = picture[m["t"] + 4:m["t"] + h // 2 - 4, m["l"] + w // 2 + 4:m["l"] + w - 4]  # row 1, column 2: masked
+    background = np.median(cell.reshape(-1, 3), axis=0)
+    assert background.sum() < 3 * 80, background  # the dark plot shows through
+    assert cell.sum(axis=2).max() > 3 * 200  # its −∞ in white
