@@ -108,8 +108,8 @@ function choices(spec) {
   return choiceLib;
 }
 
-// A labelled map (spec.map: app/fast/chart.py says which) is drawn by app/static/atlas_map.js on a canvas of its own, a
-// few ms a drawing instead of Plotly's 40-50 ms pass over the whole figure; Plotly is not even loaded for it.
+// A labelled map (spec.map: app/fast/chart.py says which) is drawn by app/static/atlas_map.js on a canvas of its own,
+// one pass over its cells instead of Plotly's pass over the whole figure; Plotly is not even loaded for it.
 let mapLib = null;
 function maps(spec) {
   mapLib ||= import(here(spec.map));

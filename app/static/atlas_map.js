@@ -2,9 +2,10 @@
 // them with this module; app/fast/chart.py's own_map says which figures qualify: one heatmap on category axes).
 //
 // Plotly draws a heatmap again from scratch on every change of its numbers: its whole layout pass, the axes, the
-// labels and every number in the cells, 40-50 ms a map on a laptop-class core, so a choice that moves two maps
-// missed a frame budget of 100 ms, and a slider whose run redraws three maps spent most of its time drawing. Here a map is one pass over its cells and their labels (a few ms), from the same
-// figure dict Plotly would get, so it looks as Plotly draws it: the theme's fonts and colours, the fitted margins,
+// labels and every number in the cells, so a choice that moves two maps missed its frame budget, and a slider whose
+// run redraws maps spent most of its time drawing them (docs/benchmarks.md has the numbers). Here a map is one pass
+// over its cells and their labels, from the same figure dict Plotly would get, so it looks as Plotly draws it: the
+// theme's fonts and colours, the fitted margins,
 // the colour scale (Plotly's rule for zmin, zmax and zmid), the numbers in the cells sized and coloured by Plotly's
 // rules, the outlines of marked cells, the title and the axes' titles. Hover shows the trace's hovertemplate; the
 // toolbar downloads a PNG at twice the size and opens the map full screen.
