@@ -53,7 +53,7 @@ function colourAt(stops, f) {
 
 // The colour range as Plotly sets it: zmin and zmax where both are given, else the numbers' own range, made
 // symmetric about zmid where there is one.
-export function range(trace, z) {
+function range(trace, z) {
   if (trace.zmin != null && trace.zmax != null) return [trace.zmin, trace.zmax];
   let lo = Infinity, hi = -Infinity;
   for (const row of z) for (const v of row) if (Number.isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
@@ -122,7 +122,7 @@ function writeLines(ctx, texts, x, y, size) {
 // A typed array as Python's Plotly writes it ({dtype: "f8", bdata: base64, shape: "rows, cols"}) as rows of numbers.
 const TYPES = {f8: Float64Array, f4: Float32Array, i4: Int32Array, u4: Uint32Array, i2: Int16Array, u2: Uint16Array,
                i1: Int8Array, u1: Uint8Array};
-export function rowsOf(v) {
+function rowsOf(v) {
   if (!v || Array.isArray(v) || !v.bdata) return v;
   const raw = atob(v.bdata), bytes = new Uint8Array(raw.length);
   for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
@@ -315,7 +315,7 @@ export function paint(canvas, fig, width, height, ratio) {
 
   // the colour bar beside a map whose numbers are not written in its cells
   if (trace.showscale !== false) colourBar(ctx, trace, stops, lo, hi, box, family, ink);
-  return {box, rows, cols, cw, ch, yDown, title: titleLines.join(" "), labels: labelBoxes};
+  return {box, rows, cols, cw, ch, yDown, title: titleLines.join(" "), labels: labelBoxes, zmin: lo, zmax: hi};
 }
 
 // The ticks Plotly puts on a vertical axis `length` px long: about one per 40 px, between 5 and 10 of them, the step
@@ -456,10 +456,10 @@ export function drawMap(div, given, height, opts) {
   m.geometry = paint(m.canvas, fig, width, height, window.devicePixelRatio || 1);
   m.canvas.setAttribute("aria-label", m.geometry.title || "heatmap");
   const trace = fig.data[0];
-  const [zmin, zmax] = range(trace, trace.z);
   const outlined = (fig.layout.shapes || []).reduce((n, sh) => n + ((sh.path || "").match(/M/gi) || []).length, 0);
-  div.atlasDrawn = {z: trace.z, text: trace.text || null, x: trace.x, y: trace.y, zmin, zmax, title: m.geometry.title,
-                    outlined, labels: m.geometry.labels, titleText: (fig.layout.title || {}).text || ""};
+  const g = m.geometry;
+  div.atlasDrawn = {z: trace.z, text: trace.text || null, x: trace.x, y: trace.y, zmin: g.zmin, zmax: g.zmax,
+                    title: g.title, outlined, labels: g.labels, titleText: (fig.layout.title || {}).text || ""};
   const w = opts.words || {};
   const key = `${w.download}|${w.fullscreen}|${w.closeFullscreen}|${!!opts.full}`;
   if (m.barKey !== key) {

@@ -77,6 +77,12 @@ def _specs(dense: bool = False):
     return [json.dumps(ours), json.dumps(theirs)], ours, maps
 
 
+def _plot(spec: dict, width: int) -> tuple[dict, float, float]:
+    """The figure's margins, and its plot's width and height in a box `width` px wide."""
+    m = spec["figure"]["layout"]["margin"]
+    return m, width - m["l"] - m["r"], spec["height"] - m["t"] - m["b"]
+
+
 def _png(page, n: int) -> np.ndarray:
     from PIL import Image
     shot = page.locator(f"#map-{n} .atlas-chart").screenshot()
@@ -85,8 +91,7 @@ def _png(page, n: int) -> np.ndarray:
 
 def _cell_colours(picture: np.ndarray, spec: dict, rows: int, cols: int) -> np.ndarray:
     """The colour 5 px inside each cell's top-left corner (clear of its number and of the gap between cells)."""
-    m = spec["figure"]["layout"]["margin"]
-    w, h = picture.shape[1] - m["l"] - m["r"], spec["height"] - m["t"] - m["b"]
+    m, w, h = _plot(spec, picture.shape[1])
     return np.array([[picture[int(m["t"] + i * h / rows) + 5, int(m["l"] + j * w / cols) + 5] for j in range(cols)]
                      for i in range(rows)])
 
@@ -101,8 +106,7 @@ def _ink(picture: np.ndarray, spec: dict, rows: int, cols: int) -> tuple[list, l
     """Where the text is: the rows of ink above the plot (the title's lines, the axis title, the key labels), the
     columns of ink left of it (the axis title, the query labels) and right of it (a colour bar and its labels), and
     each cell's number's box (ink: far from the cell's own colour)."""
-    m = spec["figure"]["layout"]["margin"]
-    w, h = picture.shape[1] - m["l"] - m["r"], spec["height"] - m["t"] - m["b"]
+    m, w, h = _plot(spec, picture.shape[1])
     dark = picture.sum(axis=2) < 600
     above = _runs(dark[:m["t"] - 2].any(axis=1))
     left = _runs(dark[m["t"]:m["t"] + h, :m["l"] - 2].any(axis=0))
@@ -168,8 +172,7 @@ def test_hover_png_and_fullscreen_of_an_own_map():
         wait_idle(page, draw_all=False)
         page.evaluate(MOUNT, [stub_js(), specs[:1], WIDTH])
         page.wait_for_function("() => document.querySelector('#map-0 .atlas-chart[data-variant]')", timeout=60_000)
-        m = spec["figure"]["layout"]["margin"]
-        w, h = WIDTH - m["l"] - m["r"], spec["height"] - m["t"] - m["b"]
+        m, w, h = _plot(spec, WIDTH)
         canvas = page.locator("#map-0 canvas")
         # hover over row 2 ("<b>", written as text), column 4
         canvas.hover(position={"x": m["l"] + 3.5 * w / 7, "y": m["t"] + 1.5 * h / 5})
@@ -218,8 +221,7 @@ def test_a_masked_cells_text_stays_readable_on_a_dark_page():
         picture = _png(page, 0)
         page.locator("#map-0").screenshot(path=str(SHOTS / "own-map-masked-dark.png"))
         browser.close()
-    m = spec["figure"]["layout"]["margin"]
-    w, h = WIDTH - m["l"] - m["r"], spec["height"] - m["t"] - m["b"]
+    m, w, h = _plot(spec, WIDTH)
     cell = picture[m["t"] + 4:m["t"] + h // 2 - 4, m["l"] + w // 2 + 4:m["l"] + w - 4]  # row 1, column 2: masked
     background = np.median(cell.reshape(-1, 3), axis=0)
     assert background.sum() < 3 * 80, background  # the dark plot shows through
