@@ -15,12 +15,14 @@ ATLAS_CHARTS=streamlit in the server's environment, or static serving turned off
 st.plotly_chart instead: the same figures, drawn the slower way."""
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import json
 import os
 from pathlib import Path
 
+import numpy as np
 import streamlit as st
 
 STATIC = Path(__file__).resolve().parents[1] / "static"
@@ -115,26 +117,78 @@ def _categories(values) -> bool:
     return isinstance(values, (list, tuple)) and all(isinstance(v, str) for v in values)
 
 
+def _evenly_spaced(values, n: int) -> bool:
+    """Numbers along a numeric map's axis: none (0, 1, 2 …), or n evenly spaced ones (positions, dimensions), as
+    an array, a list or Plotly's typed array."""
+    if values is None:
+        return True
+    if isinstance(values, dict):  # Plotly's typed array: {dtype, bdata}
+        if set(values) - {"dtype", "bdata", "shape"} or not str(values.get("dtype", "")).startswith(("i", "u", "f")):
+            return False
+        values = np.frombuffer(base64.b64decode(values["bdata"]), dtype=np.dtype(values["dtype"]).newbyteorder("<"))
+    try:
+        v = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    if v.ndim != 1 or len(v) != n or not np.isfinite(v).all():
+        return False
+    return n < 2 or (np.ptp(np.diff(v)) <= 1e-9 * max(1.0, abs(v).max()) and v[1] > v[0])
+
+
+def _numeric_axes(trace: dict, layout: dict) -> bool:
+    """A map with numbers along both axes (app.charts.heatmaps.numeric_heatmap): evenly spaced, Plotly's automatic
+    linear ticks, the rows running down where the y axis is reversed, an x range the figure may give, and vertical
+    dashed lines (add_vline) as its only shapes."""
+    z = trace.get("z")
+    shape = ([int(n) for n in str(z.get("shape", "")).split(",") if n.strip()] if isinstance(z, dict)
+             else list(np.shape(z)))
+    if len(shape) != 2:
+        return False
+    rows, cols = shape
+    if not rows or not cols or not _evenly_spaced(trace.get("x"), cols) or not _evenly_spaced(trace.get("y"), rows):
+        return False
+    for axis in ("xaxis", "yaxis"):
+        settings = layout.get(axis) or {}
+        if settings.get("type") not in (None, "linear") or settings.get("showticklabels") is False:
+            return False
+        if any(settings.get(k) is not None for k in ("tickvals", "ticktext", "dtick", "tickformat", "nticks", "side")):
+            return False
+        if axis == "yaxis" and (settings.get("range") is not None or settings.get("autorange") not in (None, True, "reversed")):
+            return False
+    x_range = (layout.get("xaxis") or {}).get("range")
+    if x_range is not None and (len(x_range) != 2 or not x_range[0] < x_range[1]):
+        return False
+    if ((trace.get("colorbar") or {}).get("title") or {}).get("text"):
+        return False
+    return all(s.get("type") == "line" and s.get("xref") == "x" and s.get("yref") == "y domain" and s.get("x0") == s.get("x1")
+               for s in layout.get("shapes") or [])
+
+
 def own_map(figure: dict) -> bool:
-    """Whether app/static/atlas_map.js draws this figure as Plotly would: one heatmap on category axes (labelled
-    rows and columns, as app.charts.heatmaps' matrix and attention maps are), a colour scale as a list of stops, and
-    nothing else in the layout that the module does not draw (annotations, images, shapes other than the marked
-    cells' outline paths, subplots, a colour axis, a title not anchored to the figure's top)."""
+    """Whether app/static/atlas_map.js draws this figure as Plotly would: one heatmap, on category axes (labelled
+    rows and columns, as app.charts.heatmaps' matrix and attention maps are) or on numeric ones (positions and
+    dimensions, as its numeric maps are), a colour scale as a list of stops, and nothing else in the layout that
+    the module does not draw (annotations, images, shapes other than the marked cells' outline paths or a numeric
+    map's vertical lines, subplots, a colour axis, a title not anchored to the figure's top)."""
     data, layout = figure.get("data") or [], figure.get("layout") or {}
     if len(data) != 1:
         return False
     trace = data[0]
-    if trace.get("type") != "heatmap" or not _categories(trace.get("x")) or not _categories(trace.get("y")):
+    if trace.get("type") != "heatmap":
         return False
     if not isinstance(trace.get("colorscale"), (list, tuple)) or trace.get("coloraxis") or trace.get("zsmooth"):
         return False
     if any(layout.get(k) for k in ("annotations", "images", "xaxis2", "yaxis2", "coloraxis", "updatemenus", "sliders")):
         return False
-    if any(s.get("type") != "path" or s.get("xref") != "x" or s.get("yref") != "y" for s in layout.get("shapes") or []):
-        return False
     title = layout.get("title") or {}
     if isinstance(title, str) or (title.get("text") and (title.get("yref", "container") != "container" or title.get("yanchor") != "top")):
         return False  # a title placed by Plotly's own rules in the top margin (app.charts.style.lift_title anchors it)
+    if not _categories(trace.get("x")) and not _categories(trace.get("y")):
+        return not trace.get("text") and _numeric_axes(trace, layout)
+    if not _categories(trace.get("x")) or not _categories(trace.get("y")):
+        return False
+    if any(s.get("type") != "path" or s.get("xref") != "x" or s.get("yref") != "y" for s in layout.get("shapes") or []):
+        return False
     for axis, names in (("xaxis", trace["x"]), ("yaxis", trace["y"])):
         settings = layout.get(axis) or {}
         if settings.get("type") != "category" or settings.get("showticklabels") is False:

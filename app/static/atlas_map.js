@@ -91,7 +91,7 @@ function formatted(v, spec) {
 
 function hoverText(trace, i, j, z) {
   const template = trace.hovertemplate || "%{y} · %{x}<br>%{z}";
-  const value = {x: trace.x[j], y: trace.y[i], z: z[i][j], text: trace.text ? trace.text[i][j] : "",
+  const value = {x: trace.x ? trace.x[j] : j, y: trace.y ? trace.y[i] : i, z: z[i][j], text: trace.text ? trace.text[i][j] : "",
                  hovertext: trace.hovertext ? trace.hovertext[i][j] : ""};
   return lines(template.replace(/<extra>.*?<\/extra>/g, "").replace(/%\{(\w+)(?::([^}]*))?\}/g,
     (_, name, spec) => formatted(value[name], spec)));
@@ -159,18 +159,29 @@ export function paint(canvas, fig, width, height, ratio) {
 
   const z = trace.z, rows = z.length, cols = rows ? z[0].length : 0;
   const yDown = !!(layout.yaxis && layout.yaxis.autorange === "reversed");
+  const numeric = !!fig.numeric;
   const cw = box.w / Math.max(1, cols), ch = box.h / Math.max(1, rows);
   const cellX = (j) => box.x + j * cw, cellY = (i) => box.y + (yDown ? i : rows - 1 - i) * ch;
-  // the row grid lines (shown where a cell has no colour: a masked score), unless the figure or theme turns them off
+  // numeric axes: each axis' range in data units and the pixel of a value (rows grow downwards where reversed)
+  const xr = numeric ? spanOf(trace.x, cols, (layout.xaxis || {}).range) : null;
+  const yr = numeric ? spanOf(trace.y, rows, null) : null;
+  const px = numeric ? (v) => box.x + (v - xr[0]) / (xr[1] - xr[0]) * box.w : null;
+  const py = numeric ? (v) => box.y + (yDown ? v - yr[0] : yr[1] - v) / (yr[1] - yr[0]) * box.h : null;
+  const yTicks = numeric ? autoTicks(yr[0], yr[1], box.h, true) : null;
+  const xTicks = numeric ? autoTicks(xr[0], xr[1], box.w, false) : null;
+  // the row grid lines (shown where a cell has no colour: a masked score, or a numeric axis' range past the
+  // numbers), unless the figure or theme turns them off
   const yGrid = Object.assign({showgrid: true, gridcolor: "#eee"}, tpl.yaxis || {}, layout.yaxis || {});
   if (yGrid.showgrid !== false) {
     ctx.fillStyle = yGrid.gridcolor;
-    for (let i = 0; i < rows; i++) ctx.fillRect(box.x, Math.round(cellY(i) + ch / 2) - 0.5, box.w, 1);
+    if (numeric) for (const v of yTicks.values) ctx.fillRect(box.x, Math.round(py(v)) - 0.5, box.w, 1);
+    else for (let i = 0; i < rows; i++) ctx.fillRect(box.x, Math.round(cellY(i) + ch / 2) - 0.5, box.w, 1);
   }
   const stops = scaleOf(trace), [lo, hi] = range(trace, z), span = hi - lo || 1;
   const gx = trace.xgap || 0, gy = trace.ygap || 0;
   const colours = [];
-  for (let i = 0; i < rows; i++) {
+  if (numeric) numericCells(ctx, z, trace, stops, lo, span, px, py, box);
+  for (let i = 0; i < (numeric ? 0 : rows); i++) {
     colours.push([]);
     for (let j = 0; j < cols; j++) {
       const v = z[i][j];
@@ -212,6 +223,7 @@ export function paint(canvas, fig, width, height, ratio) {
   ctx.rect(box.x, box.y, box.w, box.h);
   ctx.clip();
   for (const shape of layout.shapes || []) {
+    if (numeric && shape.type === "line") { vline(ctx, shape, px(shape.x0), box); continue; }
     if (shape.type !== "path" || !shape.path) continue;
     ctx.beginPath();
     tracePath(ctx, shape.path, (x) => box.x + (x + 0.5) * cw, (y) => box.y + (yDown ? y + 0.5 : rows - 0.5 - y) * ch);
@@ -226,21 +238,24 @@ export function paint(canvas, fig, width, height, ratio) {
   const tick = (a, t) => Object.assign({size: 12, color: ink}, (t.tickfont || {}), (a.tickfont || {}));
   const xt = tick(ax, tpl.xaxis || {}), yt = tick(ay, tpl.yaxis || {});
   const top = ax.side === "top", upright = ax.tickangle === -90 || ax.tickangle === 270;
-  const xLabels = (ax.ticktext || trace.x).map((t) => lines(t).join(" "));
-  const yLabels = (ay.ticktext || trace.y).map((t) => lines(t).join(" "));
+  const xLabels = numeric ? xTicks.labels : (ax.ticktext || trace.x).map((t) => lines(t).join(" "));
+  const yLabels = numeric ? yTicks.labels : (ay.ticktext || trace.y).map((t) => lines(t).join(" "));
+  const xAt = numeric ? (j) => px(xTicks.values[j]) : (j) => box.x + (j + 0.5) * cw;
+  const yAt = numeric ? (i) => py(yTicks.values[i]) : (i) => cellY(i) + ch / 2;
   // Plotly keeps the theme's margin pad (8 px) between the plot and its axes, then its tick marks (5 px, in the
   // theme's faint tick colour), then the labels: measured against Plotly's own drawing
-  const gap = (tpl.margin || {}).pad ?? 0, TICK = 5, PAD = gap + TICK + 3, XPAD = PAD;
+  // (a numeric axis' labels sit 3 px further below the plot: measured likewise)
+  const gap = (tpl.margin || {}).pad ?? 0, TICK = 5, PAD = gap + TICK + 3, XPAD = PAD + (numeric && !top ? 3 : 0);
   ctx.fillStyle = (tpl.xaxis || {}).tickcolor || "#eee";
-  for (let j = 0; j < cols; j++) ctx.fillRect(Math.round(box.x + (j + 0.5) * cw) - 0.5, top ? box.y - gap - TICK : box.y + box.h + gap, 1, TICK);
+  for (let j = 0; j < xLabels.length; j++) ctx.fillRect(Math.round(xAt(j)) - 0.5, top ? box.y - gap - TICK : box.y + box.h + gap, 1, TICK);
   ctx.fillStyle = (tpl.yaxis || {}).tickcolor || "#eee";
-  for (let i = 0; i < rows; i++) ctx.fillRect(box.x - gap - TICK, Math.round(cellY(i) + ch / 2) - 0.5, TICK, 1);
+  for (let i = 0; i < yLabels.length; i++) ctx.fillRect(box.x - gap - TICK, Math.round(yAt(i)) - 0.5, TICK, 1);
   ctx.fillStyle = xt.color;
   ctx.font = font(xt.size, family);
   let xDepth = 0;
   const labelBoxes = {x: [], y: []};  // where each label's ink is (tests read that no two overlap)
   xLabels.forEach((t, j) => {
-    const x = box.x + (j + 0.5) * cw, by = top ? box.y - XPAD : box.y + box.h + XPAD;
+    const x = xAt(j), by = top ? box.y - XPAD : box.y + box.h + XPAD;
     ctx.textBaseline = upright ? "middle" : (top ? "bottom" : "top");
     const mt = ctx.measureText(t), up = mt.actualBoundingBoxAscent, down = mt.actualBoundingBoxDescent;
     xDepth = Math.max(xDepth, upright ? mt.width : xt.size);
@@ -263,10 +278,11 @@ export function paint(canvas, fig, width, height, ratio) {
   ctx.fillStyle = yt.color;
   ctx.font = font(yt.size, family);
   ctx.textAlign = "right";
-  ctx.textBaseline = "middle";
+  // a numeric axis' labels: Plotly's baseline, 0.35 of the size below the tick (measured against its drawing)
+  ctx.textBaseline = numeric ? "alphabetic" : "middle";
   let yDepth = 0;
   yLabels.forEach((t, i) => {
-    const mt = ctx.measureText(t), yc = cellY(i) + ch / 2;
+    const yc = yAt(i) + (numeric ? 0.35 * yt.size : 0), mt = ctx.measureText(t);
     yDepth = Math.max(yDepth, mt.width);
     labelBoxes.y.push({text: t, size: yt.size, x0: box.x - PAD - mt.width, x1: box.x - PAD,
                        y0: yc - mt.actualBoundingBoxAscent, y1: yc + mt.actualBoundingBoxDescent});
@@ -279,7 +295,7 @@ export function paint(canvas, fig, width, height, ratio) {
   const xTitle = lines(((ax.title || {}).text) || "").join(" "), yTitle = lines(((ay.title || {}).text) || "").join(" ");
   if (xTitle) {
     const f = titleFont(ax, tpl.xaxis || {});
-    const off = XPAD + xDepth + (((tpl.xaxis || {}).title || {}).standoff ?? 10) - (upright ? 7 : 4);
+    const off = PAD + xDepth + (((tpl.xaxis || {}).title || {}).standoff ?? 10) - (upright ? 7 : 4);
     ctx.fillStyle = f.color;
     ctx.font = font(f.size, family);
     ctx.textAlign = "center";
@@ -315,7 +331,116 @@ export function paint(canvas, fig, width, height, ratio) {
 
   // the colour bar beside a map whose numbers are not written in its cells
   if (trace.showscale !== false) colourBar(ctx, trace, stops, lo, hi, box, family, ink);
-  return {box, rows, cols, cw, ch, yDown, title: titleLines.join(" "), labels: labelBoxes, zmin: lo, zmax: hi};
+  return {box, rows, cols, cw, ch, yDown, title: titleLines.join(" "), labels: labelBoxes, zmin: lo, zmax: hi,
+          numeric, xr, yr};
+}
+
+// A numeric axis' cells: each number's cell reaches halfway to its neighbours (Plotly's heatmap bricks), and the
+// range is the cells' outer edges unless the figure gives one. values: the axis' numbers (evenly spaced), or none
+// (0, 1, 2 …).
+function spanOf(values, n, given) {
+  if (Array.isArray(given) && given.length === 2) return given.map(Number);
+  const v = values && values.length === n ? Array.from(values, Number) : Array.from({length: n}, (_, k) => k);
+  const step = n > 1 ? (v[n - 1] - v[0]) / (n - 1) : 1;
+  return [v[0] - step / 2, v[n - 1] + step / 2];
+}
+function edgesOf(values, n) {
+  const v = values && values.length === n ? Array.from(values, Number) : Array.from({length: n}, (_, k) => k);
+  const step = n > 1 ? (v[n - 1] - v[0]) / (n - 1) : 1;
+  return {first: v[0] - step / 2, step};
+}
+
+// Plotly's automatic ticks on a linear axis `length` px long: about one per 80 px across (40 px up), between 5 and
+// 10, the step the next of 2, 5 or 10 times a power of ten above the rough one, starting from 0; and its labels:
+// two digits past the step's largest, trailing zeros dropped, a thousands prefix (k, M) past four digits, a true
+// minus sign.
+const SI = ["f", "p", "n", "μ", "m", "", "k", "M", "G", "T"];
+export function autoTicks(a, b, length, vertical) {
+  const lo = Math.min(a, b), hi = Math.max(a, b);
+  const nt = Math.min(9, Math.max(4, length / (vertical ? 40 : 80))) + 1;
+  const rough = (hi - lo) / nt;
+  if (!(rough > 0)) return {values: [], labels: []};
+  const base = 10 ** Math.floor(Math.log10(rough)), r = rough / base;
+  const dtick = base * ([2, 5, 10].find((f) => f > r) ?? 10);
+  const round = 2 - Math.floor(Math.log10(dtick) + 0.01);
+  const top = Math.max(Math.abs(lo), Math.abs(hi)), rangeExp = Math.floor(Math.log10(top) + 0.01);
+  const exponent = Math.abs(rangeExp) > 3 ? 3 * Math.round((rangeExp - 1) / 3) : 0;
+  const values = [], labels = [];
+  for (let k = Math.ceil(lo / dtick - 1e-9); k * dtick <= hi + dtick * 1e-9; k++) {
+    const v = Number((k * dtick).toPrecision(12));
+    values.push(v);
+    labels.push(numberLabel(v, round, exponent));
+  }
+  return {values, labels};
+}
+function numberLabel(v, round, exponent) {
+  const e = 10 ** -round / 2;
+  let x = Math.abs(v), neg = v < 0, s;
+  if (x < e) { s = "0"; neg = false; }
+  else {
+    x += e;
+    if (exponent) { x *= 10 ** -exponent; round += exponent; }
+    if (round <= 0) s = String(Math.floor(x));
+    else { s = String(x); const dp = s.indexOf(".") + 1; if (dp) s = s.slice(0, dp + round).replace(/\.?0+$/, ""); }
+    if (s.replace(/\..*/, "").length > 4) s = s.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+    if (exponent) s += SI[exponent / 3 + 5] ?? `e${exponent}`;
+  }
+  return (neg ? "\u2212" : "") + s;
+}
+
+// A large numeric map's cells as one image, one pixel a cell, scaled onto the plot without smoothing (as Plotly
+// draws a heatmap with many cells): each screen pixel shows the cell under it.
+function numericCells(ctx, z, trace, stops, lo, span, px, py, box) {
+  const rows = z.length, cols = rows ? z[0].length : 0;
+  if (!rows || !cols) return;
+  const img = new ImageData(cols, rows);
+  for (let i = 0; i < rows; i++) {
+    for (let j = 0; j < cols; j++) {
+      const v = z[i][j], o = 4 * (i * cols + j);
+      if (v == null || !Number.isFinite(v)) continue;  // no colour: the plot shows through
+      const rgb = colourAt(stops, (v - lo) / span);
+      img.data[o] = rgb[0]; img.data[o + 1] = rgb[1]; img.data[o + 2] = rgb[2]; img.data[o + 3] = 255;
+    }
+  }
+  const tile = document.createElement("canvas");
+  tile.width = cols;
+  tile.height = rows;
+  tile.getContext("2d").putImageData(img, 0, 0);
+  const ex = edgesOf(trace.x, cols), ey = edgesOf(trace.y, rows);
+  const x0 = px(ex.first), x1 = px(ex.first + ex.step * cols);
+  const y0 = py(ey.first), y1 = py(ey.first + ey.step * rows);
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(box.x, box.y, box.w, box.h);
+  ctx.clip();
+  ctx.imageSmoothingEnabled = false;
+  // rows run from the first y at the top where y grows downwards, else from the bottom
+  if (y0 <= y1) ctx.drawImage(tile, Math.round(x0), Math.round(y0), Math.round(x1) - Math.round(x0), Math.round(y1) - Math.round(y0));
+  else {
+    ctx.translate(0, Math.round(y0) + Math.round(y1));
+    ctx.scale(1, -1);
+    ctx.drawImage(tile, Math.round(x0), Math.round(y1), Math.round(x1) - Math.round(x0), Math.round(y0) - Math.round(y1));
+  }
+  ctx.restore();
+}
+
+// A vertical line over the plot's height at pixel x (what add_vline draws: xref x, yref "y domain"), dashed as Plotly
+// dashes a line: dash and gap each three times the width, at least 9 px.
+function vline(ctx, shape, x, box) {
+  const line = shape.line || {}, width = line.width ?? 2, unit = Math.max(width, 3);
+  const dash = {dash: [3 * unit, 3 * unit], dot: [unit, unit], longdash: [5 * unit, 5 * unit]}[line.dash] || [];
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(box.x, box.y, box.w, box.h);
+  ctx.clip();
+  ctx.strokeStyle = line.color || "#444";
+  ctx.lineWidth = width;
+  ctx.setLineDash(dash);
+  ctx.beginPath();
+  ctx.moveTo(x, box.y + box.h * (1 - (shape.y0 ?? 0)));
+  ctx.lineTo(x, box.y + box.h * (1 - (shape.y1 ?? 1)));
+  ctx.stroke();
+  ctx.restore();
 }
 
 // The ticks Plotly puts on a vertical axis `length` px long: about one per 40 px, between 5 and 10 of them, the step
@@ -403,6 +528,13 @@ function cellOf(m, e) {
   const r = m.canvas.getBoundingClientRect(), g = m.geometry;
   const x = e.clientX - r.left - g.box.x, y = e.clientY - r.top - g.box.y;
   if (x < 0 || y < 0 || x >= g.box.w || y >= g.box.h) return null;
+  if (g.numeric) {  // the data's value under the pointer, and the cell holding it
+    const trace = m.fig.data[0], ex = edgesOf(trace.x, g.cols), ey = edgesOf(trace.y, g.rows);
+    const vx = g.xr[0] + x / g.box.w * (g.xr[1] - g.xr[0]);
+    const vy = g.yDown ? g.yr[0] + y / g.box.h * (g.yr[1] - g.yr[0]) : g.yr[1] - y / g.box.h * (g.yr[1] - g.yr[0]);
+    const j = Math.floor((vx - ex.first) / ex.step), i = Math.floor((vy - ey.first) / ey.step);
+    return i >= 0 && i < g.rows && j >= 0 && j < g.cols ? [i, j] : null;
+  }
   const j = Math.floor(x / g.cw), row = Math.floor(y / g.ch);
   return [g.yDown ? row : g.rows - 1 - row, j];
 }
@@ -447,8 +579,11 @@ function download(m, scale) {
 export function drawMap(div, given, height, opts) {
   const m = div.atlasMapParts || (div.atlasMapParts = setUp(div));
   const t0 = given.data[0];
-  const fig = {data: [Object.assign({}, t0, {z: rowsOf(t0.z), text: rowsOf(t0.text), hovertext: rowsOf(t0.hovertext)})],
-               layout: given.layout};
+  const x = rowsOf(t0.x), y = rowsOf(t0.y);
+  const fig = {data: [Object.assign({}, t0, {z: rowsOf(t0.z), text: rowsOf(t0.text), hovertext: rowsOf(t0.hovertext), x, y})],
+               layout: given.layout,
+               // numbers along the axes (positions, dimensions): Plotly's automatic ticks, not a label per cell
+               numeric: !(Array.isArray(x) && typeof x[0] === "string")};
   const width = Math.max(50, div.clientWidth || 600);
   m.fig = fig;
   m.width = width;

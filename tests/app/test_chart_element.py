@@ -154,15 +154,30 @@ def _maps():
             stage_figure("scores", w - 0.2, ["a", "b", "c"], ["a", "b", "c"], title="s")]
 
 
+def _numeric_maps():
+    from app.charts.heatmaps import numeric_heatmap
+    from app.charts.style import amend
+    return [numeric_heatmap(np.zeros((4, 5)), vlines=[1.5], title="table"),
+            numeric_heatmap(np.zeros((300, 2)), x=[10, 20], y=np.arange(300) * 0.5),  # int16 / float arrays
+            amend(numeric_heatmap(np.zeros((4, 5)), vlines=[4.5], narrow=True, title="a title that wraps, and wraps"),
+                  dict(xaxis=dict(range=[-0.5, 9.5])))]
+
+
 def test_own_map_takes_the_apps_labelled_maps_and_nothing_it_cannot_draw():
-    """app/static/atlas_map.js draws one heatmap on category axes with outlined cells; a figure with anything
-    else (annotations, another trace, numeric axes, shapes of another kind) stays with Plotly."""
+    """app/static/atlas_map.js draws one heatmap on category axes with outlined cells, or on numeric axes (evenly
+    spaced numbers, automatic ticks) with dashed vertical lines; a figure with anything else (annotations, another
+    trace, uneven numbers, ticks of its own, shapes of another kind, a colour bar's title) stays with Plotly."""
     from app.charts.heatmaps import head_grid, head_tiles, numeric_heatmap
-    for fig in _maps():
+    from app.charts.style import amend
+    for fig in [*_maps(), *_numeric_maps()]:
         assert chart.own_map(ready_figure(fig)), fig["layout"].get("title")
     w = np.full((2, 2, 3, 3), 1 / 3)
-    others = [head_grid(w), head_tiles(w[0], list("abc"), list("abc")), numeric_heatmap(np.zeros((4, 4)), vlines=[1]),
-              go.Figure(go.Scatter(y=[1, 2])).to_plotly_json()]
+    others = [head_grid(w), head_tiles(w[0], list("abc"), list("abc")), go.Figure(go.Scatter(y=[1, 2])).to_plotly_json(),
+              numeric_heatmap(np.zeros((4, 4)), x=[0, 1, 3, 4]), numeric_heatmap(np.zeros((4, 4)), x=[3, 2, 1, 0]),
+              numeric_heatmap(np.zeros((4, 4)), colorbar_title="value"),
+              amend(numeric_heatmap(np.zeros((4, 4))), dict(xaxis=dict(dtick=1))),
+              amend(numeric_heatmap(np.zeros((4, 4))), dict(yaxis=dict(type="log"))),
+              amend(numeric_heatmap(np.zeros((4, 4))), dict(shapes=[dict(type="rect", x0=0, x1=1, y0=0, y1=1)]))]
     two = ready_figure(_maps()[0])
     two = {"data": two["data"] * 2, "layout": two["layout"]}
     noted = ready_figure(_maps()[1])

@@ -19,10 +19,15 @@ CHARTS = '[data-testid="stMain"] .js-plotly-plot'
 # drawn: a Plotly plot, or a map drawn by app/static/atlas_map.js
 DRAWN = f"() => document.querySelectorAll('{CHARTS}, [data-testid=\"stMain\"] .atlas-map').length"
 ELEMENTS = "() => document.querySelectorAll(\"[class*='st-key-atlas-chart-']\").length"
-MARK = f"() => document.querySelectorAll('{CHARTS}').forEach((gd) => {{ gd.__atlasMark = 1; }})"
-MARKED = f"() => [...document.querySelectorAll('{CHARTS}')].filter((gd) => gd.__atlasMark).length"
+# what draws a chart: a Plotly plot, or a map's canvas (app/static/atlas_map.js keeps its canvas across redraws)
+PLOTS = f'{CHARTS}, [data-testid="stMain"] .atlas-map canvas'
+MARK = f"() => document.querySelectorAll('{PLOTS}').forEach((gd) => {{ gd.__atlasMark = 1; }})"
+MARKED = f"() => [...document.querySelectorAll('{PLOTS}')].filter((gd) => gd.__atlasMark).length"
 FIRST_CHART = "PE: 100 positions × 128 dimensions"
-FIRST_TITLE = f"() => {{ const t = document.querySelector('{CHARTS} .gtitle'); return t ? t.textContent : ''; }}"
+# the page's first chart's title, as Plotly or the map wrote it
+FIRST_TITLE = """() => { const box = document.querySelector('[data-testid="stMain"] .atlas-chart');
+  if (!box) return ''; if (box.atlasDrawn) return box.atlasDrawn.title;
+  const t = box.querySelector('.gtitle'); return t ? t.textContent : ''; }"""
 
 
 # the inspector's grid, map and head view drawn by the server (as where the browser cannot draw the attention view,
@@ -71,8 +76,9 @@ def test_charts_drawn_near_the_screen_and_updated_in_place():
         # the toolbar's fullscreen button: the chart fills the window; Escape gives it back its place
         box = "() => { const r = document.querySelector('.atlas-chart').getBoundingClientRect(); return [r.width, r.height]; }"
         before = page.evaluate(box)
-        page.locator(CHARTS).first.hover()
-        page.locator(".modebar-btn[data-title='Fullscreen']").first.click()  # no run follows
+        first = page.locator(".atlas-chart").first
+        first.hover()
+        first.locator(".modebar-btn[data-title='Fullscreen'], .atlas-map-bar button[title='Fullscreen']").first.click()
         page.wait_for_function(f"() => ({box})()[1] === window.innerHeight", timeout=10_000)
         assert page.evaluate(box) == [1400, 1000]
         page.keyboard.press("Escape")  # no run follows
@@ -117,7 +123,7 @@ def test_a_chart_looks_as_streamlits_own_chart_draws_it():
     from PIL import Image
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
-        with served() as (url, _):
+        with served(env_extra={"ATLAS_MAPS": "plotly"}) as (url, _):  # Plotly draws both (the map is our own else)
             ours = _first_chart_png(url, p)
         with served(env_extra={"ATLAS_CHARTS": "streamlit"}) as (url, _):
             theirs = _first_chart_png(url, p)

@@ -1,5 +1,5 @@
-"""The maps that follow a browser choice, drawn by app/static/atlas_map.js instead of Plotly (app/fast/chart.py,
-own_map), in headless Chromium: the same figure drawn both ways side by side must look the same (every cell in
+"""The maps drawn by app/static/atlas_map.js instead of Plotly (app/fast/chart.py, own_map), labelled and numeric,
+in headless Chromium: the same figure drawn both ways side by side must look the same (every cell in
 Plotly's colour, every line of text and every cell's number within 2 px of where Plotly writes it), a choice's move redraws the canvas
 with the next variant's numbers, hover shows what Plotly's hover shows, and the toolbar gives a PNG at twice the
 size and a full-screen view."""
@@ -226,3 +226,86 @@ def test_a_masked_cells_text_stays_readable_on_a_dark_page():
     background = np.median(cell.reshape(-1, 3), axis=0)
     assert background.sum() < 3 * 80, background  # the dark plot shows through
     assert cell.sum(axis=2).max() > 3 * 200  # its −∞ in white
+
+
+def _numeric_specs(kind: str):
+    """A numeric map (app.charts.heatmaps.numeric_heatmap) drawn both ways: the positional page's encoding table
+    (40 positions × 24 dimensions), or its extrapolation map (a range past the numbers, a dashed line, a wrapped
+    title)."""
+    from app.charts.heatmaps import numeric_heatmap
+    from app.charts.style import amend, ready_figure
+    from app.fast import chart
+    from model.nn.layers import positional_encoding
+    if kind == "table":
+        z = positional_encoding(40, 24).numpy()
+        fig = numeric_heatmap(z, title="Positional encoding, 40 positions × d_model 24", x_title="dimension",
+                              y_title="position", zmin=-1, zmax=1, height=460)
+    else:
+        z = np.random.default_rng(1).normal(0, 0.5, (16, 30))
+        fig = amend(numeric_heatmap(z, x_title="position", y_title="dimension", vlines=[29.5], zmid=0, height=340,
+                                    title="Learned table: positions 0 … 29, nothing after", narrow=True),
+                    dict(xaxis=dict(range=[-0.5, 59.5])))
+    ours = json.loads(chart.payload(ready_figure(fig), chart.PLOT_CONFIG, "failed"))
+    assert "map" in ours
+    theirs = {k: v for k, v in ours.items() if k not in ("map", "download")}
+    theirs["version"] = ours["version"] + "-plotly"
+    return [json.dumps(ours), json.dumps(theirs)], ours, z
+
+
+def _numeric_ink(picture: np.ndarray, spec: dict) -> dict:
+    """Where a numeric map's text and lines are: the rows of ink above the plot (the title), the rows and the
+    columns of ink below it (tick labels, axis title), the rows and columns left of it (tick labels, axis title),
+    and the columns right of it (the colour bar and its labels)."""
+    m, w, h = _plot(spec, picture.shape[1])
+    dark = picture.sum(axis=2) < 600
+    below = dark[m["t"] + h + 2:, m["l"]:m["l"] + w]
+    left = dark[m["t"]:m["t"] + h, :m["l"] - 2]
+    return {"above": _runs(dark[:m["t"] - 2].any(axis=1)),
+            "below rows": _runs(below.any(axis=1)), "below columns": _runs(below[:20].any(axis=0)),
+            "left rows": _runs(left.any(axis=1)), "left columns": _runs(left.any(axis=0)),
+            "right": _runs(dark[m["t"]:m["t"] + h, m["l"] + w + 2:].any(axis=0))}
+
+
+@pytest.mark.parametrize("kind", ["table", "extrapolation"])
+def test_a_numeric_map_looks_as_plotly_draws_it(kind):
+    from playwright.sync_api import sync_playwright
+
+    from app.fast.chart import stub_js
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    specs, spec, z = _numeric_specs(kind)
+    with served() as (url, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = new_page(browser, viewport={"width": 1400, "height": 3000})
+        page.goto(f"{url}/?lang=en")
+        wait_idle(page, draw_all=False)
+        page.evaluate(MOUNT, [stub_js(), specs, WIDTH])
+        page.wait_for_function("() => [0, 1].every((n) => document.querySelector('#map-' + n + ' .atlas-chart "
+                               "canvas, #map-' + n + ' .js-plotly-plot .heatmaplayer image'))", timeout=60_000)
+        page.wait_for_timeout(500)
+        assert page.locator("#map-0 canvas").count() == 1 and page.locator("#map-1 .js-plotly-plot").count() == 1
+        ours, theirs = _png(page, 0), _png(page, 1)
+        page.locator("#map-0").screenshot(path=str(SHOTS / f"own-map-numeric-{kind}.png"))
+        page.locator("#map-1").screenshot(path=str(SHOTS / f"own-map-numeric-{kind}-plotly.png"))
+        if kind == "table":  # hover names the cell by its numbers: row 5 (a position), column 3 (a dimension)
+            m, w, h = _plot(spec, WIDTH)
+            page.locator("#map-0 canvas").hover(position={"x": m["l"] + 3.5 * w / z.shape[1],
+                                                          "y": m["t"] + 5.5 * h / z.shape[0]})
+            tip = page.locator("#map-0 .atlas-map-tip")
+            tip.wait_for(state="visible", timeout=5_000)
+            assert tip.inner_text() == f"position 5 · dimension 3\n{z[5, 3]:.4f}".replace("-", "−")
+        browser.close()
+    assert ours.shape == theirs.shape
+    m, w, h = _plot(spec, WIDTH)
+    r0, r1 = spec["figure"]["layout"].get("xaxis", {}).get("range", [-0.5, z.shape[1] - 0.5])
+    rows, cols = z.shape
+    # each cell's middle, in both pictures (cells past the numbers show the plot's background in both)
+    for i in range(rows):
+        for j in range(cols):
+            x = int(m["l"] + (j + 0.5 - (r0 + 0.5)) / (r1 - r0) * w)
+            y = int(m["t"] + (i + 0.5) * h / rows)
+            assert np.abs(ours[y, x] - theirs[y, x]).max() <= 2, (i, j, ours[y, x], theirs[y, x])
+    mine, plotly = _numeric_ink(ours, spec), _numeric_ink(theirs, spec)
+    for where in mine:
+        assert len(mine[where]) == len(plotly[where]), (where, mine[where], plotly[where])
+        assert all(abs(p - q) <= 2 for a, b in zip(mine[where], plotly[where]) for p, q in zip(a, b)), \
+            (where, mine[where], plotly[where])

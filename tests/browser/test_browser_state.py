@@ -51,8 +51,10 @@ SNAPSHOT_JS = """() => {
     if (vals.length) inputs[key] = vals;
   });
   const numbers = v => (Array.isArray(v) ? v.flat(3) : []).filter(x => typeof x === 'number').map(x => +x.toPrecision(6));
-  const figures = Array.from(main.querySelectorAll('.js-plotly-plot')).map(gd =>
-      (gd.data || []).map(tr => [numbers(tr.z), numbers(tr.x), numbers(tr.y)]));
+  // each chart's numbers: a Plotly plot's traces, or what a map drawn by app/static/atlas_map.js drew
+  const figures = Array.from(main.querySelectorAll('.atlas-chart')).map(box => box.atlasDrawn
+      ? [[numbers(box.atlasDrawn.z), numbers(box.atlasDrawn.x), numbers(box.atlasDrawn.y)]]
+      : (box.data || []).map(tr => [numbers(tr.z), numbers(tr.x), numbers(tr.y)]));
   return JSON.stringify({inputs, figures});
 }"""
 
