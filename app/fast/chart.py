@@ -200,6 +200,52 @@ def own_map(figure: dict) -> bool:
     return True
 
 
+_NOTE_KEYS = {"x", "y", "text", "showarrow", "arrowhead", "arrowwidth", "arrowcolor", "standoff", "ax", "ay"}
+_SCATTER_KEYS = {"type", "x", "y", "mode", "name", "line", "marker", "showlegend", "hovertemplate", "hoverinfo"}
+
+
+def _numbers(values) -> bool:
+    """Numbers along a curve: a list of numbers (None for a gap) or Plotly's typed array."""
+    if isinstance(values, dict):
+        return set(values) <= {"dtype", "bdata", "shape"} and str(values.get("dtype", "")).startswith(("i", "u", "f"))
+    return isinstance(values, (list, tuple)) and all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+                                                     for v in values)
+
+
+def own_lines(figure: dict) -> bool:
+    """Whether app/static/atlas_map.js draws this figure of curves as Plotly would: app.charts.curves.line_chart's
+    scatter traces (lines, markers as circles or stars, dashed lines), numbers on linear axes, the labels of marked
+    points with their lines, a legend under the plot, a title anchored to the top; nothing else (log axes, text on
+    the points, fills, shapes, other axes, ticks of its own)."""
+    data, layout = figure.get("data") or [], figure.get("layout") or {}
+    if not data or any(set(tr) - _SCATTER_KEYS or tr.get("type") != "scatter" for tr in data):
+        return False
+    for tr in data:
+        if tr.get("mode") not in ("lines", "markers", "lines+markers") or not _numbers(tr.get("x")) or not _numbers(tr.get("y")):
+            return False
+        if set(tr.get("line") or {}) - {"color", "width", "dash"} or (tr.get("line") or {}).get("dash") not in (None, "solid", "dash", "dot", "longdash"):
+            return False
+        marker = tr.get("marker") or {}
+        if set(marker) - {"size", "symbol", "color"} or marker.get("symbol") not in (None, "circle", "star") \
+                or not isinstance(marker.get("color", ""), str):
+            return False
+    if any(layout.get(k) for k in ("shapes", "images", "xaxis2", "yaxis2", "updatemenus", "sliders", "hovermode", "barmode")):
+        return False
+    if any(set(a) - _NOTE_KEYS or a.get("ax", 0) != 0 or a.get("showarrow") is False for a in layout.get("annotations") or []):
+        return False
+    title = layout.get("title") or {}
+    if isinstance(title, str) or (title.get("text") and (title.get("yref", "container") != "container" or title.get("yanchor") != "top")):
+        return False
+    legend = layout.get("legend") or {}
+    if legend and (legend.get("orientation") != "h" or float(legend.get("y", 1)) >= 0 or legend.get("xanchor", "left") != "left"):
+        return False
+    for axis in ("xaxis", "yaxis"):
+        a = layout.get(axis) or {}
+        if set(a) - {"title", "type", "dtick", "range"} or a.get("type") not in (None, "linear"):
+            return False
+    return True
+
+
 def payload(fig_dict: dict, config: dict, failed: str, fullscreen: tuple[str, str] = ("Fullscreen", "Close fullscreen"),
             clicks: bool = False, follow: dict | None = None, download: str = "Download as PNG") -> bytes:
     """What the browser gets for one chart: the figure (without Streamlit's template, which the browser
@@ -221,7 +267,7 @@ def payload(fig_dict: dict, config: dict, failed: str, fullscreen: tuple[str, st
             "fullscreen": fullscreen[0], "closeFullscreen": fullscreen[1], "clicks": clicks}
     if follow is not None:
         spec["follow"] = follow
-    if not clicks and os.environ.get(MAP_SWITCH) != "plotly" and own_map(figure):
+    if not clicks and os.environ.get(MAP_SWITCH) != "plotly" and (own_map(figure) or own_lines(figure)):
         spec["map"] = versioned(MAP_MODULE)
         spec["download"] = download
     body = json.dumps(spec, separators=(",", ":"), ensure_ascii=False).encode()

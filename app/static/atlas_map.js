@@ -314,20 +314,7 @@ export function paint(canvas, fig, width, height, ratio) {
     ctx.fillText(yTitle, 0, 0);
     ctx.restore();
   }
-  const title = layout.title || {}, titleLines = lines(title.text || "");
-  if (title.text) {
-    const tt = Object.assign({size: 16, color: ink}, (tpl.title || {}).font || {}, title.font || {});
-    const pad = Object.assign({t: 0, l: 0}, (tpl.title || {}).pad || {}, title.pad || {});
-    ctx.fillStyle = tt.color;
-    ctx.font = font(tt.size, family, /<b>/i.test(title.text));
-    ctx.textAlign = "left";
-    ctx.textBaseline = "middle";
-    const x = ((title.x ?? (tpl.title || {}).x) || 0) * width + pad.l;
-    // anchored at the top, Plotly's title moves up by 0.7 of its size for each line after its first (measured)
-    const y = title.yanchor === "top" ? (1 - (title.y ?? 1)) * height + pad.t + tt.size * 0.43 - (titleLines.length - 1) * tt.size * 0.71
-      : Math.max(tt.size * 0.65, m.t / 2 - (titleLines.length - 1) * tt.size * LINE / 2);
-    writeLines(ctx, titleLines, x, y, tt.size);
-  }
+  const titleLines = writeTitle(ctx, layout, tpl, width, height, m, family, ink);
 
   // the colour bar beside a map whose numbers are not written in its cells
   if (trace.showscale !== false) colourBar(ctx, trace, stops, lo, hi, box, family, ink);
@@ -380,7 +367,11 @@ function numberLabel(v, round, exponent) {
   else {
     x += e;
     if (exponent) { x *= 10 ** -exponent; round += exponent; }
-    if (round <= 0) s = String(Math.floor(x));
+    if (round === 0) s = String(Math.floor(x));
+    else if (round < 0) {  // whole tens, hundreds …: rounded, then the last digits written as zeros
+      s = String(Math.round(x));
+      s = s.slice(0, s.length + round) + "0".repeat(-round);
+    }
     else { s = String(x); const dp = s.indexOf(".") + 1; if (dp) s = s.slice(0, dp + round).replace(/\.?0+$/, ""); }
     if (s.replace(/\..*/, "").length > 4) s = s.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
     if (exponent) s += SI[exponent / 3 + 5] ?? `e${exponent}`;
@@ -443,6 +434,25 @@ function vline(ctx, shape, x, box) {
   ctx.restore();
 }
 
+// The figure's title where Plotly writes it; returns its lines.
+function writeTitle(ctx, layout, tpl, width, height, m, family, ink) {
+  const title = layout.title || {}, titleLines = lines(title.text || "");
+  if (title.text) {
+    const tt = Object.assign({size: 16, color: ink}, (tpl.title || {}).font || {}, title.font || {});
+    const pad = Object.assign({t: 0, l: 0}, (tpl.title || {}).pad || {}, title.pad || {});
+    ctx.fillStyle = tt.color;
+    ctx.font = font(tt.size, family, /<b>/i.test(title.text));
+    ctx.textAlign = "left";
+    ctx.textBaseline = "middle";
+    const x = ((title.x ?? (tpl.title || {}).x) || 0) * width + pad.l;
+    // anchored at the top, Plotly's title moves up by 0.7 of its size for each line after its first (measured)
+    const y = title.yanchor === "top" ? (1 - (title.y ?? 1)) * height + pad.t + tt.size * 0.43 - (titleLines.length - 1) * tt.size * 0.71
+      : Math.max(tt.size * 0.65, m.t / 2 - (titleLines.length - 1) * tt.size * LINE / 2);
+    writeLines(ctx, titleLines, x, y, tt.size);
+  }
+  return titleLines;
+}
+
 // The ticks Plotly puts on a vertical axis `length` px long: about one per 40 px, between 5 and 10 of them, the step
 // rounded up to 2, 5 or 10 times a power of ten; and their labels without trailing zeros.
 function niceTicks(lo, hi, length) {
@@ -478,6 +488,276 @@ function colourBar(ctx, trace, stops, lo, hi, box, family, ink) {
   for (const v of ticks) {
     ctx.fillText(String(Number(v.toFixed(decimals))).replace(/^-/, "−"), x + thick + 3, y0 + len * (1 - (v - lo) / ((hi - lo) || 1)));
   }
+}
+
+// ------------------------------------------------------------------------- curves (app.charts.curves.line_chart)
+
+// Plotly's autorange for one axis: every value keeps its pads clear of the plot's edges (`lo` px below or left of
+// it, `hi` px above or right: markers their radius, a padded axis 5% of its length more, a point's label its box);
+// the range is the one that fits the tightest pair of extremes.
+function autorange(points, length) {
+  if (!points.length) return [0, 1];
+  let best = null, m = 0;
+  for (const a of points) {
+    for (const b of points) {
+      const dv = b.v - a.v, dl = length - a.lo - b.hi;
+      if (dv > 0 && dl > 0 && dv / dl > m) { m = dv / dl; best = [a, b]; }
+    }
+  }
+  if (!best) {  // one value: Plotly widens it by one either way (by 1% of it where it is large)
+    const v = points[0].v, d = Math.abs(v) > 100 ? Math.abs(v) / 100 : 1;
+    return [v - d, v + d];
+  }
+  return [best[0].v - m * best[0].lo, best[1].v + m * best[1].hi];
+}
+
+// Only the extremes matter to autorange: the least and the greatest value of each kind of pad.
+function extremes(values, pad, out) {
+  let lo = Infinity, hi = -Infinity;
+  for (const v of values) if (Number.isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+  if (Number.isFinite(lo)) out.push({v: lo, lo: pad, hi: pad}, {v: hi, lo: pad, hi: pad});
+}
+
+// A point's label (an annotation with a line to its point): its box, text and a border of 2 px each way, `ay` px
+// above the point; Plotly keeps that box (and the arrow's 3 px head room) inside the plot.
+const NOTE_BORDER = 2;
+function noteBox(ctx, note, size, family) {
+  ctx.font = font(size, family);
+  const w = ctx.measureText(lines(note.text).join(" ")).width + 2 * NOTE_BORDER;
+  return {w, h: Math.round(size * LINE + 2 * NOTE_BORDER)};
+}
+
+function linearTicks(lo, hi, length, vertical, dtick) {
+  if (!dtick) return autoTicks(lo, hi, length, vertical);
+  const values = [], labels = [];
+  for (let k = Math.ceil(lo / dtick - 1e-9); k * dtick <= hi + 1e-9; k++) {
+    values.push(k * dtick);
+    labels.push(numberLabel(k * dtick, 2 - Math.floor(Math.log10(dtick) + 0.01), 0));
+  }
+  return {values, labels};
+}
+
+const DASHES = {dash: 3, dot: 1, longdash: 5};
+function dashOf(line) {
+  const unit = Math.max(line.width ?? 2, 3), k = DASHES[line.dash];
+  return k ? [k * unit, k * unit] : [];
+}
+
+// Plotly's star (its symbol path at radius r) and circle.
+function marker(ctx, symbol, x, y, r) {
+  ctx.beginPath();
+  if (symbol === "star") {
+    const rs = r * 1.4, x1 = rs * 0.225, x2 = rs * 0.951, x3 = rs * 0.363, x4 = rs * 0.588;
+    const y0 = -rs, y1 = rs * -0.309, y2 = rs * 0.382, y3 = rs * 0.118, y4 = rs * 0.809;
+    const pts = [[x1, y1], [x2, y1], [x3, y3], [x4, y4], [0, y2], [-x4, y4], [-x3, y3], [-x2, y1], [-x1, y1], [0, y0]];
+    pts.forEach(([a, b], n) => (n ? ctx.lineTo(x + a, y + b) : ctx.moveTo(x + a, y + b)));
+    ctx.closePath();
+  } else ctx.arc(x, y, r, 0, 2 * Math.PI);
+  ctx.fill();
+}
+
+// Draw a figure of curves ({data: scatter traces, layout}) as Plotly draws app.charts.curves.line_chart's: its
+// linear axes (Plotly's ranges and ticks), the curves and their markers, the labels of marked points with
+// their lines, the legend under the plot, the titles. Returns the geometry hover needs.
+export function paintLines(canvas, fig, width, height, ratio) {
+  const layout = fig.layout, tpl = (layout.template && layout.template.layout) || {};
+  const family = (tpl.font && tpl.font.family) || "sans-serif";
+  const ink = (tpl.font && tpl.font.color) || "#444";
+  canvas.width = Math.round(width * ratio);
+  canvas.height = Math.round(height * ratio);
+  canvas.style.width = width + "px";
+  canvas.style.height = height + "px";
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+  ctx.fillStyle = tpl.paper_bgcolor || "#ffffff";
+  ctx.fillRect(0, 0, width, height);
+  const m = Object.assign({l: 80, r: 80, t: 100, b: 80}, layout.margin || {});
+  const box = {x: m.l, y: m.t, w: Math.max(1, width - m.l - m.r), h: Math.max(1, height - m.t - m.b)};
+  ctx.fillStyle = layout.plot_bgcolor || tpl.plot_bgcolor || "#ffffff";
+  ctx.fillRect(box.x, box.y, box.w, box.h);
+
+  const ax = layout.xaxis || {}, ay = layout.yaxis || {};
+  const colourway = tpl.colorway || ["#636efa"];
+  const traces = fig.data.map((t, n) => {
+    const mode = t.mode || "lines", lineOn = mode.includes("lines"), dotsOn = mode.includes("markers");
+    const line = t.line || {}, mk = t.marker || {};
+    const colour = line.color || colourway[n % colourway.length];
+    return {t, x: Array.from(t.x || [], Number), y: Array.from(t.y || [], (v) => (v == null ? NaN : Number(v))),
+            lineOn, dotsOn, colour, width: line.width ?? 2, dash: dashOf(line),
+            mcolour: mk.color || colour, msize: mk.size ?? 6, symbol: mk.symbol || "circle"};
+  });
+  // the ranges: lines alone leave x tight; markers keep their radius clear; y is padded
+  const xs = [], ys = [];
+  for (const tr of traces) {
+    const r = tr.dotsOn ? tr.msize / 2 : 0;
+    extremes(tr.x, tr.dotsOn ? r + 0.05 * box.w : 0, xs);
+    extremes(tr.y, r + 0.05 * box.h, ys);
+  }
+  const noteSize = (tpl.font && tpl.font.size) || 12;
+  const notes = (layout.annotations || []).map((note) => Object.assign({note}, noteBox(ctx, note, noteSize, family)));
+  for (const {note, w, h} of notes) {
+    const lift = -(note.ay ?? -30), head = 3 * (note.arrowwidth ?? 1);
+    xs.push({v: Number(note.x), lo: Math.max(w / 2, head), hi: Math.max(w / 2, head)});
+    ys.push({v: Number(note.y), lo: Math.max(h / 2 - lift, head), hi: Math.max(h / 2 + lift, head)});
+  }
+  const given = (a) => (Array.isArray(a.range) && a.range.length === 2 && a.autorange !== true ? a.range.map(Number) : null);
+  const xr = given(ax) || autorange(xs, box.w), yr = given(ay) || autorange(ys, box.h);
+  const px = (v) => box.x + (v - xr[0]) / (xr[1] - xr[0] || 1) * box.w;
+  const py = (v) => box.y + box.h - (v - yr[0]) / (yr[1] - yr[0] || 1) * box.h;
+  const xTicks = linearTicks(xr[0], xr[1], box.w, false, ax.dtick);
+  const yTicks = linearTicks(yr[0], yr[1], box.h, true, ay.dtick);
+
+  // grid lines (the theme's: across for y), the zero line where y = 0 is in the range
+  const yg = Object.assign({showgrid: true, gridcolor: "#eee"}, tpl.yaxis || {}, ay);
+  const xg = Object.assign({showgrid: true, gridcolor: "#eee"}, tpl.xaxis || {}, ax);
+  ctx.fillStyle = yg.gridcolor;
+  if (yg.showgrid !== false) for (const v of yTicks.values) ctx.fillRect(box.x, Math.round(py(v)) - 0.5, box.w, 1);
+  ctx.fillStyle = xg.gridcolor;
+  if (xg.showgrid !== false) for (const v of xTicks.values) ctx.fillRect(Math.round(px(v)) - 0.5, box.y, 1, box.h);
+
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(box.x, box.y, box.w, box.h);
+  ctx.clip();
+  for (const tr of traces) {
+    if (!tr.lineOn) continue;
+    ctx.strokeStyle = tr.colour;
+    ctx.lineWidth = tr.width;
+    ctx.setLineDash(tr.dash);
+    ctx.lineJoin = "round";
+    ctx.beginPath();
+    let on = false;
+    for (let k = 0; k < tr.x.length; k++) {
+      const a = tr.x[k], b = tr.y[k];
+      if (!Number.isFinite(a) || !Number.isFinite(b)) { on = false; continue; }  // a gap in the curve
+      on ? ctx.lineTo(px(a), py(b)) : ctx.moveTo(px(a), py(b));
+      on = true;
+    }
+    ctx.stroke();
+  }
+  ctx.setLineDash([]);
+  ctx.restore();
+  for (const tr of traces) {
+    if (!tr.dotsOn) continue;
+    ctx.fillStyle = tr.mcolour;
+    for (let k = 0; k < tr.x.length; k++) {
+      if (Number.isFinite(tr.x[k]) && Number.isFinite(tr.y[k])) marker(ctx, tr.symbol, px(tr.x[k]), py(tr.y[k]), tr.msize / 2);
+    }
+  }
+
+  // tick labels, tick marks, the axes' titles
+  const tick = (a, t) => Object.assign({size: 12, color: ink}, (t.tickfont || {}), (a.tickfont || {}));
+  const xt = tick(ax, tpl.xaxis || {}), yt = tick(ay, tpl.yaxis || {});
+  // no tick marks on these axes: the labels keep the theme's margin pad and a few px (measured against Plotly's
+  // drawing)
+  const gap = (tpl.margin || {}).pad ?? 0, PAD = gap + 1, XPAD = gap + 4;
+  const labelBoxes = {x: [], y: []};
+  ctx.fillStyle = xt.color;
+  ctx.font = font(xt.size, family);
+  ctx.textBaseline = "top";
+  ctx.textAlign = "center";
+  xTicks.values.forEach((v, j) => {
+    const text = xTicks.labels[j], w = ctx.measureText(text).width;
+    ctx.fillText(text, px(v), box.y + box.h + XPAD);
+    labelBoxes.x.push({text, size: xt.size, x0: px(v) - w / 2, x1: px(v) + w / 2, y0: box.y + box.h + XPAD,
+                       y1: box.y + box.h + XPAD + xt.size});
+  });
+  ctx.fillStyle = yt.color;
+  ctx.font = font(yt.size, family);
+  ctx.textBaseline = "alphabetic";
+  ctx.textAlign = "right";
+  let yDepth = 0;
+  yTicks.values.forEach((v, i) => {
+    const y = py(v) + 0.35 * yt.size, text = yTicks.labels[i], w = ctx.measureText(text).width;
+    ctx.fillText(text, box.x - PAD, y);
+    yDepth = Math.max(yDepth, w);
+    labelBoxes.y.push({text, size: yt.size, x0: box.x - PAD - w, x1: box.x - PAD, y0: y - yt.size * 0.7, y1: y + yt.size * 0.2});
+  });
+  const titleFont = (a, t) => Object.assign({size: 14, color: ink}, ((t.title || {}).font || {}), (((a.title || {}).font) || {}));
+  const xTitle = lines(((ax.title || {}).text) || "").join(" "), yTitle = lines(((ay.title || {}).text) || "").join(" ");
+  if (xTitle) {
+    const f = titleFont(ax, tpl.xaxis || {});
+    ctx.fillStyle = f.color;
+    ctx.font = font(f.size, family);
+    ctx.textAlign = "center";
+    ctx.textBaseline = "top";
+    ctx.fillText(xTitle, box.x + box.w / 2, box.y + box.h + XPAD + xt.size + (((tpl.xaxis || {}).title || {}).standoff ?? 10) - 8);
+  }
+  if (yTitle) {
+    const f = titleFont(ay, tpl.yaxis || {}), off = PAD + yDepth + (((tpl.yaxis || {}).title || {}).standoff ?? 10) - 7;
+    ctx.save();
+    ctx.fillStyle = f.color;
+    ctx.font = font(f.size, family);
+    ctx.translate(Math.max(f.size / 2, box.x - off - f.size / 2), box.y + box.h / 2);
+    ctx.rotate(-Math.PI / 2);
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
+    ctx.fillText(yTitle, 0, 0);
+    ctx.restore();
+  }
+
+  // the marked points' labels: each `ay` px above its point, with a thin line down to it that stops `standoff` px
+  // short of the point
+  for (const {note, h} of notes) {
+    const x = px(Number(note.x)), y = py(Number(note.y)), text = lines(note.text).join(" ");
+    ctx.font = font(noteSize, family);
+    const cy = y + (note.ay ?? -30);
+    if (note.showarrow !== false) {
+      ctx.strokeStyle = note.arrowcolor || ink;
+      ctx.lineWidth = note.arrowwidth ?? 1;
+      ctx.beginPath();
+      ctx.moveTo(x, cy + h / 2);
+      ctx.lineTo(x, y - (note.standoff ?? 0));
+      ctx.stroke();
+    }
+    ctx.fillStyle = ink;
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
+    ctx.fillText(text, x, cy);
+  }
+
+  // the legend under the plot: one row while the items fit, each a short line in the curve's colour (a marker for a
+  // curve of markers) and its name
+  const legend = Object.assign({}, tpl.legend || {}, layout.legend || {});
+  const named = traces.filter((tr) => tr.t.showlegend !== false && tr.t.name);
+  const legendOn = layout.showlegend === true || (layout.showlegend !== false && named.length > 1);
+  const legendItems = [];
+  if (legendOn && named.length) {
+    const lf = Object.assign({size: 12, color: ink}, legend.font || {});
+    ctx.font = font(lf.size, family);
+    const itemH = Math.max(lf.size * LINE, 16) + 3, widths = named.map((tr) => 40 + ctx.measureText(lines(tr.t.name).join(" ")).width);
+    const room = width - (legend.x ?? 0) * box.w - box.x;
+    const one = widths.reduce((a, b) => a + b + 5, 0) + 10 <= room;
+    const col = Math.max(...widths);
+    let x0 = box.x + (legend.x ?? 0) * box.w, y0 = box.y + box.h - (legend.y ?? -0.1) * box.h, ox = 0, oy = 0;
+    named.forEach((tr, n) => {
+      const w = one ? widths[n] : col;
+      if (ox && ox + w + 5 > room) { ox = 0; oy += itemH; }
+      const cx = x0 + 5 + ox, cy = y0 + oy + itemH / 2 + 6;
+      if (tr.lineOn) {
+        ctx.strokeStyle = tr.colour;
+        ctx.lineWidth = Math.min(tr.width, 5);
+        ctx.setLineDash(tr.dash);
+        ctx.beginPath();
+        ctx.moveTo(cx + 5, cy);
+        ctx.lineTo(cx + 35, cy);
+        ctx.stroke();
+        ctx.setLineDash([]);
+      }
+      if (tr.dotsOn) { ctx.fillStyle = tr.mcolour; marker(ctx, tr.symbol, cx + 20, cy, Math.min(tr.msize, 16) / 2); }
+      ctx.fillStyle = lf.color;
+      ctx.font = font(lf.size, family);
+      ctx.textAlign = "left";
+      ctx.textBaseline = "middle";
+      const name = lines(tr.t.name).join(" ");
+      ctx.fillText(name, cx + 40, cy);
+      legendItems.push({text: name, x0: cx + 40, x1: cx + w, y0: cy - lf.size / 2, y1: cy + lf.size / 2});
+      ox += w + 5;
+    });
+  }
+
+  const titleLines = writeTitle(ctx, layout, tpl, width, height, m, family, ink);
+  return {box, kind: "lines", traces, xr, yr, title: titleLines.join(" "), labels: labelBoxes, legend: legendItems};
 }
 
 // ------------------------------------------------------------------------- the chart's box: canvas, hover, toolbar
@@ -539,17 +819,36 @@ function cellOf(m, e) {
   return [g.yDown ? row : g.rows - 1 - row, j];
 }
 
-function hover(div, m, e) {
-  const at = m.geometry && cellOf(m, e);
-  if (!at) { m.tip.hidden = true; return; }
-  const trace = m.fig.data[0];
-  if (trace.hoverinfo === "skip" || trace.hoverinfo === "none") return;
-  const [i, j] = at;
-  const z = trace.z[i][j];
-  if ((z == null || !Number.isFinite(z)) && trace.hoverongaps === false) { m.tip.hidden = true; return; }
+// The point nearest the pointer (within 20 px) of a figure of curves: [trace, index], or null.
+function pointOf(m, e) {
+  const r = m.canvas.getBoundingClientRect(), g = m.geometry;
+  const x = e.clientX - r.left, y = e.clientY - r.top;
+  let best = null, d = 400;
+  g.traces.forEach((tr, n) => {
+    for (let k = 0; k < tr.x.length; k++) {
+      const a = g.box.x + (tr.x[k] - g.xr[0]) / (g.xr[1] - g.xr[0] || 1) * g.box.w;
+      const b = g.box.y + g.box.h - (tr.y[k] - g.yr[0]) / (g.yr[1] - g.yr[0] || 1) * g.box.h;
+      const dd = (a - x) ** 2 + (b - y) ** 2;
+      if (dd < d) { d = dd; best = [n, k]; }
+    }
+  });
+  return best;
+}
+
+function pointText(g, n, k) {
+  const tr = g.traces[n], t = tr.t;
+  const x = tr.x[k], y = tr.y[k];
+  if (t.hovertemplate) {
+    return lines(t.hovertemplate.replace(/<extra>.*?<\/extra>/g, "").replace(/%\{(\w+)(?::([^}]*))?\}/g,
+      (_, name, spec) => formatted({x, y, text: t.text ? t.text[k] : ""}[name], spec)));
+  }
+  return [...(t.name ? lines(t.name) : []), `(${formatted(x)}, ${formatted(y)})`];
+}
+
+function showTip(div, m, e, text, colour) {
   const tpl = (m.fig.layout.template && m.fig.layout.template.layout) || {}, label = tpl.hoverlabel || {};
-  m.tip.textContent = hoverText(trace, i, j, trace.z).join("\n");
-  Object.assign(m.tip.style, {background: label.bgcolor || "#fff", border: `1px solid ${label.bordercolor || "#ddd"}`,
+  m.tip.textContent = text.join("\n");
+  Object.assign(m.tip.style, {background: label.bgcolor || "#fff", border: `1px solid ${colour || label.bordercolor || "#ddd"}`,
                               color: (label.font && label.font.color) || "#444",
                               fontFamily: (label.font && label.font.family) || "inherit"});
   m.tip.hidden = false;
@@ -560,10 +859,27 @@ function hover(div, m, e) {
   m.tip.style.top = Math.max(0, e.clientY - r.top - m.tip.offsetHeight - 8) + "px";
 }
 
+function hover(div, m, e) {
+  if (m.geometry && m.geometry.kind === "lines") {
+    const at = pointOf(m, e);
+    if (!at || m.fig.data[at[0]].hoverinfo === "skip") { m.tip.hidden = true; return; }
+    showTip(div, m, e, pointText(m.geometry, ...at), m.geometry.traces[at[0]].colour);
+    return;
+  }
+  const at = m.geometry && cellOf(m, e);
+  if (!at) { m.tip.hidden = true; return; }
+  const trace = m.fig.data[0];
+  if (trace.hoverinfo === "skip" || trace.hoverinfo === "none") return;
+  const [i, j] = at;
+  const z = trace.z[i][j];
+  if ((z == null || !Number.isFinite(z)) && trace.hoverongaps === false) { m.tip.hidden = true; return; }
+  showTip(div, m, e, hoverText(trace, i, j, trace.z), null);
+}
+
 // The PNG download: the map painted again at `scale` times its size, in a file named as Plotly names its own.
 function download(m, scale) {
   const c = document.createElement("canvas");
-  paint(c, m.fig, m.width, m.height, scale);
+  (m.fig.lines ? paintLines : paint)(c, m.fig, m.width, m.height, scale);
   c.toBlob((blob) => {
     if (!blob) return;
     const a = Object.assign(document.createElement("a"), {href: URL.createObjectURL(blob), download: "newplot.png"});
@@ -579,6 +895,7 @@ function download(m, scale) {
 export function drawMap(div, given, height, opts) {
   const m = div.atlasMapParts || (div.atlasMapParts = setUp(div));
   const t0 = given.data[0];
+  if (t0.type === "scatter") return drawLines(div, m, given, height, opts);
   const x = rowsOf(t0.x), y = rowsOf(t0.y);
   const fig = {data: [Object.assign({}, t0, {z: rowsOf(t0.z), text: rowsOf(t0.text), hovertext: rowsOf(t0.hovertext), x, y})],
                layout: given.layout,
@@ -595,6 +912,28 @@ export function drawMap(div, given, height, opts) {
   const g = m.geometry;
   div.atlasDrawn = {z: trace.z, text: trace.text || null, x: trace.x, y: trace.y, zmin: g.zmin, zmax: g.zmax,
                     title: g.title, outlined, labels: g.labels, titleText: (fig.layout.title || {}).text || ""};
+  toolbar(m, opts);
+}
+
+// A figure of curves in the chart's box (drawMap's, for scatter traces).
+function drawLines(div, m, given, height, opts) {
+  const fig = {data: given.data.map((t) => Object.assign({}, t, {x: rowsOf(t.x), y: rowsOf(t.y)})), layout: given.layout,
+               lines: true};
+  const width = Math.max(50, div.clientWidth || 600);
+  m.fig = fig;
+  m.width = width;
+  m.height = height;
+  m.geometry = paintLines(m.canvas, fig, width, height, window.devicePixelRatio || 1);
+  m.canvas.setAttribute("aria-label", m.geometry.title || "chart");
+  const g = m.geometry;
+  div.atlasDrawn = {kind: "lines", title: g.title, titleText: (fig.layout.title || {}).text || "", labels: g.labels,
+                    legend: g.legend, xrange: g.xr, yrange: g.yr,
+                    curves: fig.data.map((t) => ({name: t.name || "", x: Array.from(t.x || []), y: Array.from(t.y || [])})),
+                    notes: (fig.layout.annotations || []).map((a) => lines(a.text).join(" "))};
+  toolbar(m, opts);
+}
+
+function toolbar(m, opts) {
   const w = opts.words || {};
   const key = `${w.download}|${w.fullscreen}|${w.closeFullscreen}|${!!opts.full}`;
   if (m.barKey !== key) {

@@ -68,7 +68,8 @@ def test_charts_drawn_near_the_screen_and_updated_in_place():
         # the charts only near the screen are drawn when the browser is idle, not left with the old figure: the
         # waves' wavelengths follow d_model
         page.wait_for_function("() => window.atlasCharts.waiting() === 0", timeout=10_000)
-        waves = page.evaluate(f"""() => [...document.querySelectorAll('{CHARTS}')].flatMap((gd) => gd.data.map(
+        waves = page.evaluate("""() => [...document.querySelectorAll('[data-testid="stMain"] .atlas-chart')].flatMap(
+            (gd) => ((gd.atlasDrawn && gd.atlasDrawn.curves) || gd.data || []).map(
             (d) => [d.name || '', gd.getBoundingClientRect().top > innerHeight])).filter(([n]) => n.startsWith('6 ('))""")
         assert waves == [["6 (sin, λ≈9.5)", True]], waves  # 2π·10000^(6/132), below the screen; at 128 it was 9.7
         page.screenshot(path=str(SHOTS / "charts-in-place-en.png"))

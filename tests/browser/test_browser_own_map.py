@@ -309,3 +309,106 @@ def test_a_numeric_map_looks_as_plotly_draws_it(kind):
         assert len(mine[where]) == len(plotly[where]), (where, mine[where], plotly[where])
         assert all(abs(p - q) <= 2 for a, b in zip(mine[where], plotly[where]) for p, q in zip(a, b)), \
             (where, mine[where], plotly[where])
+
+
+def _line_specs(kind: str):
+    """A figure of curves (app.charts.curves.line_chart) drawn both ways: the recipe's schedules (three curves, the
+    peaks as stars with their labels, a legend), curves with markers and a dashed line, or positions on a
+    whole-number axis with a fixed y range."""
+    from app.charts.curves import line_chart
+    from app.charts.style import amend, ready_figure
+    from app.fast import chart
+    from model.training.schedule import compare_schedules
+    if kind == "schedule":
+        sched = compare_schedules([(512, 4000), (512, 8000), (256, 4000)], 1, 100_000, log=False)
+        series = {f"d_model={c['d_model']}, warmup={c['warmup']}": c["lr"] for c in sched["curves"]}
+        peaks = {"peaks": ([c["peak_step"] for c in sched["curves"]], [c["peak_lr"] for c in sched["curves"]],
+                           [f"{c['peak_step']:,}: {c['peak_lr']:.2e}" for c in sched["curves"]])}
+        fig = line_chart(sched["steps"], series, markers=peaks, x_title="training step", y_title="learning rate",
+                         height=430, title="Warm-up, then decay as 1/√step")
+    elif kind == "markers":
+        n = np.array([16, 32, 64, 128, 256, 512])
+        fig = line_chart(n, {"self-attention": n ** 2 / 1e3, "recurrent": n * 8.0, "a dashed": n * 4.0},
+                         mode="lines+markers", x_title="n", y_title="operations (thousands)", title="Cost per layer",
+                         vline=300, vline_label="n = d")
+    else:
+        q = np.arange(12)
+        fig = amend(line_chart(q, {"measured": np.cos(q / 2.0), "formula": np.cos(q / 2.0) * 0.9}, x_title="position",
+                               y_title="dot product", title="Dot product with position 3"),
+                    dict(yaxis=dict(range=[-1.2, 1.2])))
+    ours = json.loads(chart.payload(ready_figure(fig), chart.PLOT_CONFIG, "failed"))
+    assert "map" in ours
+    theirs = {k: v for k, v in ours.items() if k not in ("map", "download")}
+    theirs["version"] = ours["version"] + "-plotly"
+    return [json.dumps(ours), json.dumps(theirs)], ours
+
+
+def _coloured(picture: np.ndarray) -> np.ndarray:
+    """Where a picture has a curve, a marker or text: a colour far from grey, or dark."""
+    return (picture.max(axis=2) - picture.min(axis=2) > 60) | (picture.sum(axis=2) < 450)
+
+
+def _grown(mask: np.ndarray, px: int) -> np.ndarray:
+    """The mask with every True grown by `px` in each direction (a square)."""
+    out = mask.copy()
+    for dy in range(-px, px + 1):
+        for dx in range(-px, px + 1):
+            out |= np.roll(np.roll(mask, dy, axis=0), dx, axis=1)
+    return out
+
+
+def _joined(runs: list[tuple[int, int]], gap: int = 2) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in runs:
+        if out and a - out[-1][1] <= gap:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["schedule", "markers", "positions"])
+def test_curves_look_as_plotly_draws_them(kind):
+    from playwright.sync_api import sync_playwright
+
+    from app.fast.chart import stub_js
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    specs, spec = _line_specs(kind)
+    with served() as (url, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = new_page(browser, viewport={"width": 1400, "height": 3000})
+        page.goto(f"{url}/?lang=en")
+        wait_idle(page, draw_all=False)
+        page.evaluate(MOUNT, [stub_js(), specs, WIDTH])
+        page.wait_for_function("() => [0, 1].every((n) => document.querySelector('#map-' + n + ' .atlas-chart "
+                               "canvas, #map-' + n + ' .js-plotly-plot .scatterlayer'))", timeout=60_000)
+        page.wait_for_timeout(500)
+        assert page.locator("#map-0 canvas").count() == 1 and page.locator("#map-1 .js-plotly-plot").count() == 1
+        ours, theirs = _png(page, 0), _png(page, 1)
+        page.locator("#map-0").screenshot(path=str(SHOTS / f"own-lines-{kind}.png"))
+        page.locator("#map-1").screenshot(path=str(SHOTS / f"own-lines-{kind}-plotly.png"))
+        if kind == "positions":  # hover names the nearest point's curve and its numbers
+            drawn = page.evaluate("() => document.querySelector('#map-0 .atlas-chart').atlasDrawn")
+            m, w, h = _plot(spec, WIDTH)
+            (x0, x1), (y0, y1) = drawn["xrange"], drawn["yrange"]
+            y5 = drawn["curves"][0]["y"][5]
+            page.locator("#map-0 canvas").hover(position={"x": m["l"] + (5 - x0) / (x1 - x0) * w,
+                                                          "y": m["t"] + (y1 - y5) / (y1 - y0) * h})
+            tip = page.locator("#map-0 .atlas-map-tip")
+            tip.wait_for(state="visible", timeout=5_000)
+            assert tip.inner_text() == f"measured\n(5, {float(f'{y5:.7g}')})".replace("-", "−")
+        browser.close()
+    assert ours.shape == theirs.shape
+    # along the rotated axis title, runs of ink 2 px apart are one (two letters touch in one drawing, not the other)
+    mine, plotly = _numeric_ink(ours, spec), _numeric_ink(theirs, spec)
+    mine["left rows"], plotly["left rows"] = _joined(mine["left rows"]), _joined(plotly["left rows"])
+    for where in mine:
+        assert len(mine[where]) == len(plotly[where]), (where, mine[where], plotly[where])
+        assert all(abs(p - q) <= 2 for a, b in zip(mine[where], plotly[where]) for p, q in zip(a, b)), \
+            (where, mine[where], plotly[where])
+    # the curves: every coloured pixel of one picture's plot has one within 2 px in the other's
+    m, w, h = _plot(spec, WIDTH)
+    inside = (slice(m["t"], m["t"] + h), slice(m["l"], m["l"] + w))
+    for a, b in ((ours, theirs), (theirs, ours)):
+        near = _grown(_coloured(b[inside]), 2)
+        assert (_coloured(a[inside]) & ~near).sum() <= 0.01 * _coloured(a[inside]).sum()
