@@ -252,9 +252,9 @@ def payload(fig_dict: dict, config: dict, failed: str, fullscreen: tuple[str, st
     replaces with the theme's), its height, the toolbar and its fullscreen button's two titles, the files to
     load, a message for a chart that cannot be drawn, whether a click on it is sent back (`clicks`), and a
     version that changes with all of these (an unchanged chart is not drawn again). follow: the variants of a chart
-    that follows browser choices (app.fast.choice.Follow.spec()). A figure that own_map accepts and that answers no
-    clicks is drawn by app/static/atlas_map.js (`map`, with the title of its PNG button, `download`) unless
-    ATLAS_MAPS=plotly."""
+    that follows browser choices (app.fast.choice.Follow.spec()). A figure that own_map or own_lines accepts and
+    that answers no clicks is drawn by app/static/atlas_map.js (`map`, with the title of its PNG button, `download`)
+    unless ATLAS_MAPS=plotly."""
     layout = dict(fig_dict.get("layout") or {})
     template = layout.get("template")
     theme = template is None or template == _streamlit_template()

@@ -1,5 +1,6 @@
-// A labelled heatmap drawn on a canvas of our own, for the chart element's maps (app/static/atlas_chart.js draws
-// them with this module; app/fast/chart.py's own_map says which figures qualify: one heatmap on category axes).
+// A heatmap, or a figure of plain curves, drawn on a canvas of our own for the chart element (app/static/atlas_chart.js
+// draws them with this module; app/fast/chart.py's own_map and own_lines say which figures qualify: one heatmap on
+// category or numeric axes; app.charts.curves.line_chart's curves on linear axes).
 //
 // Plotly draws a heatmap again from scratch on every change of its numbers: its whole layout pass, the axes, the
 // labels and every number in the cells, so a choice that moves two maps missed its frame budget, and a slider whose
@@ -10,7 +11,9 @@
 // rules, the outlines of marked cells, the title and the axes' titles. Hover shows the trace's hovertemplate; the
 // toolbar downloads a PNG at twice the size and opens the map full screen.
 //
-// What is drawn is also kept on the chart's box for tests and assistive tools: div.atlasDrawn = {z, text, x, y,
+// What is drawn is also kept on the chart's box for tests and assistive tools (curves: {kind: "lines", title,
+// titleText, labels, legend, noteBoxes (each text's box), plot: its size, xrange, yrange, curves: [{name, x, y}],
+// notes); a map's: div.atlasDrawn = {z, text, x, y,
 // zmin, zmax, title (as drawn), titleText (as the figure writes it, Plotly's markup and all), outlined: how many
 // cells are outlined, labels: {x, y}: each tick label's text, font size and box in the canvas's CSS pixels}, and the canvas's aria-label says what the map is.
 
@@ -698,6 +701,7 @@ export function paintLines(canvas, fig, width, height, ratio) {
 
   // the marked points' labels: each `ay` px above its point, with a thin line down to it that stops `standoff` px
   // short of the point
+  const noteBoxes = [];
   for (const {note, h} of notes) {
     const x = px(Number(note.x)), y = py(Number(note.y)), text = lines(note.text).join(" ");
     ctx.font = font(noteSize, family);
@@ -714,6 +718,8 @@ export function paintLines(canvas, fig, width, height, ratio) {
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
     ctx.fillText(text, x, cy);
+    const tw = ctx.measureText(text).width;
+    noteBoxes.push({text, size: noteSize, x0: x - tw / 2, x1: x + tw / 2, y0: cy - noteSize / 2, y1: cy + noteSize / 2});
   }
 
   // the legend under the plot: one row while the items fit, each a short line in the curve's colour (a marker for a
@@ -757,7 +763,8 @@ export function paintLines(canvas, fig, width, height, ratio) {
   }
 
   const titleLines = writeTitle(ctx, layout, tpl, width, height, m, family, ink);
-  return {box, kind: "lines", traces, xr, yr, title: titleLines.join(" "), labels: labelBoxes, legend: legendItems};
+  return {box, kind: "lines", traces, xr, yr, title: titleLines.join(" "), labels: labelBoxes, legend: legendItems,
+          notes: noteBoxes};
 }
 
 // ------------------------------------------------------------------------- the chart's box: canvas, hover, toolbar
@@ -927,7 +934,7 @@ function drawLines(div, m, given, height, opts) {
   m.canvas.setAttribute("aria-label", m.geometry.title || "chart");
   const g = m.geometry;
   div.atlasDrawn = {kind: "lines", title: g.title, titleText: (fig.layout.title || {}).text || "", labels: g.labels,
-                    legend: g.legend, xrange: g.xr, yrange: g.yr,
+                    legend: g.legend, noteBoxes: g.notes, plot: {w: g.box.w, h: g.box.h}, xrange: g.xr, yrange: g.yr,
                     curves: fig.data.map((t) => ({name: t.name || "", x: Array.from(t.x || []), y: Array.from(t.y || [])})),
                     notes: (fig.layout.annotations || []).map((a) => lines(a.text).join(" "))};
   toolbar(m, opts);

@@ -145,7 +145,7 @@ def test_a_chart_that_cannot_load_plotly_says_so_in_the_pages_language():
         browser = _browser(p)
         page = new_page(browser, viewport={"width": 1400, "height": 1000})
         page.route("**/app/static/plotly.min.js*", lambda route: route.abort())
-        page.goto(f"{url}/multihead?lang=ko")
+        page.goto(f"{url}/attention?lang=ko")  # maps and curves of our own, a histogram and bars of Plotly's
         _settle(page)
         shown = "() => [...document.querySelectorAll('.atlas-chart-failed')].filter((e) => !e.hidden).map((e) => e.textContent)"
         page.evaluate("() => window.atlasCharts && window.atlasCharts.drawAll()")
@@ -155,7 +155,7 @@ def test_a_chart_that_cannot_load_plotly_says_so_in_the_pages_language():
         page.screenshot(path=str(SHOTS / "charts-failed-ko.png"))
         assert all(t.startswith(catalogue("ko")["common.chart_failed"]) for t in texts), texts
         assert page.locator(CHARTS).count() == 0
-        # the labelled maps need no Plotly (app/static/atlas_map.js): drawn all the same
+        # the maps and plain curves need no Plotly (app/static/atlas_map.js): drawn all the same
         assert page.locator("[data-testid='stMain'] .atlas-map canvas").count() >= 1
         assert page.locator("[data-testid='stException']").count() == 0
         browser.close()
@@ -198,7 +198,11 @@ def test_charts_follow_the_pages_theme_dark_then_light():
     """A browser that asks for dark pages gets Streamlit's dark theme, and the charts its dark chart template;
     when the system turns light, Streamlit's page turns light and every drawn chart is redrawn light."""
     from playwright.sync_api import sync_playwright
-    paper = f"() => [...document.querySelectorAll('{CHARTS}')].map((g) => g._fullLayout.paper_bgcolor.toLowerCase())"
+    # each drawn chart's paper: Plotly's, or the colour of a canvas of our own at its corner
+    paper = """() => [...document.querySelectorAll('[data-testid="stMain"] .atlas-chart')]
+      .filter((b) => b.atlasDrawn || b._fullLayout).map((b) => { if (!b.atlasDrawn) return b._fullLayout.paper_bgcolor.toLowerCase();
+        const d = b.querySelector('canvas').getContext('2d').getImageData(1, 1, 1, 1).data;
+        return '#' + [d[0], d[1], d[2]].map((v) => v.toString(16).padStart(2, '0')).join(''); })"""
     with served() as (url, _), sync_playwright() as p:
         browser = _browser(p)
         page = new_page(browser, viewport={"width": 1400, "height": 1000}, color_scheme="dark")

@@ -145,7 +145,7 @@ def test_a_chart_in_a_closed_tab_follows_a_choice_when_its_tab_opens():
 
 # the dropout maps' titles and outlines, and the metrics and texts that follow the rate
 DROP = """() => { const maps = Array.from(document.querySelectorAll('.atlas-chart'))
-  .map(d => d.atlasDrawn).filter(m => m && m.y.length <= 16 && Math.abs(m.zmin + m.zmax) < 1e-9);
+  .map(d => d.atlasDrawn).filter(m => m && m.z && m.y.length <= 16 && Math.abs(m.zmin + m.zmax) < 1e-9);
   const after = maps.find(m => m.outlined || /P_drop/.test(m.title));
   return after ? [after.title, after.outlined, maps.length] : null; }"""
 METRICS = "() => Array.from(document.querySelectorAll('.atlas-choice-text.metric')).map(e => e.innerText)"

@@ -319,8 +319,9 @@ def _line_specs(kind: str):
     from app.charts.style import amend, ready_figure
     from app.fast import chart
     from model.training.schedule import compare_schedules
-    if kind == "schedule":
-        sched = compare_schedules([(512, 4000), (512, 8000), (256, 4000)], 1, 100_000, log=False)
+    if kind in ("schedule", "one schedule"):  # one schedule: its peak below 0.001, labelled 200μ … 800μ
+        pairs = [(512, 4000), (512, 8000), (256, 4000)] if kind == "schedule" else [(512, 4000)]
+        sched = compare_schedules(pairs, 1, 100_000, log=False)
         series = {f"d_model={c['d_model']}, warmup={c['warmup']}": c["lr"] for c in sched["curves"]}
         peaks = {"peaks": ([c["peak_step"] for c in sched["curves"]], [c["peak_lr"] for c in sched["curves"]],
                            [f"{c['peak_step']:,}: {c['peak_lr']:.2e}" for c in sched["curves"]])}
@@ -367,7 +368,7 @@ def _joined(runs: list[tuple[int, int]], gap: int = 2) -> list[tuple[int, int]]:
     return out
 
 
-@pytest.mark.parametrize("kind", ["schedule", "markers", "positions"])
+@pytest.mark.parametrize("kind", ["schedule", "one schedule", "markers", "positions"])
 def test_curves_look_as_plotly_draws_them(kind):
     from playwright.sync_api import sync_playwright
 
@@ -399,9 +400,9 @@ def test_curves_look_as_plotly_draws_them(kind):
             assert tip.inner_text() == f"measured\n(5, {float(f'{y5:.7g}')})".replace("-", "−")
         browser.close()
     assert ours.shape == theirs.shape
-    # along the rotated axis title, runs of ink 2 px apart are one (two letters touch in one drawing, not the other)
+    # along the rotated axis title, runs of ink up to 3 px apart are one (letters touch in one drawing, not the other)
     mine, plotly = _numeric_ink(ours, spec), _numeric_ink(theirs, spec)
-    mine["left rows"], plotly["left rows"] = _joined(mine["left rows"]), _joined(plotly["left rows"])
+    mine["left rows"], plotly["left rows"] = _joined(mine["left rows"], 3), _joined(plotly["left rows"], 3)
     for where in mine:
         assert len(mine[where]) == len(plotly[where]), (where, mine[where], plotly[where])
         assert all(abs(p - q) <= 2 for a, b in zip(mine[where], plotly[where]) for p, q in zip(a, b)), \

@@ -76,7 +76,18 @@ READABILITY_JS = r"""() => Array.from(document.querySelectorAll('[data-testid="s
     return {i, width: gd.clientWidth, plotW: size ? size.w : 0, plotH: size ? size.h : 0, overlaps,
             blankTicks: ticks.filter(t => t.trim() === '').length, ticks: ticks.length,
             title: (gd._fullLayout && gd._fullLayout.title && gd._fullLayout.title.text) || ''};
-})"""
+}).concat(Array.from(document.querySelectorAll('[data-testid="stMain"] .atlas-map'))
+  .filter(d => d.atlasDrawn && d.atlasDrawn.kind === 'lines').map((d, i) => {
+    // curves drawn by app/static/atlas_map.js: the boxes of the texts it wrote (tick labels, legend, point labels)
+    const a = d.atlasDrawn, boxes = [...a.labels.x, ...a.labels.y, ...a.legend, ...a.noteBoxes];
+    const overlaps = [];
+    boxes.forEach((p, k) => boxes.slice(k + 1).forEach((q) => {
+      if (Math.min(p.x1, q.x1) - Math.max(p.x0, q.x0) > 1 && Math.min(p.y1, q.y1) - Math.max(p.y0, q.y0) > 1)
+        overlaps.push(p.text + ' / ' + q.text); }));
+    const ticks = [...a.labels.x, ...a.labels.y].map(b => b.text);
+    return {i: 'own ' + i, width: d.clientWidth, plotW: a.plot.w, plotH: a.plot.h, overlaps,
+            blankTicks: ticks.filter(t => t.trim() === '').length, ticks: ticks.length, title: a.title};
+}))"""
 
 
 def assert_charts_readable(page, where):

@@ -52,9 +52,10 @@ SNAPSHOT_JS = """() => {
   });
   const numbers = v => (Array.isArray(v) ? v.flat(3) : []).filter(x => typeof x === 'number').map(x => +x.toPrecision(6));
   // each chart's numbers: a Plotly plot's traces, or what a map drawn by app/static/atlas_map.js drew
-  const figures = Array.from(main.querySelectorAll('.atlas-chart')).map(box => box.atlasDrawn
-      ? [[numbers(box.atlasDrawn.z), numbers(box.atlasDrawn.x), numbers(box.atlasDrawn.y)]]
-      : (box.data || []).map(tr => [numbers(tr.z), numbers(tr.x), numbers(tr.y)]));
+  const figures = Array.from(main.querySelectorAll('.atlas-chart')).map(box => !box.atlasDrawn
+      ? (box.data || []).map(tr => [numbers(tr.z), numbers(tr.x), numbers(tr.y)])
+      : box.atlasDrawn.curves ? box.atlasDrawn.curves.map(c => [[], numbers(c.x), numbers(c.y)])
+      : [[numbers(box.atlasDrawn.z), numbers(box.atlasDrawn.x), numbers(box.atlasDrawn.y)]]);
   return JSON.stringify({inputs, figures});
 }"""
 
