@@ -313,7 +313,13 @@ async function draw(rec) {
       if (rec.full) fig.layout.height = window.innerHeight;
       rec.message.hidden = true;
       if (mapper) {
-        if (rec.plotted) { plotlyLib.purge(rec.div); rec.plotted = false; rec.listening = false; }
+        if (rec.plotted) {  // drawn by Plotly before (a figure it alone draws): its plot goes, the box is ours again
+          plotlyLib.purge(rec.div);
+          rec.div.replaceChildren();
+          rec.div.classList.remove("js-plotly-plot");
+          rec.plotted = false;
+          rec.listening = false;
+        }
         rec.mapper = mapper;
         drawMapOf(rec);
       } else {

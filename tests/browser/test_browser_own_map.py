@@ -413,3 +413,29 @@ def test_curves_look_as_plotly_draws_them(kind):
     for a, b in ((ours, theirs), (theirs, ours)):
         near = _grown(_coloured(b[inside]), 2)
         assert (_coloured(a[inside]) & ~near).sum() <= 0.01 * _coloured(a[inside]).sum()
+
+
+def test_a_chart_that_changes_hands_is_drawn_by_one_of_them():
+    """The recipe's schedule on a linear step axis is our curves; on a log axis (a check box) Plotly's. Each switch
+    draws the figure in the same box, by one of the two: Plotly's purged plot left its class behind (an emptied
+    plot that tests and the page's own readers took for a chart) when the canvas came back."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.streamlit_server import rerun
+    with served() as (url, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = new_page(browser, viewport={"width": 1400, "height": 1000})
+        page.goto(f"{url}/recipe?lang=en")
+        wait_idle(page)
+        box = page.locator(".st-key-atlas-chart-sch_fig .atlas-chart")
+        state = ("(b) => [b.querySelectorAll('canvas').length, b.classList.contains('js-plotly-plot'), "
+                 "b.querySelectorAll('.main-svg').length > 0, !!b.atlasDrawn]")
+        assert box.evaluate(state) == [1, False, False, True]  # ours
+        for ours in (False, True, False):
+            with rerun(page):  # its check of every chart box fails on an emptied plot
+                page.locator("[data-testid='stCheckbox']").first.click()
+            page.wait_for_function(f"(b) => ({state})(b)[3] === {str(ours).lower()}", arg=box.element_handle(),
+                                   timeout=20_000)
+            assert box.evaluate(state) == ([1, False, False, True] if ours else [0, True, True, False])
+        assert page.locator("[data-testid='stException']").count() == 0
+        browser.close()
