@@ -137,10 +137,9 @@ function rowsOf(v) {
   return out;
 }
 
-// Draw the figure {data: [heatmap], layout} onto `canvas`, `width` × `height` CSS pixels at `ratio` device pixels
-// each. Returns the geometry hover needs.
-export function paint(canvas, fig, width, height, ratio) {
-  const trace = fig.data[0], layout = fig.layout, tpl = (layout.template && layout.template.layout) || {};
+// The canvas sized for `width` × `height` CSS pixels at `ratio`, the paper and the plot's backgrounds painted: the
+// context, the theme's font family and ink, the margins and the plot's box.
+function ground(canvas, layout, tpl, width, height, ratio) {
   const family = (tpl.font && tpl.font.family) || "sans-serif";
   const ink = (tpl.font && tpl.font.color) || "#444";
   canvas.width = Math.round(width * ratio);
@@ -155,6 +154,27 @@ export function paint(canvas, fig, width, height, ratio) {
   const box = {x: m.l, y: m.t, w: Math.max(1, width - m.l - m.r), h: Math.max(1, height - m.t - m.b)};
   ctx.fillStyle = layout.plot_bgcolor || tpl.plot_bgcolor || "#ffffff";
   ctx.fillRect(box.x, box.y, box.w, box.h);
+  return {ctx, family, ink, m, box};
+}
+
+// The y axis' title, turned upright, `off` px left of the plot (at least half its size from the figure's edge).
+function yAxisTitle(ctx, text, f, family, box, off) {
+  ctx.save();
+  ctx.fillStyle = f.color;
+  ctx.font = font(f.size, family);
+  ctx.translate(Math.max(f.size / 2, box.x - off - f.size / 2), box.y + box.h / 2);
+  ctx.rotate(-Math.PI / 2);
+  ctx.textAlign = "center";
+  ctx.textBaseline = "middle";
+  ctx.fillText(text, 0, 0);
+  ctx.restore();
+}
+
+// Draw the figure {data: [heatmap], layout} onto `canvas`, `width` × `height` CSS pixels at `ratio` device pixels
+// each. Returns the geometry hover needs.
+export function paint(canvas, fig, width, height, ratio) {
+  const trace = fig.data[0], layout = fig.layout, tpl = (layout.template && layout.template.layout) || {};
+  const {ctx, family, ink, m, box} = ground(canvas, layout, tpl, width, height, ratio);
   // what shows through a cell with no colour: the plot's background, or the paper's where the plot's is see-through
   // (the canvas gives any CSS colour back as #rrggbb, or rgba() with its alpha last)
   const seen = ctx.fillStyle, alpha = seen.startsWith("rgba") ? Number(seen.match(/[\d.]+/g)[3]) : 1;
@@ -305,18 +325,8 @@ export function paint(canvas, fig, width, height, ratio) {
     ctx.textBaseline = top ? "bottom" : "top";
     ctx.fillText(xTitle, box.x + box.w / 2, top ? box.y - off : box.y + box.h + off);
   }
-  if (yTitle) {
-    const f = titleFont(ay, tpl.yaxis || {}), off = PAD + yDepth + (((tpl.yaxis || {}).title || {}).standoff ?? 10) - 7;
-    ctx.save();
-    ctx.fillStyle = f.color;
-    ctx.font = font(f.size, family);
-    ctx.translate(Math.max(f.size / 2, box.x - off - f.size / 2), box.y + box.h / 2);
-    ctx.rotate(-Math.PI / 2);
-    ctx.textAlign = "center";
-    ctx.textBaseline = "middle";
-    ctx.fillText(yTitle, 0, 0);
-    ctx.restore();
-  }
+  if (yTitle) yAxisTitle(ctx, yTitle, titleFont(ay, tpl.yaxis || {}), family, box,
+                         PAD + yDepth + (((tpl.yaxis || {}).title || {}).standoff ?? 10) - 7);
   const titleLines = writeTitle(ctx, layout, tpl, width, height, m, family, ink);
 
   // the colour bar beside a map whose numbers are not written in its cells
@@ -564,20 +574,7 @@ function marker(ctx, symbol, x, y, r) {
 // their lines, the legend under the plot, the titles. Returns the geometry hover needs.
 export function paintLines(canvas, fig, width, height, ratio) {
   const layout = fig.layout, tpl = (layout.template && layout.template.layout) || {};
-  const family = (tpl.font && tpl.font.family) || "sans-serif";
-  const ink = (tpl.font && tpl.font.color) || "#444";
-  canvas.width = Math.round(width * ratio);
-  canvas.height = Math.round(height * ratio);
-  canvas.style.width = width + "px";
-  canvas.style.height = height + "px";
-  const ctx = canvas.getContext("2d");
-  ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-  ctx.fillStyle = tpl.paper_bgcolor || "#ffffff";
-  ctx.fillRect(0, 0, width, height);
-  const m = Object.assign({l: 80, r: 80, t: 100, b: 80}, layout.margin || {});
-  const box = {x: m.l, y: m.t, w: Math.max(1, width - m.l - m.r), h: Math.max(1, height - m.t - m.b)};
-  ctx.fillStyle = layout.plot_bgcolor || tpl.plot_bgcolor || "#ffffff";
-  ctx.fillRect(box.x, box.y, box.w, box.h);
+  const {ctx, family, ink, m, box} = ground(canvas, layout, tpl, width, height, ratio);
 
   const ax = layout.xaxis || {}, ay = layout.yaxis || {};
   const colourway = tpl.colorway || ["#636efa"];
@@ -686,18 +683,8 @@ export function paintLines(canvas, fig, width, height, ratio) {
     ctx.textBaseline = "top";
     ctx.fillText(xTitle, box.x + box.w / 2, box.y + box.h + XPAD + xt.size + (((tpl.xaxis || {}).title || {}).standoff ?? 10) - 8);
   }
-  if (yTitle) {
-    const f = titleFont(ay, tpl.yaxis || {}), off = PAD + yDepth + (((tpl.yaxis || {}).title || {}).standoff ?? 10) - 7;
-    ctx.save();
-    ctx.fillStyle = f.color;
-    ctx.font = font(f.size, family);
-    ctx.translate(Math.max(f.size / 2, box.x - off - f.size / 2), box.y + box.h / 2);
-    ctx.rotate(-Math.PI / 2);
-    ctx.textAlign = "center";
-    ctx.textBaseline = "middle";
-    ctx.fillText(yTitle, 0, 0);
-    ctx.restore();
-  }
+  if (yTitle) yAxisTitle(ctx, yTitle, titleFont(ay, tpl.yaxis || {}), family, box,
+                         PAD + yDepth + (((tpl.yaxis || {}).title || {}).standoff ?? 10) - 7);
 
   // the marked points' labels: each `ay` px above its point, with a thin line down to it that stops `standoff` px
   // short of the point
