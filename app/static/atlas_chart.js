@@ -316,7 +316,7 @@ async function draw(rec) {
         if (rec.plotted) {  // drawn by Plotly before (a figure it alone draws): its plot goes, the box is ours again
           plotlyLib.purge(rec.div);
           rec.div.replaceChildren();
-          rec.div.classList.remove("js-plotly-plot");
+          rec.div.className = "atlas-chart";  // our class only: Plotly's own stays behind a purge
           rec.plotted = false;
           rec.listening = false;
         }
