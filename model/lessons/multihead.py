@@ -3,6 +3,7 @@ operation at a time with the shape of every tensor, its cost for every head coun
 on a typed sentence. Plain PyTorch and numpy, no streamlit."""
 from __future__ import annotations
 
+import functools
 import zlib
 from dataclasses import dataclass
 
@@ -83,12 +84,28 @@ def word_embeddings(words: list[str], d_model: int) -> torch.Tensor:
     return torch.stack(rows) if rows else torch.zeros(0, d_model)
 
 
-def seeded_mha(d_model: int, n_heads: int, seed: int = 0) -> MultiHeadAttention:
-    """A MultiHeadAttention with seeded weights. The weight shapes do not depend on n_heads, so the
-    same seed gives the very same parameters for every H: only the split into heads changes."""
+@functools.lru_cache(maxsize=4)
+def seeded_weights(d_model: int, seed: int) -> dict[str, torch.Tensor]:
+    """The parameters a MultiHeadAttention(d_model, ·) built right after torch.manual_seed(seed) gets, drawn
+    once per (d_model, seed): their shapes and their draws do not depend on the number of heads. Only read."""
     with torch.random.fork_rng(devices=[]):  # leave the caller's global RNG alone
         torch.manual_seed(seed)
+        return MultiHeadAttention(d_model, 1, self_attention=True).state_dict()
+
+
+def seeded_mha(d_model: int, n_heads: int, seed: int = 0) -> MultiHeadAttention:
+    """A MultiHeadAttention with seeded weights. The weight shapes do not depend on n_heads, so the
+    same seed gives the very same parameters for every H: only the split into heads changes. Built without
+    drawing its own weights (on the meta device), then given a copy of seeded_weights: the cost table builds one
+    module per head count, and drawing 4·D² numbers each time was most of its time at large D."""
+    return _with_weights(d_model, n_heads, {name: w.clone() for name, w in seeded_weights(d_model, seed).items()})
+
+
+def _with_weights(d_model: int, n_heads: int, weights: dict[str, torch.Tensor]) -> MultiHeadAttention:
+    """A MultiHeadAttention whose parameters are these very tensors (nothing drawn, nothing copied)."""
+    with torch.device("meta"):
         mha = MultiHeadAttention(d_model, n_heads, self_attention=True)
+    mha.load_state_dict(weights, assign=True)
     return mha.eval()
 
 
@@ -141,9 +158,9 @@ class HeadCost:
 
 def head_costs(x: torch.Tensor, d_model: int, heads, seed: int = 0) -> list[HeadCost]:
     """Run seeded_mha for every head count in `heads` on x (B, L, D) and count its work."""
-    rows = []
+    rows, weights = [], seeded_weights(d_model, seed)
     for h in heads:
-        mha = seeded_mha(d_model, h, seed)
+        mha = _with_weights(d_model, h, weights)  # only run forward here: the shared weights are not copied
         with torch.no_grad():
             _, steps = multihead_steps(mha, x)
         f = multihead_flops(steps, h)

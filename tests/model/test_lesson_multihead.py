@@ -37,6 +37,24 @@ def test_seeded_weights_do_not_depend_on_heads_or_touch_global_rng():
     assert mlab.parameter_count(a) == mlab.parameter_count(b) == 4 * 32 * 32 + 4 * 32
 
 
+def test_seeded_weights_are_drawn_once_and_each_module_owns_its_copy():
+    """The page's cost table builds one module per head count: the weights are drawn once per (D, seed), each
+    module gets the very values a module built under the seed has, in tensors of its own."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(5)
+        built = mlab.MultiHeadAttention(48, 6, self_attention=True)
+    mlab.seeded_weights.cache_clear()
+    a, b = mlab.seeded_mha(48, 6, seed=5), mlab.seeded_mha(48, 2, seed=5)
+    assert mlab.seeded_weights.cache_info().misses == 1 and mlab.seeded_weights.cache_info().hits == 1
+    for (name, p), q in zip(built.named_parameters(), a.parameters()):
+        assert torch.equal(p, q), name
+    with torch.no_grad():
+        next(a.parameters()).add_(1.0)  # one module changed in place: the other and the next are not
+    assert all(torch.equal(p, q) for p, q in zip(built.parameters(), b.parameters()))
+    assert all(torch.equal(p, q) for p, q in zip(built.parameters(), mlab.seeded_mha(48, 3, seed=5).parameters()))
+    assert all(p.device.type == "cpu" and p.requires_grad for p in b.parameters())
+
+
 def test_flops_do_not_change_with_heads():
     x = torch.randn(1, 9, 64)
     counts = []
