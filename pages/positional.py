@@ -2,7 +2,7 @@
 sinusoidal versus learned positions, and what self-attention does without any positions."""
 import streamlit as st
 
-from app.charts.curves import circle_arrows, circle_figure, line_chart
+from app.charts.curves import anchor_figure, circle_arrows, circle_figure, line_chart
 from app.charts.export import matrix_csv, series_csv
 from app.charts.heatmaps import attention_heatmap, heatmap_variants, matrix_heatmap, numeric_heatmap
 from app.charts.style import amend, esc, lift_title
@@ -69,15 +69,6 @@ def waves_section(length: int, d_model: int, pos_t: str) -> None:
         error(e)
 
 
-def dot_figure(measured, formula, q, dots: tuple, anchor: int, title: str):
-    series = dict(zip(dots, (measured, formula)))
-    fig = line_chart(q, series, x_title=t("positional.dot.x"), y_title=t("positional.dot.y"), title=title)
-    # the anchor as add_vline draws it; measured: thick, under the thin dashed formula that lies exactly on it
-    return amend(fig, dict(shapes=[dict(type="line", x0=anchor, x1=anchor, xref="x", y0=0, y1=1, yref="y domain",
-                                        line=dict(color="gray", dash="dot"))]),
-                 traces={0: dict(line=dict(width=5)), 1: dict(line=dict(color="black", width=1.5, dash="dash"))})
-
-
 def dot_csv(every: dict) -> str:
     """Every anchor's dot products (the browser shows any of them): one row per (p, q)."""
     q = every["q"]
@@ -98,8 +89,9 @@ def dot_section(length: int, d_model: int) -> None:
     dots = (t("positional.dot.measured"), t("positional.dot.formula"))
     words = (*dots, t("positional.dot.x"), t("positional.dot.y"))
     fig = shared_figure("pe-dot", (length, d_model, p, t("positional.dot.title", anchor=p), *words),
-                        lambda: dot_figure(every["measured"][p], every["formula"][p], every["q"], dots, p,
-                                           t("positional.dot.title", anchor=p)))
+                        lambda: anchor_figure(every["measured"][p], every["formula"][p], every["q"], dots, p,
+                                              title=t("positional.dot.title", anchor=p), x_title=words[2],
+                                              y_title=words[3]))
     moves = follow(anchor, traces=[(0, "y", every["measured"]), (1, "y", every["formula"])],
                    layouts=[{"title.text": esc(t("positional.dot.title", anchor=a)), "shapes[0].x0": a, "shapes[0].x1": a}
                             for a in range(length)])

@@ -7,7 +7,7 @@ import numpy as np
 
 from app.charts.text_width import text_px
 from app.format import number
-from app.charts.style import (TITLE_LINE_PX, Figure, colour, esc, figure, labels as escaped_labels, legend_below, margins,
+from app.charts.style import (TITLE_LINE_PX, Figure, amend, colour, esc, figure, labels as escaped_labels, legend_below, margins,
                               named_scale, to_np, wrapped)
 
 
@@ -93,6 +93,15 @@ def line_chart(x, series: dict, *, title="", x_title="", y_title="", log_x=False
         xaxis=dict(title=dict(text=x_title), **_axis(log_x, xs)), yaxis=y_axis, annotations=notes or None,
         title=dict(text=title),
         height=height, margin=margins(title, 50 if title else 20), legend=legend_below()))
+
+
+def anchor_figure(measured, formula, q, names: tuple, anchor: int, *, title: str, x_title: str, y_title: str) -> Figure:
+    """Two curves over q (a measured one, thick, under its formula, thin and dashed, which lies exactly on it) and the
+    anchor position as add_vline draws it: a dotted grey line over the plot's height."""
+    fig = line_chart(q, dict(zip(names, (measured, formula))), x_title=x_title, y_title=y_title, title=title)
+    return amend(fig, dict(shapes=[dict(type="line", x0=anchor, x1=anchor, xref="x", y0=0, y1=1, yref="y domain",
+                                        line=dict(color="gray", dash="dot"))]),
+                 traces={0: dict(line=dict(width=5)), 1: dict(line=dict(color="black", width=1.5, dash="dash"))})
 
 
 LABEL_PX, LABEL_LINE_PX = 13, 16  # a 12 px label measured as 13 px text (text_width.text_px: a little wider than it

@@ -160,7 +160,16 @@ def _numeric_axes(trace: dict, layout: dict) -> bool:
         return False
     if ((trace.get("colorbar") or {}).get("title") or {}).get("text"):
         return False
+    return _vertical_lines(layout)
+
+
+def _vertical_lines(layout: dict) -> bool:
+    """Whether the figure's shapes (none, or some) are all what add_vline draws: a line at one x over the y axis'
+    whole height, coloured, wide and dashed as atlas_map.js's vline draws it."""
     return all(s.get("type") == "line" and s.get("xref") == "x" and s.get("yref") == "y domain" and s.get("x0") == s.get("x1")
+               and s.get("y0", 0) == 0 and s.get("y1", 1) == 1 and not set(s.get("line") or {}) - {"color", "width", "dash"}
+               and (s.get("line") or {}).get("dash") in (None, "solid", "dash", "dot", "longdash")
+               and not set(s) - {"type", "xref", "yref", "x0", "x1", "y0", "y1", "line"}
                for s in layout.get("shapes") or [])
 
 
@@ -229,7 +238,9 @@ def own_lines(figure: dict) -> bool:
         if set(marker) - {"size", "symbol", "color"} or marker.get("symbol") not in (None, "circle", "star") \
                 or not isinstance(marker.get("color", ""), str):
             return False
-    if any(layout.get(k) for k in ("shapes", "images", "xaxis2", "yaxis2", "updatemenus", "sliders", "hovermode", "barmode")):
+    if any(layout.get(k) for k in ("images", "xaxis2", "yaxis2", "updatemenus", "sliders", "hovermode", "barmode")):
+        return False
+    if not _vertical_lines(layout):
         return False
     if any(set(a) - _NOTE_KEYS or a.get("ax", 0) != 0 or a.get("showarrow") is False for a in layout.get("annotations") or []):
         return False

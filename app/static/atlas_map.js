@@ -13,7 +13,7 @@
 //
 // What is drawn is also kept on the chart's box for tests and assistive tools (curves: {kind: "lines", title,
 // titleText, labels, legend, noteBoxes (each text's box), plot: its size, xrange, yrange, curves: [{name, x, y}],
-// notes); a map's: div.atlasDrawn = {z, text, x, y,
+// notes, vlines: the x of each vertical line}); a map's: div.atlasDrawn = {z, text, x, y,
 // zmin, zmax, title (as drawn), titleText (as the figure writes it, Plotly's markup and all), outlined: how many
 // cells are outlined, labels: {x, y}: each tick label's text, font size and box in the canvas's CSS pixels}, and the canvas's aria-label says what the map is.
 
@@ -593,6 +593,11 @@ export function paintLines(canvas, fig, width, height, ratio) {
     extremes(tr.x, tr.dotsOn ? r + 0.05 * box.w : 0, xs);
     extremes(tr.y, r + 0.05 * box.h, ys);
   }
+  // add_vline's lines count in x's range as Plotly counts a shape: their x, half their width clear
+  for (const shape of layout.shapes || []) {
+    const half = ((shape.line || {}).width ?? 2) / 2;
+    xs.push({v: Number(shape.x0), lo: half, hi: half});
+  }
   const noteSize = (tpl.font && tpl.font.size) || 12;
   const notes = (layout.annotations || []).map((note) => Object.assign({note}, noteBox(ctx, note, noteSize, family)));
   for (const {note, w, h} of notes) {
@@ -644,6 +649,7 @@ export function paintLines(canvas, fig, width, height, ratio) {
       if (Number.isFinite(tr.x[k]) && Number.isFinite(tr.y[k])) marker(ctx, tr.symbol, px(tr.x[k]), py(tr.y[k]), tr.msize / 2);
     }
   }
+  for (const shape of layout.shapes || []) vline(ctx, shape, px(Number(shape.x0)), box);  // above the curves, as Plotly layers shapes
 
   // tick labels, tick marks, the axes' titles
   const tick = (a, t) => Object.assign({size: 12, color: ink}, (t.tickfont || {}), (a.tickfont || {}));
@@ -726,7 +732,7 @@ export function paintLines(canvas, fig, width, height, ratio) {
     named.forEach((tr, n) => {
       const w = one ? widths[n] : col;
       if (ox && ox + w + 5 > room) { ox = 0; oy += itemH; }
-      const cx = x0 + 5 + ox, cy = y0 + oy + itemH / 2 + 6;
+      const cx = x0 + ox, cy = y0 + oy + itemH / 2 + 6;  // the item's line from 5 px, its name from 40 px, as Plotly's
       if (tr.lineOn) {
         ctx.strokeStyle = tr.colour;
         ctx.lineWidth = Math.min(tr.width, 5);
@@ -923,7 +929,8 @@ function drawLines(div, m, given, height, opts) {
   div.atlasDrawn = {kind: "lines", title: g.title, titleText: (fig.layout.title || {}).text || "", labels: g.labels,
                     legend: g.legend, noteBoxes: g.notes, plot: {w: g.box.w, h: g.box.h}, xrange: g.xr, yrange: g.yr,
                     curves: fig.data.map((t) => ({name: t.name || "", x: Array.from(t.x || []), y: Array.from(t.y || [])})),
-                    notes: (fig.layout.annotations || []).map((a) => lines(a.text).join(" "))};
+                    notes: (fig.layout.annotations || []).map((a) => lines(a.text).join(" ")),
+                    vlines: (fig.layout.shapes || []).map((sh) => Number(sh.x0))};
   toolbar(m, opts);
 }
 

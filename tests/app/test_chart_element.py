@@ -192,20 +192,27 @@ def test_own_map_takes_the_apps_labelled_maps_and_nothing_it_cannot_draw():
 
 def test_own_lines_take_the_apps_curves_and_nothing_they_cannot_draw():
     """app/static/atlas_map.js also draws app.charts.curves.line_chart's curves on linear axes (markers, dashed
-    lines, point labels, a legend under the plot); log axes, text on points, shapes, bars and histograms stay with
-    Plotly."""
-    from app.charts.curves import bar_chart, histogram_overlay, line_chart
+    lines, point labels, a legend under the plot, add_vline's lines); log axes, text on points, other shapes, bars
+    and histograms stay with Plotly."""
+    from app.charts.curves import anchor_figure, bar_chart, histogram_overlay, line_chart
     from app.charts.style import amend
     x = np.arange(1, 50)
     ours = [line_chart(x, {"a": x * 2.0, "b": x * 3.0}, markers={"peak": ([10], [20.0], ["10: 20"])}, title="t"),
             line_chart(x, {"a": x * 2.0}, mode="lines+markers", vline=25, vline_label="v"),
-            amend(line_chart(range(8), {"a": np.cos(np.arange(8))}), dict(yaxis=dict(range=[-1.2, 1.2])))]
+            amend(line_chart(range(8), {"a": np.cos(np.arange(8))}), dict(yaxis=dict(range=[-1.2, 1.2]))),
+            anchor_figure(np.cos(x / 5.0), np.cos(x / 5.0), x, ("measured", "formula"), 12, title="p = 12", x_title="q",
+                          y_title="dot")]  # the anchor's line
     for fig in ours:
         assert chart.own_lines(ready_figure(fig)), fig["layout"].get("title")
-    shape = amend(line_chart(x, {"a": x * 2.0}), dict(shapes=[dict(type="line", x0=1, x1=1, y0=0, y1=1)]))
+    shape = amend(line_chart(x, {"a": x * 2.0}), dict(shapes=[dict(type="line", x0=1, x1=1, y0=0, y1=1)]))  # y data
+    slanted = amend(line_chart(x, {"a": x * 2.0}), dict(shapes=[dict(type="line", x0=1, x1=2, xref="x", y0=0, y1=1,
+                                                                     yref="y domain")]))
+    boxed = amend(line_chart(x, {"a": x * 2.0}), dict(shapes=[dict(type="rect", x0=1, x1=1, xref="x", y0=0, y1=1,
+                                                                   yref="y domain")]))
     texts = line_chart(x, {"a": x * 2.0})
     texts = {"data": [{**texts["data"][0], "mode": "lines+text", "text": ["a"] * len(x)}], "layout": texts["layout"]}
-    others = [line_chart(x, {"a": x * 2.0}, log_x=True), line_chart(x, {"a": x * 2.0}, log_y=True), shape, texts,
+    others = [line_chart(x, {"a": x * 2.0}, log_x=True), line_chart(x, {"a": x * 2.0}, log_y=True), shape, slanted,
+              boxed, texts,
               bar_chart(["a", "b"], [1, 2]), histogram_overlay({"a": np.arange(10.0)}),
               {"data": [{"type": "scatter", "mode": "lines", "x": ["a", "b"], "y": [1, 2]}], "layout": {}}]  # words
     for fig in others:

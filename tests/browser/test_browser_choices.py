@@ -1,6 +1,6 @@
 """Choices that only change the drawing, answered in the browser (app/fast/choice.py), in Chromium and both languages:
 a move of the positional page's anchor, highlighted position, layer or head redraws its charts and texts with no
-script run, read off what Plotly drew; the value goes into the link, survives a language switch and a visit to
+script run, read off what was drawn; the value goes into the link, survives a language switch and a visit to
 another page, "reset this page" brings the page's value back, and the link opens the same view in a fresh browser."""
 from __future__ import annotations
 
@@ -12,7 +12,11 @@ from tests.streamlit_server import CHROMIUM, CHROMIUM_ARGS, ROOT, new_page, reru
 pytestmark = pytest.mark.browser
 SHOTS = ROOT / "test-artifacts" / "screenshots"
 INPUT = "[data-testid='stMain'] input[data-channel='{}']"
-DOT_TITLE = """() => { const gd = Array.from(document.querySelectorAll('.js-plotly-plot'))
+# the dot products' chart, drawn on our canvas (what it drew) or by Plotly (its figure): title, anchor line, a value
+DOT_TITLE = """() => { const own = Array.from(document.querySelectorAll('.atlas-map'))
+  .map(d => d.atlasDrawn).find(d => d && d.kind === 'lines' && d.curves.length >= 2 && (d.vlines || []).length === 1);
+  if (own) return [own.titleText, own.vlines[0], own.curves[0].y[10]];
+  const gd = Array.from(document.querySelectorAll('.js-plotly-plot'))
   .find(g => g.data && g.data.length >= 2 && g.layout.shapes && g.layout.shapes.length === 1);
   return gd ? [gd.layout.title.text, gd.layout.shapes[0].x0, gd.data[0].y[10]] : null; }"""
 CAPTIONS = "() => Array.from(document.querySelectorAll('.atlas-choice-text')).map(e => e.textContent)"

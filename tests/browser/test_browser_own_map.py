@@ -313,7 +313,8 @@ def test_a_numeric_map_looks_as_plotly_draws_it(kind):
 
 def _line_specs(kind: str):
     """A figure of curves (app.charts.curves.line_chart) drawn both ways: the recipe's schedules (three curves, the
-    peaks as stars with their labels, a legend), curves with markers and a dashed line, or positions on a
+    peaks as stars with their labels, a legend), curves with markers and a dashed line, the positional page's dot
+    products with the anchor's dotted line (in the middle, or at the first position), or positions on a
     whole-number axis with a fixed y range."""
     from app.charts.curves import line_chart
     from app.charts.style import amend, ready_figure
@@ -332,6 +333,12 @@ def _line_specs(kind: str):
         fig = line_chart(n, {"self-attention": n ** 2 / 1e3, "recurrent": n * 8.0, "a dashed": n * 4.0},
                          mode="lines+markers", x_title="n", y_title="operations (thousands)", title="Cost per layer",
                          vline=300, vline_label="n = d")
+    elif kind.startswith("anchor"):  # the positional page's dot products, its anchor as add_vline's dotted line
+        from app.charts.curves import anchor_figure
+        from model.lessons.positions import dot_profiles
+        every, p = dot_profiles(100, 128), 50 if kind == "anchor" else 0
+        fig = anchor_figure(every["measured"][p], every["formula"][p], every["q"], ("measured", "formula"), p,
+                            title=f"Dot product with position p = {p}", x_title="position q", y_title="PE(p)·PE(q)")
     else:
         q = np.arange(12)
         fig = amend(line_chart(q, {"measured": np.cos(q / 2.0), "formula": np.cos(q / 2.0) * 0.9}, x_title="position",
@@ -368,7 +375,7 @@ def _joined(runs: list[tuple[int, int]], gap: int = 2) -> list[tuple[int, int]]:
     return out
 
 
-@pytest.mark.parametrize("kind", ["schedule", "one schedule", "markers", "positions"])
+@pytest.mark.parametrize("kind", ["schedule", "one schedule", "markers", "positions", "anchor", "anchor at 0"])
 def test_curves_look_as_plotly_draws_them(kind):
     from playwright.sync_api import sync_playwright
 
@@ -403,6 +410,12 @@ def test_curves_look_as_plotly_draws_them(kind):
     # along the rotated axis title, runs of ink up to 3 px apart are one (letters touch in one drawing, not the other)
     mine, plotly = _numeric_ink(ours, spec), _numeric_ink(theirs, spec)
     mine["left rows"], plotly["left rows"] = _joined(mine["left rows"], 3), _joined(plotly["left rows"], 3)
+    if spec["figure"]["layout"].get("showlegend") is not False and len(spec["figure"]["data"]) > 1:
+        for ink, picture in ((mine, ours), (plotly, theirs)):  # the legend: the last row of ink below the plot
+            top, bottom = ink["below rows"][-1]
+            m, w, h = _plot(spec, WIDTH)
+            band = picture[m["t"] + h + 2 + top:m["t"] + h + 3 + bottom]
+            ink["legend columns"] = _joined(_runs(_coloured(band).any(axis=0)), 3)
     for where in mine:
         assert len(mine[where]) == len(plotly[where]), (where, mine[where], plotly[where])
         assert all(abs(p - q) <= 2 for a, b in zip(mine[where], plotly[where]) for p, q in zip(a, b)), \

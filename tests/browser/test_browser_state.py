@@ -347,7 +347,10 @@ POSITIONAL_JS = """() => {
   const plots = Array.from(main.querySelectorAll('.js-plotly-plot'));
   const titles = plots.map(gd => (gd.layout && gd.layout.title && gd.layout.title.text) || '').concat(
     Array.from(main.querySelectorAll('.atlas-map')).map(d => d.atlasDrawn.titleText));  // maps on our canvas
-  const dot = plots.find(gd => ((gd.layout.title || {}).text || '').includes('Dot product'));
+  const ownDot = Array.from(main.querySelectorAll('.atlas-map')).map(d => d.atlasDrawn)
+    .find(d => d && d.kind === 'lines' && d.titleText.includes('Dot product'));  // on our canvas, or Plotly's
+  const dot = ownDot ? {layout: {shapes: ownDot.vlines.map(x => ({x0: x}))}}
+    : plots.find(gd => ((gd.layout.title || {}).text || '').includes('Dot product'));
   const circle = plots.find(gd => ((gd.layout.title || {}).text || '').startsWith('<b>Pair'));
   return JSON.stringify({sliders, titles, url: location.search,
     dot_line: dot && dot.layout.shapes && dot.layout.shapes.length ? dot.layout.shapes[0].x0 : null,
