@@ -97,11 +97,12 @@ def line_chart(x, series: dict, *, title="", x_title="", y_title="", log_x=False
 
 def anchor_figure(measured, formula, q, names: tuple, anchor: int, *, title: str, x_title: str, y_title: str) -> Figure:
     """Two curves over q (a measured one, thick, under its formula, thin and dashed, which lies exactly on it) and the
-    anchor position as add_vline draws it: a dotted grey line over the plot's height."""
+    anchor position as add_vline draws it: a dotted grey line over the plot's height. The formula in the palette's
+    second colour: black vanished from the legend on the dark theme."""
     fig = line_chart(q, dict(zip(names, (measured, formula))), x_title=x_title, y_title=y_title, title=title)
     return amend(fig, dict(shapes=[dict(type="line", x0=anchor, x1=anchor, xref="x", y0=0, y1=1, yref="y domain",
                                         line=dict(color="gray", dash="dot"))]),
-                 traces={0: dict(line=dict(width=5)), 1: dict(line=dict(color="black", width=1.5, dash="dash"))})
+                 traces={0: dict(line=dict(width=5)), 1: dict(line=dict(color=colour(1), width=1.5, dash="dash"))})
 
 
 LABEL_PX, LABEL_LINE_PX = 13, 16  # a 12 px label measured as 13 px text (text_width.text_px: a little wider than it
