@@ -16,7 +16,7 @@ from app.i18n import t  # noqa: E402
 from app.fast.warmup import page_running, wait_for_warm_up, warm_up  # noqa: E402
 from app.jobs import apply_server_threads  # noqa: E402
 from app.pages_list import PAGES, SECTIONS  # noqa: E402
-from app.resources import device_description  # noqa: E402
+from app.resources import device_description, leave_background  # noqa: E402
 from app.ui import scroll_to_requested  # noqa: E402
 
 # A Material icon, not the 🧭 emoji: checking an emoji loads Streamlit's emoji catalogue on the first page
@@ -58,6 +58,8 @@ current = nav.url_path or PAGES[0].url  # the default page's url_path is ""
 
 if current != PAGES[0].url:  # the first page imports nothing the warm-up does; the others must not import beside it
     wait_for_warm_up()
+if state.left_page(current):  # the measurements the last page asked for and nobody now looks at: dropped
+    leave_background()
 try:  # from begin_page to send_link, the run's link changes are collected and sent in one message at its end
     state.begin_page(current)
     state.set_link(state.LANG_PARAM, i18n.lang())  # the link says which language it shows

@@ -260,7 +260,7 @@ def in_background(name: str, calls: list[tuple], wait_s: float | None) -> list |
     learner sliding past a setting does not wait for it). A call whose process died, or that another session
     dropped, is asked for again once. Values are shared between sessions: only read them."""
     asked = [measuring.future_of(_cache_name(fn), fn, tuple(args)) for fn, args in calls]
-    slot = f"_background_{name}"
+    slot = BACKGROUND_SLOT + name
     now = {key for key, _ in asked}
     measuring.drop(set(st.session_state.get(slot, ())) - now)
     st.session_state[slot] = tuple(now)
@@ -272,6 +272,18 @@ def in_background(name: str, calls: list[tuple], wait_s: float | None) -> list |
     if not all(fut.done() for fut in futures) or any(fut.cancelled() for fut in futures):
         return None
     return [fut.result() for fut in futures]
+
+
+BACKGROUND_SLOT = "_background_"  # + a name: the calls this session last asked for under it (in_background)
+
+
+def leave_background() -> None:
+    """This session left the page that asked: its calls that have not started are dropped (the next page's moves do
+    not share the machine with measurements nobody looks at); those under way finish, and their values are kept for
+    whoever asks again (a page that comes back asks anew, and shows what it had meanwhile)."""
+    for slot in [k for k in st.session_state if isinstance(k, str) and k.startswith(BACKGROUND_SLOT)]:
+        measuring.drop(st.session_state[slot])
+        del st.session_state[slot]
 
 
 def background_done(calls: list[tuple]) -> bool:

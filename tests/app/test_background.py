@@ -51,3 +51,40 @@ def test_calls_run_in_a_process_of_their_own_once_and_a_dead_one_is_replaced():
         at.run()  # a fresh process answers the next calls
         assert not at.exception
         assert at.markdown[0].value.split("=")[2].split(",")[0] != a
+
+
+def naps(seconds: float, tag: int) -> int:
+    import time
+    time.sleep(seconds)
+    return tag
+
+
+def _asks_then_leaves():
+    import streamlit as st
+
+    from app.resources import in_background, leave_background
+    from tests.app.test_background import naps
+    if st.session_state.get("leave"):
+        leave_background()
+        st.markdown("left")
+    else:
+        in_background("naps", [(naps, (0.5, i)) for i in range(6)], 0.0)
+        st.markdown("asked")
+
+
+def test_a_session_that_leaves_the_page_drops_the_calls_it_asked_for_that_have_not_started():
+    """A learner who leaves the limits page while its measurements are queued: those not started are dropped, so the
+    next page's moves do not share the machine with measurements nobody looks at; those under way finish."""
+    from app import measuring
+    at = AppTest.from_function(_asks_then_leaves, default_timeout=60)
+    at.run()
+    assert not at.exception and at.markdown[0].value == "asked"
+    keys = [("tests.app.test_background.naps", (0.5, i)) for i in range(6)]
+    futures = [measuring._BACKGROUND.get(key) for key in keys]
+    assert all(f is not None for f in futures)
+    at.session_state["leave"] = True
+    at.run()
+    assert not at.exception and at.markdown[0].value == "left"
+    assert futures[-1].cancelled() and measuring._BACKGROUND.get(keys[-1]) is None  # queued: dropped
+    assert not futures[0].cancelled() and futures[0].result(timeout=30) == 0  # under way: it finishes
+    assert "_background_naps" not in at.session_state

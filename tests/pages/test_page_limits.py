@@ -205,3 +205,34 @@ def test_a_move_answers_at_once_with_the_last_measurement_and_the_new_one_lands(
         gate.unlink(missing_ok=True)
     assert_clean(at)
     assert float(peak_of_full(at, "en").split()[0]) < float(before.split()[0]) / 8
+
+
+def test_leaving_the_page_drops_its_measurements_that_have_not_started(monkeypatch):
+    """A learner who moves d and goes to another page before the measurements land: those not yet handed to the
+    measuring process are dropped (the next page's moves do not share the machine with them); coming back asks
+    again, and the page shows the measurement once it lands."""
+    from app import measuring
+    from model.lessons import limits as lim
+    gate = _gate(os.getpid())
+    gate.unlink(missing_ok=True)
+    at = run_page("limits.py", "en", timeout=300)
+    monkeypatch.setattr(lim, "sweep_point", _gated_point)
+    try:
+        at.select_slider(key="lim_d").set_value(64).run()  # a d no other test measures: every call is new
+        asked = [fut for key, fut in measuring._BACKGROUND.items()
+                 if key[0].endswith("_gated_point") and key[1][1].d == 64]
+        assert len(asked) > 2 and pending(at, "en")
+        at.switch_page("../pages/overview.py").run()
+        assert_clean(at)
+        left = [fut for key, fut in measuring._BACKGROUND.items() if key[0].endswith("_gated_point")]
+        assert sum(fut.cancelled() for fut in asked) >= len(asked) - 2  # the one running, the one handed over
+        assert all(fut.running() or fut.done() for fut in left), left
+    finally:
+        gate.touch()
+    try:
+        at.switch_page("../pages/limits.py").run()
+        until_measured(at, "en")
+    finally:
+        gate.unlink(missing_ok=True)
+    assert_clean(at)
+    assert at.select_slider(key="lim_d").value == 64
