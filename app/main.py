@@ -58,10 +58,9 @@ current = nav.url_path or PAGES[0].url  # the default page's url_path is ""
 
 if current != PAGES[0].url:  # the first page imports nothing the warm-up does; the others must not import beside it
     wait_for_warm_up()
-if state.left_page(current):  # the measurements the last page asked for and nobody now looks at: dropped
-    leave_background()
 try:  # from begin_page to send_link, the run's link changes are collected and sent in one message at its end
-    state.begin_page(current)
+    if state.begin_page(current):  # another page: what the last one asked to be measured, and nobody sees, is dropped
+        leave_background()
     state.set_link(state.LANG_PARAM, i18n.lang())  # the link says which language it shows
 
     with st.sidebar:

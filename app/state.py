@@ -209,20 +209,15 @@ def _signature(valid) -> Any:
 
 # ----------------------------------------------------------------------------- Streamlit side
 
-def left_page(page: str) -> bool:
-    """Whether this run is for another page than the session's last one (False for a session's first page)."""
-    previous = st.session_state.get(PAGE)
-    return previous is not None and previous != page
-
-
-def begin_page(page: str) -> None:
-    """Called by main.py before the page runs (send_link ends its run). Moving to another page drops the previous
-    page's link parameters (the new page writes its own); the first page of a session keeps its opening link."""
+def begin_page(page: str) -> bool:
+    """Called by main.py before the page runs (send_link ends its run). Moving to another page (returns True) drops
+    the previous page's link parameters (the new page writes its own); a session's first page keeps its opening link."""
     ss = st.session_state
     ss[PAGE_RUN] = True  # until send_link: this run's link changes wait for its end
-    if left_page(page):
+    previous, ss[PAGE] = ss.get(PAGE), page
+    if left := previous is not None and previous != page:
         _clear_link()
-    ss[PAGE] = page
+    return left
 
 
 # ----------------------------------------------------------------------------- the link, sent once per run

@@ -216,6 +216,8 @@ def _samples() -> dict:
         "x": [1, 2, 3], "series": {"a": [1.0, None, 3.0], "b": [3, 2, 1]},
         "histogram_overlay.series": {"a": rng.normal(size=50), "b": rng.normal(size=50) / 8},
         "sin_vals": np.sin(np.arange(16)), "cos_vals": np.cos(np.arange(16)), "p": 3, "k": 5,
+        "measured": [3.0, 2.0, 1.0], "formula": [3.0, 2.0, 1.0], "q": [0, 1, 2], "anchor": 1,
+        "anchor_figure.names": ("<measured>", "formula"),
         # training runs
         "records": RECORDS, "runs": {"<run>": RECORDS}, "kind": "train", "key": "loss",
         # the Table 3 study
