@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from model.nn.config import TransformerConfig
-from model.lessons.multihead import seeded_mha, sentence_input
+from model.lessons.multihead import seeded_weights, sentence_input
 from model.nn.layers import EncoderLayer
 from model.messages import UserError
 
@@ -41,7 +41,7 @@ def seeded_encoder_layer(d_model: int, n_heads: int, d_ff: int, seed: int = 0) -
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         layer = EncoderLayer(cfg)
-    layer.self_attn.load_state_dict(seeded_mha(d_model, n_heads, seed).state_dict())
+    layer.self_attn.load_state_dict(seeded_weights(d_model, seed))  # copied in: the shared weights stay as drawn
     return layer.eval()
 
 
