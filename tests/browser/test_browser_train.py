@@ -57,6 +57,11 @@ def no_exception(page, where: str) -> None:
     assert boxes.count() == 0, f"{where}: {boxes.first.inner_text()[:800]}"
 
 
+def _run_folders(runs):
+    """The runs folder's runs, not a copy still being written (.new-…, renamed once complete)."""
+    return [d for d in runs.iterdir() if d.is_dir() and not d.name.startswith(".")]
+
+
 def test_train_leave_return_inspect(tmp_path):
     SHOTS.mkdir(exist_ok=True)
     runs = tmp_path / "runs"
@@ -76,7 +81,7 @@ def test_train_leave_return_inspect(tmp_path):
             body_has(page, f"of {STEPS}")  # the run's progress bar
             no_exception(page, "train page after start")
             page.screenshot(path=str(SHOTS / "browser-train-started-en.png"))
-            run_dirs = [d for d in runs.iterdir() if d.is_dir() and not d.name.startswith(".")]
+            run_dirs = _run_folders(runs)
             assert len(run_dirs) == 1 and run_dirs[0].name.startswith("copy-")
 
             nav(page, "Overview")  # the run keeps going without the page
@@ -144,13 +149,11 @@ def test_train_leave_return_inspect(tmp_path):
                 steps.press("Enter")
             page.get_by_role("button", name=KO["train.start"]).click()
             for _ in range(60):
-                newest = sorted((d for d in runs.iterdir() if d.is_dir() and not d.name.startswith(".")),  # not a copy
-                                key=lambda d: d.stat().st_mtime)  # being written (.new-…)
+                newest = sorted(_run_folders(runs), key=lambda d: d.stat().st_mtime)
                 if len(newest) == 2:
                     break
                 page.wait_for_timeout(500)
-            second = [d.name for d in runs.iterdir() if d.is_dir() and d.name != run_dirs[0].name
-                      and not d.name.startswith(".")]
+            second = [d.name for d in _run_folders(runs) if d.name != run_dirs[0].name]
             assert len(second) == 1, second
             for wait in range(3):  # through a few of the fragment's own refreshes
                 page.wait_for_timeout(2500)
