@@ -194,26 +194,34 @@ def test_a_chart_in_a_tab_is_drawn_when_its_tab_opens():
         browser.close()
 
 
+# the chart boxes drawn now: by our canvas, or by Plotly
+DRAWN_BOXES = """() => [...document.querySelectorAll('[data-testid="stMain"] .atlas-chart')]
+  .filter((b) => b.atlasDrawn || b._fullLayout)"""
+
+
 def test_charts_follow_the_pages_theme_dark_then_light():
     """A browser that asks for dark pages gets Streamlit's dark theme, and the charts its dark chart template;
     when the system turns light, Streamlit's page turns light and every drawn chart is redrawn light."""
     from playwright.sync_api import sync_playwright
     # each drawn chart's paper: Plotly's, or the colour of a canvas of our own at its corner
-    paper = """() => [...document.querySelectorAll('[data-testid="stMain"] .atlas-chart')]
-      .filter((b) => b.atlasDrawn || b._fullLayout).map((b) => { if (!b.atlasDrawn) return b._fullLayout.paper_bgcolor.toLowerCase();
+    colour = """(b) => { if (!b.atlasDrawn) return b._fullLayout.paper_bgcolor.toLowerCase();
         const d = b.querySelector('canvas').getContext('2d').getImageData(1, 1, 1, 1).data;
-        return '#' + [d[0], d[1], d[2]].map((v) => v.toString(16).padStart(2, '0')).join(''); })"""
+        return '#' + [d[0], d[1], d[2]].map((v) => v.toString(16).padStart(2, '0')).join(''); }"""
+    paper = f"() => ({DRAWN_BOXES})().map({colour})"
+    # the same, marking the boxes drawn now: another chart may come near the screen and be drawn later
+    paper_marked = f"() => ({DRAWN_BOXES})().map((b) => {{ b.__atlasDark = 1; return ({colour})(b); }})"
     with served() as (url, _), sync_playwright() as p:
         browser = _browser(p)
         page = new_page(browser, viewport={"width": 1400, "height": 1000}, color_scheme="dark")
         page.goto(f"{url}/positional?lang=en")
         _settle(page)
         page.wait_for_function(f"() => ({DRAWN})() >= 1", timeout=60_000)
-        dark = page.evaluate(paper)
+        dark = page.evaluate(paper_marked)
         assert dark and all(c != "#ffffff" and c != "white" for c in dark), dark
         page.emulate_media(color_scheme="light")
         page.wait_for_function(f"() => ({paper})().every((c) => c === '#ffffff')", timeout=30_000)
-        assert len(page.evaluate(paper)) == len(dark)  # redrawn in place, none lost
+        # redrawn in place, none lost: every box drawn dark is still drawn, now light
+        assert page.evaluate(f"() => ({DRAWN_BOXES})().filter((b) => b.__atlasDark).length") == len(dark)
         browser.close()
 
 
