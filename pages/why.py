@@ -4,7 +4,7 @@ from datetime import datetime, timezone
 
 import streamlit as st
 
-from app.charts.curves import line_chart, log_coordinate
+from app.charts.curves import cost_figure, line_chart
 from app.charts.export import rows_csv, series_csv
 from app.charts.style import amend
 from app.fast.choice import choice_slider, figure_variants, follow, follow_table
@@ -38,20 +38,6 @@ def sizes(text: str) -> tuple[int, ...]:
 def sizes_parse(text: str) -> bool:
     """A link's size list must parse (what a learner types is explained after "measure" instead)."""
     return bool(sizes(text))
-
-
-def cost_figure(over_n: dict, cost: dict, n: int, d: int, titles: tuple):
-    fig = line_chart(over_n["n"], cost, log_x=True, log_y=True, x_title="n", y_title=titles[0], title=titles[1])
-    # shapes take data coordinates on a log axis, annotations take log10 coordinates; one layout update for
-    # all four (what add_vline and add_annotation draw, at a quarter of their cost)
-    line = dict(type="line", xref="x", y0=0, y1=1, yref="y domain")
-    return amend(fig, dict(
-        shapes=[{**line, "x0": d, "x1": d, "line": dict(color="gray", dash="dot")},
-                {**line, "x0": n, "x1": n, "line": dict(color="black", dash="dash")}],
-        annotations=[dict(x=log_coordinate(d), y=1, yref="paper", text="n = d", showarrow=False, xanchor="left",
-                          yanchor="top"),
-                     dict(x=log_coordinate(n), y=0, yref="paper", text=f"n = {n:,}", showarrow=False,
-                          xanchor="left", yanchor="bottom")]))
 
 
 st.title(t("pages.why.title"))

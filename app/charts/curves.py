@@ -105,6 +105,23 @@ def anchor_figure(measured, formula, q, names: tuple, anchor: int, *, title: str
                  traces={0: dict(line=dict(width=5)), 1: dict(line=dict(color=colour(1), width=1.5, dash="dash"))})
 
 
+def cost_figure(over_n: dict, cost: dict, n: int, d: int, titles: tuple) -> Figure:
+    """Each layer's cost against n (log-log), with a dotted line at n = d (where self-attention and a recurrent layer
+    cost the same) and a dashed one at the learner's n, each named at the plot's edge. Both lines grey: a black one
+    vanished on the dark theme."""
+    fig = line_chart(over_n["n"], cost, log_x=True, log_y=True, x_title="n", y_title=titles[0], title=titles[1])
+    # shapes take data coordinates on a log axis, annotations take log10 coordinates; one layout update for
+    # all four (what add_vline and add_annotation draw, at a quarter of their cost)
+    line = dict(type="line", xref="x", y0=0, y1=1, yref="y domain")
+    return amend(fig, dict(
+        shapes=[{**line, "x0": d, "x1": d, "line": dict(color="gray", dash="dot")},
+                {**line, "x0": n, "x1": n, "line": dict(color="gray", dash="dash")}],
+        annotations=[dict(x=log_coordinate(d), y=1, yref="paper", text="n = d", showarrow=False, xanchor="left",
+                          yanchor="top"),
+                     dict(x=log_coordinate(n), y=0, yref="paper", text=f"n = {n:,}", showarrow=False,
+                          xanchor="left", yanchor="bottom")]))
+
+
 LABEL_PX, LABEL_LINE_PX = 13, 16  # a 12 px label measured as 13 px text (text_width.text_px: a little wider than it
 # is, so labels are kept apart with room to spare), a line's height
 LABEL_ABOVE_PX = 18  # from a point to the middle of its label

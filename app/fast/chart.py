@@ -210,6 +210,7 @@ def own_map(figure: dict) -> bool:
 
 
 _NOTE_KEYS = {"x", "y", "text", "showarrow", "arrowhead", "arrowwidth", "arrowcolor", "standoff", "ax", "ay"}
+_PLOT_NOTE_KEYS = {"x", "y", "text", "showarrow", "xref", "yref", "xanchor", "yanchor"}
 _SCATTER_KEYS = {"type", "x", "y", "mode", "name", "line", "marker", "showlegend", "hovertemplate", "hoverinfo"}
 
 
@@ -221,11 +222,24 @@ def _numbers(values) -> bool:
                                                      for v in values)
 
 
+def _point_label(a: dict) -> bool:
+    """A marked point's label: text straight above its point, with a line down to it."""
+    return not set(a) - _NOTE_KEYS and a.get("ax", 0) == 0 and a.get("showarrow") is not False
+
+
+def _plot_note(a: dict) -> bool:
+    """A text with no line, at an x on the axis and a height given as a share of the plot's (yref "paper"),
+    anchored by a named side (the why page's "n = d")."""
+    return not set(a) - _PLOT_NOTE_KEYS and a.get("showarrow") is False and a.get("xref", "x") == "x" \
+        and a.get("yref") == "paper" and a.get("xanchor") in ("left", "center", "right") \
+        and a.get("yanchor") in ("top", "middle", "bottom")
+
+
 def own_lines(figure: dict) -> bool:
     """Whether app/static/atlas_map.js draws this figure of curves as Plotly would: app.charts.curves.line_chart's
-    scatter traces (lines, markers as circles or stars, dashed lines), numbers on linear axes, the labels of marked
-    points with their lines, a legend under the plot, a title anchored to the top; nothing else (log axes, text on
-    the points, fills, shapes, other axes, ticks of its own)."""
+    scatter traces (lines, markers as circles or stars, dashed lines), numbers on linear or log axes (_own_axis), the
+    labels of marked points with their lines, add_vline's lines, a legend under the plot, a title anchored to the
+    top; nothing else (text on the points, fills, other shapes, other axes)."""
     data, layout = figure.get("data") or [], figure.get("layout") or {}
     if not data or any(set(tr) - _SCATTER_KEYS or tr.get("type") != "scatter" for tr in data):
         return False
@@ -242,19 +256,34 @@ def own_lines(figure: dict) -> bool:
         return False
     if not _vertical_lines(layout):
         return False
-    if any(set(a) - _NOTE_KEYS or a.get("ax", 0) != 0 or a.get("showarrow") is False for a in layout.get("annotations") or []):
+    if not all(_point_label(a) or _plot_note(a) for a in layout.get("annotations") or []):
         return False
     title = layout.get("title") or {}
     if isinstance(title, str) or (title.get("text") and (title.get("yref", "container") != "container" or title.get("yanchor") != "top")):
         return False
     legend = layout.get("legend") or {}
-    if legend and (legend.get("orientation") != "h" or float(legend.get("y", 1)) >= 0 or legend.get("xanchor", "left") != "left"):
+    if legend and (legend.get("orientation") != "h" or float(legend.get("y", 1)) >= 0 or legend.get("xanchor", "left") != "left"
+                   or not 0 <= float(legend.get("x", 0)) < 1):
         return False
-    for axis in ("xaxis", "yaxis"):
-        a = layout.get(axis) or {}
-        if set(a) - {"title", "type", "dtick", "range"} or a.get("type") not in (None, "linear"):
-            return False
-    return True
+    return all(_own_axis(layout.get(axis) or {}) for axis in ("xaxis", "yaxis"))
+
+
+def _own_axis(a: dict) -> bool:
+    """An axis of curves that atlas_map.js places and labels as Plotly does: linear (automatic ticks, or every
+    dtick), or log with every dtick-th power of ten written as a power (or "D1" / "D2": the digits between too);
+    either with its ticks given instead (tickvals, each named by ticktext)."""
+    if set(a) - {"title", "type", "dtick", "range", "exponentformat", "tickvals", "ticktext", "tickmode"}:
+        return False
+    if a.get("type") not in (None, "linear", "log") or a.get("tickmode") not in (None, "array"):
+        return False
+    if a.get("tickvals") is not None or a.get("ticktext") is not None:
+        return _numbers(a.get("tickvals")) and isinstance(a.get("ticktext"), (list, tuple)) \
+            and len(a["ticktext"]) == len(a["tickvals"]) and all(isinstance(t, str) for t in a["ticktext"])
+    if a.get("type") != "log":
+        return a.get("exponentformat") is None
+    dtick = a.get("dtick")
+    whole = isinstance(dtick, (int, float)) and not isinstance(dtick, bool) and dtick >= 1 and float(dtick).is_integer()
+    return a.get("exponentformat") == "power" and (whole or dtick in ("D1", "D2"))
 
 
 def payload(fig_dict: dict, config: dict, failed: str, fullscreen: tuple[str, str] = ("Fullscreen", "Close fullscreen"),

@@ -550,6 +550,69 @@ function linearTicks(lo, hi, length, vertical, dtick) {
   return {values, labels};
 }
 
+// Where a value sits on an axis: its log10 on a log axis (a value not above 0 has no place: a gap), else itself.
+function toAxis(a) {
+  return a.type === "log" ? (v) => (v > 0 ? Math.log10(v) : NaN) : (v) => v;
+}
+
+// An axis's ticks, as Plotly places and writes them (values in the axis' units): the values given (tickvals,
+// named by ticktext); on a log axis every dtick-th power of ten, written as a power ("1", "10", then 10 with the
+// exponent raised) 1.25 times the size, and with dtick "D1" or "D2" the digits between (2 … 9, or 2 and 5) at
+// 0.75 times the size; on a linear axis linearTicks'. Each label: its text, its raised part and its size's scale.
+const MANTISSAS = {D1: [1, 2, 3, 4, 5, 6, 7, 8, 9], D2: [1, 2, 5]};
+function axisTicks(a, lo, hi, length, vertical) {
+  const out = {values: [], labels: [], sups: [], scales: []};
+  const put = (v, text, sup = "", scale = 1) => {
+    if (v < lo - 1e-9 || v > hi + 1e-9) return;
+    out.values.push(v); out.labels.push(text); out.sups.push(sup); out.scales.push(scale);
+  };
+  if (Array.isArray(a.tickvals)) {
+    const f = toAxis(a);
+    a.tickvals.forEach((t, k) => put(f(Number(t)), lines((a.ticktext || [])[k] ?? t).join(" ")));
+    return out;
+  }
+  if (a.type !== "log") {
+    const t = linearTicks(lo, hi, length, vertical, a.dtick);
+    t.values.forEach((v, k) => put(v, t.labels[k]));
+    return out;
+  }
+  const power = (p) => put(p, p === 0 ? "1" : "10", p === 0 || p === 1 ? "" : (p < 0 ? "\u2212" : "") + Math.abs(p), 1.25);
+  const digits = MANTISSAS[a.dtick];
+  if (digits) {
+    for (let d = Math.floor(lo); d <= Math.ceil(hi); d++) {
+      for (const m of digits) m === 1 ? power(d) : put(d + Math.log10(m), String(m), "", 0.75);
+    }
+  } else {
+    const step = Math.max(1, Math.round(Number(a.dtick) || 1));
+    for (let k = Math.ceil(lo / step - 1e-9); k * step <= hi + 1e-9; k++) power(k * step);
+  }
+  return out;
+}
+
+// A tick label with its raised part (Plotly's <sup>: 70% of the size, its baseline 0.42 of the size up), its left
+// edge at x and y on the context's text baseline ("top": the em square's top, which a smaller font has lower);
+// returns its width. measure: the width alone, nothing drawn.
+function tickLabel(ctx, text, sup, size, family, x, y, measure) {
+  ctx.font = font(size, family);
+  const wb = ctx.measureText(text).width;
+  if (!measure) ctx.fillText(text, x, y);
+  if (!sup) return wb;
+  const top = ctx.textBaseline === "top" ? 0.3 * emAscent(ctx, size) : 0;
+  ctx.font = font(size * 0.7, family);
+  const ws = ctx.measureText(sup).width;
+  if (!measure) ctx.fillText(sup, x + wb, y + top - 0.42 * size);
+  return wb + ws;
+}
+
+// From the alphabetic baseline up to the em square's top, in the context's font of `size` px.
+function emAscent(ctx, size) {
+  const baseline = ctx.textBaseline;
+  ctx.textBaseline = "alphabetic";
+  const up = ctx.measureText("1").emHeightAscent;
+  ctx.textBaseline = baseline;
+  return Number.isFinite(up) ? up : 0.8 * size;
+}
+
 const DASHES = {dash: 3, dot: 1, longdash: 5};
 function dashOf(line) {
   const unit = Math.max(line.width ?? 2, 3), k = DASHES[line.dash];
@@ -578,29 +641,39 @@ export function paintLines(canvas, fig, width, height, ratio) {
 
   const ax = layout.xaxis || {}, ay = layout.yaxis || {};
   const colourway = tpl.colorway || ["#636efa"];
+  const fx = toAxis(ax), fy = toAxis(ay);
   const traces = fig.data.map((t, n) => {
     const mode = t.mode || "lines", lineOn = mode.includes("lines"), dotsOn = mode.includes("markers");
     const line = t.line || {}, mk = t.marker || {};
     const colour = line.color || colourway[n % colourway.length];
-    return {t, x: Array.from(t.x || [], Number), y: Array.from(t.y || [], (v) => (v == null ? NaN : Number(v))),
-            lineOn, dotsOn, colour, width: line.width ?? 2, dash: dashOf(line),
+    const x = Array.from(t.x || [], Number), y = Array.from(t.y || [], (v) => (v == null ? NaN : Number(v)));
+    // u, w: where each point sits on the axes (log10 of its value on a log axis)
+    return {t, x, y, u: x.map(fx), w: y.map(fy), lineOn, dotsOn, colour, width: line.width ?? 2, dash: dashOf(line),
             mcolour: mk.color || colour, msize: mk.size ?? 6, symbol: mk.symbol || "circle"};
   });
   // the ranges: lines alone leave x tight; markers keep their radius clear; y is padded
   const xs = [], ys = [];
   for (const tr of traces) {
     const r = tr.dotsOn ? tr.msize / 2 : 0;
-    extremes(tr.x, tr.dotsOn ? r + 0.05 * box.w : 0, xs);
-    extremes(tr.y, r + 0.05 * box.h, ys);
+    extremes(tr.u, tr.dotsOn ? r + 0.05 * box.w : 0, xs);
+    extremes(tr.w, r + 0.05 * box.h, ys);
   }
   // add_vline's lines count in x's range as Plotly counts a shape: their x, half their width clear
   for (const shape of layout.shapes || []) {
     const half = ((shape.line || {}).width ?? 2) / 2;
-    xs.push({v: Number(shape.x0), lo: half, hi: half});
+    xs.push({v: fx(Number(shape.x0)), lo: half, hi: half});  // a shape's x is data, an annotation's log10 on a log axis
   }
   const noteSize = (tpl.font && tpl.font.size) || 12;
   const notes = (layout.annotations || []).map((note) => Object.assign({note}, noteBox(ctx, note, noteSize, family)));
+  // a text without its line (an annotation with showarrow false) keeps its box clear on x's side it reaches to
+  const SIDE = {left: [0, 1], center: [0.5, 0.5], right: [1, 0]};
+  for (const {note, w} of notes) {
+    if (note.showarrow !== false) continue;
+    const [lo, hi] = SIDE[note.xanchor] || SIDE.center;
+    xs.push({v: Number(note.x), lo: lo * w, hi: hi * w});
+  }
   for (const {note, w, h} of notes) {
+    if (note.showarrow === false) continue;
     const lift = -(note.ay ?? -30), head = 3 * (note.arrowwidth ?? 1);
     xs.push({v: Number(note.x), lo: Math.max(w / 2, head), hi: Math.max(w / 2, head)});
     ys.push({v: Number(note.y), lo: Math.max(h / 2 - lift, head), hi: Math.max(h / 2 + lift, head)});
@@ -609,8 +682,8 @@ export function paintLines(canvas, fig, width, height, ratio) {
   const xr = given(ax) || autorange(xs, box.w), yr = given(ay) || autorange(ys, box.h);
   const px = (v) => box.x + (v - xr[0]) / (xr[1] - xr[0] || 1) * box.w;
   const py = (v) => box.y + box.h - (v - yr[0]) / (yr[1] - yr[0] || 1) * box.h;
-  const xTicks = linearTicks(xr[0], xr[1], box.w, false, ax.dtick);
-  const yTicks = linearTicks(yr[0], yr[1], box.h, true, ay.dtick);
+  const xTicks = axisTicks(ax, xr[0], xr[1], box.w, false);
+  const yTicks = axisTicks(ay, yr[0], yr[1], box.h, true);
 
   // grid lines (the theme's: across for y), the zero line where y = 0 is in the range
   const yg = Object.assign({showgrid: true, gridcolor: "#eee"}, tpl.yaxis || {}, ay);
@@ -632,8 +705,8 @@ export function paintLines(canvas, fig, width, height, ratio) {
     ctx.lineJoin = "round";
     ctx.beginPath();
     let on = false;
-    for (let k = 0; k < tr.x.length; k++) {
-      const a = tr.x[k], b = tr.y[k];
+    for (let k = 0; k < tr.u.length; k++) {
+      const a = tr.u[k], b = tr.w[k];
       if (!Number.isFinite(a) || !Number.isFinite(b)) { on = false; continue; }  // a gap in the curve
       on ? ctx.lineTo(px(a), py(b)) : ctx.moveTo(px(a), py(b));
       on = true;
@@ -645,11 +718,11 @@ export function paintLines(canvas, fig, width, height, ratio) {
   for (const tr of traces) {
     if (!tr.dotsOn) continue;
     ctx.fillStyle = tr.mcolour;
-    for (let k = 0; k < tr.x.length; k++) {
-      if (Number.isFinite(tr.x[k]) && Number.isFinite(tr.y[k])) marker(ctx, tr.symbol, px(tr.x[k]), py(tr.y[k]), tr.msize / 2);
+    for (let k = 0; k < tr.u.length; k++) {
+      if (Number.isFinite(tr.u[k]) && Number.isFinite(tr.w[k])) marker(ctx, tr.symbol, px(tr.u[k]), py(tr.w[k]), tr.msize / 2);
     }
   }
-  for (const shape of layout.shapes || []) vline(ctx, shape, px(Number(shape.x0)), box);  // above the curves, as Plotly layers shapes
+  for (const shape of layout.shapes || []) vline(ctx, shape, px(fx(Number(shape.x0))), box);  // above the curves, as Plotly layers shapes
 
   // tick labels, tick marks, the axes' titles
   const tick = (a, t) => Object.assign({size: 12, color: ink}, (t.tickfont || {}), (a.tickfont || {}));
@@ -658,26 +731,29 @@ export function paintLines(canvas, fig, width, height, ratio) {
   // drawing)
   const gap = (tpl.margin || {}).pad ?? 0, PAD = gap + 1, XPAD = gap + 4;
   const labelBoxes = {x: [], y: []};
+  // each label is drawn from its left edge: a raised exponent follows its base
   ctx.fillStyle = xt.color;
-  ctx.font = font(xt.size, family);
   ctx.textBaseline = "top";
-  ctx.textAlign = "center";
+  ctx.textAlign = "left";
+  let xHeight = xt.size;
   xTicks.values.forEach((v, j) => {
-    const text = xTicks.labels[j], w = ctx.measureText(text).width;
-    ctx.fillText(text, px(v), box.y + box.h + XPAD);
-    labelBoxes.x.push({text, size: xt.size, x0: px(v) - w / 2, x1: px(v) + w / 2, y0: box.y + box.h + XPAD,
-                       y1: box.y + box.h + XPAD + xt.size});
+    const text = xTicks.labels[j], sup = xTicks.sups[j], size = xt.size * xTicks.scales[j];
+    const w = tickLabel(ctx, text, sup, size, family, 0, 0, true);
+    // Plotly's baseline is 0.7 of the size below the labels' line: a larger label's top moves by the difference
+    const y = box.y + box.h + XPAD + (0.7 - emAscent(ctx, size) / size) * (size - xt.size);
+    tickLabel(ctx, text, sup, size, family, px(v) - w / 2, y, false);
+    xHeight = Math.max(xHeight, size);
+    labelBoxes.x.push({text: text + sup, size, x0: px(v) - w / 2, x1: px(v) + w / 2, y0: y, y1: y + size});
   });
   ctx.fillStyle = yt.color;
-  ctx.font = font(yt.size, family);
   ctx.textBaseline = "alphabetic";
-  ctx.textAlign = "right";
   let yDepth = 0;
   yTicks.values.forEach((v, i) => {
-    const y = py(v) + 0.35 * yt.size, text = yTicks.labels[i], w = ctx.measureText(text).width;
-    ctx.fillText(text, box.x - PAD, y);
+    const text = yTicks.labels[i], sup = yTicks.sups[i], size = yt.size * yTicks.scales[i], y = py(v) + 0.35 * size;
+    const w = tickLabel(ctx, text, sup, size, family, 0, 0, true);
+    tickLabel(ctx, text, sup, size, family, box.x - PAD - w, y, false);
     yDepth = Math.max(yDepth, w);
-    labelBoxes.y.push({text, size: yt.size, x0: box.x - PAD - w, x1: box.x - PAD, y0: y - yt.size * 0.7, y1: y + yt.size * 0.2});
+    labelBoxes.y.push({text: text + sup, size, x0: box.x - PAD - w, x1: box.x - PAD, y0: y - size * 0.7, y1: y + size * 0.2});
   });
   const titleFont = (a, t) => Object.assign({size: 14, color: ink}, ((t.title || {}).font || {}), (((a.title || {}).font) || {}));
   const xTitle = lines(((ax.title || {}).text) || "").join(" "), yTitle = lines(((ay.title || {}).text) || "").join(" ");
@@ -687,26 +763,38 @@ export function paintLines(canvas, fig, width, height, ratio) {
     ctx.font = font(f.size, family);
     ctx.textAlign = "center";
     ctx.textBaseline = "top";
-    ctx.fillText(xTitle, box.x + box.w / 2, box.y + box.h + XPAD + xt.size + (((tpl.xaxis || {}).title || {}).standoff ?? 10) - 8);
+    ctx.fillText(xTitle, box.x + box.w / 2, box.y + box.h + XPAD + xHeight + (((tpl.xaxis || {}).title || {}).standoff ?? 10) - 8);
   }
   if (yTitle) yAxisTitle(ctx, yTitle, titleFont(ay, tpl.yaxis || {}), family, box,
                          PAD + yDepth + (((tpl.yaxis || {}).title || {}).standoff ?? 10) - 7);
 
+  // the texts with no line: each box (the text and 2 px each way) at its anchor, x on the axis and y a share of
+  // the plot's height
+  const noteBoxes = [];
+  for (const {note, w, h} of notes) {
+    if (note.showarrow !== false) continue;
+    const x = px(Number(note.x)) - w * (SIDE[note.xanchor] || SIDE.center)[0], text = lines(note.text).join(" ");
+    const y = box.y + box.h * (1 - Number(note.y)), cy = y + h * ({top: 0.5, bottom: -0.5}[note.yanchor] ?? 0);
+    ctx.font = font(noteSize, family);
+    ctx.fillStyle = ink;
+    ctx.textAlign = "left";
+    ctx.textBaseline = "middle";
+    ctx.fillText(text, x + NOTE_BORDER, cy);
+    noteBoxes.push({text, size: noteSize, x0: x + NOTE_BORDER, x1: x + w - NOTE_BORDER, y0: cy - noteSize / 2, y1: cy + noteSize / 2});
+  }
   // the marked points' labels: each `ay` px above its point, with a thin line down to it that stops `standoff` px
   // short of the point
-  const noteBoxes = [];
   for (const {note, h} of notes) {
+    if (note.showarrow === false) continue;
     const x = px(Number(note.x)), y = py(Number(note.y)), text = lines(note.text).join(" ");
     ctx.font = font(noteSize, family);
     const cy = y + (note.ay ?? -30);
-    if (note.showarrow !== false) {
-      ctx.strokeStyle = note.arrowcolor || ink;
-      ctx.lineWidth = note.arrowwidth ?? 1;
-      ctx.beginPath();
-      ctx.moveTo(x, cy + h / 2);
-      ctx.lineTo(x, y - (note.standoff ?? 0));
-      ctx.stroke();
-    }
+    ctx.strokeStyle = note.arrowcolor || ink;
+    ctx.lineWidth = note.arrowwidth ?? 1;
+    ctx.beginPath();
+    ctx.moveTo(x, cy + h / 2);
+    ctx.lineTo(x, y - (note.standoff ?? 0));
+    ctx.stroke();
     ctx.fillStyle = ink;
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
@@ -725,13 +813,16 @@ export function paintLines(canvas, fig, width, height, ratio) {
     const lf = Object.assign({size: 12, color: ink}, legend.font || {});
     ctx.font = font(lf.size, family);
     const itemH = Math.max(lf.size * LINE, 16) + 3, widths = named.map((tr) => 40 + ctx.measureText(lines(tr.t.name).join(" ")).width);
-    const room = width - (legend.x ?? 0) * box.w - box.x;
-    const one = widths.reduce((a, b) => a + b + 5, 0) + 10 <= room;
+    // Plotly's rule for a legend left-anchored within the plot's width: one row when every item and the 5 px
+    // between them fit in the plot's width, else columns as wide as the widest item, a new row before an item that
+    // would reach the width
+    const room = box.w;
+    const one = widths.reduce((a, b) => a + b, 0) + 5 * (widths.length - 1) < room;
     const col = Math.max(...widths);
     let x0 = box.x + (legend.x ?? 0) * box.w, y0 = box.y + box.h - (legend.y ?? -0.1) * box.h, ox = 0, oy = 0;
     named.forEach((tr, n) => {
       const w = one ? widths[n] : col;
-      if (ox && ox + w + 5 > room) { ox = 0; oy += itemH; }
+      if (ox && ox + w >= room) { ox = 0; oy += itemH; }
       const cx = x0 + ox, cy = y0 + oy + itemH / 2 + 6;  // the item's line from 5 px, its name from 40 px, as Plotly's
       if (tr.lineOn) {
         ctx.strokeStyle = tr.colour;
@@ -825,9 +916,9 @@ function pointOf(m, e) {
   const x = e.clientX - r.left, y = e.clientY - r.top;
   let best = null, d = 400;
   g.traces.forEach((tr, n) => {
-    for (let k = 0; k < tr.x.length; k++) {
-      const a = g.box.x + (tr.x[k] - g.xr[0]) / (g.xr[1] - g.xr[0] || 1) * g.box.w;
-      const b = g.box.y + g.box.h - (tr.y[k] - g.yr[0]) / (g.yr[1] - g.yr[0] || 1) * g.box.h;
+    for (let k = 0; k < tr.u.length; k++) {
+      const a = g.box.x + (tr.u[k] - g.xr[0]) / (g.xr[1] - g.xr[0] || 1) * g.box.w;
+      const b = g.box.y + g.box.h - (tr.w[k] - g.yr[0]) / (g.yr[1] - g.yr[0] || 1) * g.box.h;
       const dd = (a - x) ** 2 + (b - y) ** 2;
       if (dd < d) { d = dd; best = [n, k]; }
     }

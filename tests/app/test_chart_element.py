@@ -191,17 +191,22 @@ def test_own_map_takes_the_apps_labelled_maps_and_nothing_it_cannot_draw():
 
 
 def test_own_lines_take_the_apps_curves_and_nothing_they_cannot_draw():
-    """app/static/atlas_map.js also draws app.charts.curves.line_chart's curves on linear axes (markers, dashed
-    lines, point labels, a legend under the plot, add_vline's lines); log axes, text on points, other shapes, bars
-    and histograms stay with Plotly."""
-    from app.charts.curves import anchor_figure, bar_chart, histogram_overlay, line_chart
+    """app/static/atlas_map.js also draws app.charts.curves.line_chart's curves (markers, dashed lines, point labels,
+    a legend under the plot, add_vline's lines) on linear axes and on log axes labelled by powers of ten or by
+    ticks given with their text; Plotly's own log ticks, text on points, other shapes, bars and histograms stay
+    with Plotly."""
+    from app.charts.curves import anchor_figure, bar_chart, cost_figure, histogram_overlay, line_chart
     from app.charts.style import amend
     x = np.arange(1, 50)
     ours = [line_chart(x, {"a": x * 2.0, "b": x * 3.0}, markers={"peak": ([10], [20.0], ["10: 20"])}, title="t"),
             line_chart(x, {"a": x * 2.0}, mode="lines+markers", vline=25, vline_label="v"),
             amend(line_chart(range(8), {"a": np.cos(np.arange(8))}), dict(yaxis=dict(range=[-1.2, 1.2]))),
             anchor_figure(np.cos(x / 5.0), np.cos(x / 5.0), x, ("measured", "formula"), 12, title="p = 12", x_title="q",
-                          y_title="dot")]  # the anchor's line
+                          y_title="dot"),  # the anchor's line
+            line_chart(x, {"a": x * 2.0}, log_x=True), line_chart(x, {"a": x * 2.0}, log_y=True),  # powers of ten
+            amend(line_chart(x, {"a": x * 2.0}, log_x=True, log_y=True, mode="lines+markers"),
+                  dict(xaxis=dict(tickvals=[4, 16], ticktext=["4", "16"]), yaxis=dict(dtick="D2"))),  # named; 2 and 5
+            cost_figure({"n": x}, {"a": x * 2.0}, 10, 20, ("cost", "t"))]  # lines at n and d, named at the edges
     for fig in ours:
         assert chart.own_lines(ready_figure(fig)), fig["layout"].get("title")
     shape = amend(line_chart(x, {"a": x * 2.0}), dict(shapes=[dict(type="line", x0=1, x1=1, y0=0, y1=1)]))  # y data
@@ -211,8 +216,15 @@ def test_own_lines_take_the_apps_curves_and_nothing_they_cannot_draw():
                                                                    yref="y domain")]))
     texts = line_chart(x, {"a": x * 2.0})
     texts = {"data": [{**texts["data"][0], "mode": "lines+text", "text": ["a"] * len(x)}], "layout": texts["layout"]}
-    others = [line_chart(x, {"a": x * 2.0}, log_x=True), line_chart(x, {"a": x * 2.0}, log_y=True), shape, slanted,
-              boxed, texts,
+    auto_log = amend(line_chart(x, {"a": x * 2.0}), dict(xaxis=dict(type="log", dtick=None, exponentformat=None)))
+    unnamed = amend(line_chart(x, {"a": x * 2.0}), dict(xaxis=dict(tickvals=[4, 16])))  # Plotly's own number format
+    linear_power = amend(line_chart(x, {"a": x * 2.0}), dict(yaxis=dict(exponentformat="power")))
+    half_decades = amend(line_chart(x, {"a": x * 2.0}, log_x=True), dict(xaxis=dict(dtick=0.5)))
+    cost = cost_figure({"n": x}, {"a": x * 2.0}, 10, 20, ("cost", "t"))
+    note_auto = amend(cost, dict(annotations=[{**cost["layout"]["annotations"][0], "xanchor": "auto"}]))
+    note_in_data = amend(cost, dict(annotations=[{**cost["layout"]["annotations"][0], "yref": "y"}]))
+    legend_right = amend(cost, dict(legend=dict(x=1)))  # Plotly's row width is then the page's, not the plot's
+    others = [auto_log, unnamed, linear_power, half_decades, note_auto, note_in_data, legend_right, shape, slanted, boxed, texts,
               bar_chart(["a", "b"], [1, 2]), histogram_overlay({"a": np.arange(10.0)}),
               {"data": [{"type": "scatter", "mode": "lines", "x": ["a", "b"], "y": [1, 2]}], "layout": {}}]  # words
     for fig in others:

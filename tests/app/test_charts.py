@@ -218,6 +218,8 @@ def _samples() -> dict:
         "sin_vals": np.sin(np.arange(16)), "cos_vals": np.cos(np.arange(16)), "p": 3, "k": 5,
         "measured": [3.0, 2.0, 1.0], "formula": [3.0, 2.0, 1.0], "q": [0, 1, 2], "anchor": 1,
         "anchor_figure.names": ("<measured>", "formula"),
+        "cost_figure.over_n": {"n": [10, 100, 1000]}, "cost_figure.cost": {"<attention>": [1e2, 1e4, 1e6], "b": [1, 2, 3]},
+        "cost_figure.n": 100, "cost_figure.d": 512, "cost_figure.titles": ("operations", "<b>cost</b>"),
         # training runs
         "records": RECORDS, "runs": {"<run>": RECORDS}, "kind": "train", "key": "loss",
         # the Table 3 study

@@ -198,9 +198,12 @@ def test_the_dropout_rate_answers_in_the_browser(lang):
 # the why page's table row of the convolutional layer, and the cost chart's title and convolutional curve
 WHY = """() => { const rows = Array.from(document.querySelectorAll('.atlas-choice-text.table tbody tr'))
   .map(r => Array.from(r.cells).map(c => c.textContent));
-  const cost = Array.from(document.querySelectorAll('.js-plotly-plot')).find(g => g.layout && g.layout.shapes &&
-    g.layout.shapes.length === 2);
-  return [rows, cost ? cost.layout.title.text : null, cost ? Array.from(cost.data[2].y).slice(-1)[0] : null]; }"""
+  // the cost chart, the one with two vertical lines: as our canvas drew it, or Plotly
+  const box = Array.from(document.querySelectorAll('.atlas-chart')).find(b => b.atlasDrawn ? (b.atlasDrawn.vlines || []).length === 2
+    : b.layout && b.layout.shapes && b.layout.shapes.length === 2);
+  if (!box) return [rows, null, null];
+  const [title, curve] = box.atlasDrawn ? [box.atlasDrawn.titleText, box.atlasDrawn.curves[2].y] : [box.layout.title.text, box.data[2].y];
+  return [rows, title, Array.from(curve).slice(-1)[0]]; }"""
 
 
 @pytest.mark.parametrize("lang", LANGS)
