@@ -80,7 +80,7 @@ def line_chart(x, series: dict, *, title="", x_title="", y_title="", log_x=False
     points = []
     for name, (mx, my, texts) in (markers or {}).items():
         traces.append(dict(type="scatter", x=list(mx), y=list(my), name=esc(name), mode="markers",
-                           marker=dict(size=10, symbol="star", color="black")))
+                           marker=dict(size=10, symbol="star", color="gray")))
         points += [(float(a), float(b), esc(c)) for a, b, c in zip(mx, my, texts)]
     notes = []
     if points and not log_y:  # every group's labels kept apart from each other
