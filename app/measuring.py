@@ -14,12 +14,29 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+STALE_S = 5.0  # a queued call nobody has asked about for this long is not started: its session has gone
+
+
+class Call(Future):
+    """A Future that remembers when a session last asked for it: an open page asks while it waits (its watcher,
+    app.ui.pending, every half second), a closed one does not."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ask()
+
+    def ask(self) -> None:
+        self.asked = time.monotonic()
+
+    def stale(self) -> bool:
+        return time.monotonic() - self.asked > STALE_S
 
 
 class Worker:
@@ -42,8 +59,8 @@ class Worker:
         self.broken = False
         threading.Thread(target=self._hand_over, name="atlas-measuring", daemon=True).start()
 
-    def submit(self, fn, *args) -> Future:
-        fut: Future = Future()
+    def submit(self, fn, *args) -> Call:
+        fut = Call()
         if self.broken:  # the caller asks again, of a fresh Worker
             fut.set_exception(BrokenProcessPool("the measuring process has ended"))
         else:
@@ -55,6 +72,8 @@ class Worker:
             fut, fn, args = self._calls.get()
             if fut is None:
                 return
+            if fut.stale():  # its session closed (a page that is open asks every half second): not started
+                fut.cancel()
             if not fut.set_running_or_notify_cancel():
                 continue  # cancelled while it waited
             try:
@@ -129,6 +148,7 @@ def future_of(name: str, fn, args: tuple) -> tuple[tuple, Future]:
         fut = _BACKGROUND.get(key)
         if fut is None or _failed(fut):
             fut = _BACKGROUND[key] = _worker().submit(fn, *args)
+        fut.ask()
         _BACKGROUND.move_to_end(key)
         for old in [k for k, f in _BACKGROUND.items() if f.done()][:max(0, len(_BACKGROUND) - BACKGROUND_KEPT)]:
             del _BACKGROUND[old]
@@ -150,10 +170,19 @@ def lost(fut: Future) -> bool:
 
 
 def done(keys) -> bool:
-    """Whether every call of `keys` (name, args) has its value, or failed (the next ask says how)."""
+    """Whether every call of `keys` (name, args) has its value, or failed (the next ask says how). Asking keeps
+    the calls wanted (Call.stale)."""
     with _BACKGROUND_LOCK:
         futures = [_BACKGROUND.get(key) for key in keys]
+    ask(futures)
     return all(fut is None or fut.done() for fut in futures)
+
+
+def ask(futures) -> None:
+    """The calls of `futures` are still wanted: a session waits for them, or watches for them."""
+    for fut in futures:
+        if isinstance(fut, Call):
+            fut.ask()
 
 
 def main(read_fd: int, write_fd: int) -> None:

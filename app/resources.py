@@ -265,13 +265,24 @@ def in_background(name: str, calls: list[tuple], wait_s: float | None) -> list |
     measuring.drop(set(st.session_state.get(slot, ())) - now)
     st.session_state[slot] = tuple(now)
     futures = [fut for _, fut in asked]
-    wait(futures, timeout=wait_s)
+    _wait(futures, wait_s)
     if any(measuring.lost(fut) for fut in futures):
         futures = [measuring.future_of(_cache_name(fn), fn, tuple(args))[1] for fn, args in calls]
-        wait(futures, timeout=wait_s)
+        _wait(futures, wait_s)
     if not all(fut.done() for fut in futures) or any(fut.cancelled() for fut in futures):
         return None
     return [fut.result() for fut in futures]
+
+
+def _wait(futures: list, wait_s: float | None) -> None:
+    """Waits for `futures` at most `wait_s` seconds (None: until done), saying often that they are still wanted
+    (app.measuring.Call.stale: calls that nobody asks about are not started)."""
+    end, every = None if wait_s is None else time.monotonic() + wait_s, min(1.0, measuring.STALE_S / 3)
+    while True:
+        measuring.ask(futures)
+        left = every if end is None else min(every, end - time.monotonic())
+        if not wait(futures, timeout=max(0.0, left)).not_done or (end is not None and time.monotonic() >= end):
+            return
 
 
 BACKGROUND_SLOT = "_background_"  # + a name: the calls this session last asked for under it (in_background)

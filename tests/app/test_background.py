@@ -88,3 +88,49 @@ def test_a_session_that_leaves_the_page_drops_the_calls_it_asked_for_that_have_n
     assert futures[-1].cancelled() and measuring._BACKGROUND.get(keys[-1]) is None  # queued: dropped
     assert not futures[0].cancelled() and futures[0].result(timeout=30) == 0  # under way: it finishes
     assert "_background_naps" not in at.session_state
+
+
+def test_a_queued_call_that_nobody_asks_about_any_more_is_not_started(monkeypatch):
+    """A learner who closes the limits page (or its tab) while its measurements are queued: the page's watcher
+    stops asking, and those calls are not started when their turn comes; a call a page still watches runs."""
+    import time
+
+    from app import measuring
+    monkeypatch.setattr(measuring, "STALE_S", 0.5)
+    tag, name = time.time_ns(), "tests.app.test_background.naps"
+    _, busy = measuring.future_of(name, naps, (1.5, tag))  # the measurement under way
+    _, closed = measuring.future_of(name, naps, (0.1, tag + 1))  # its session has gone: nobody asks again
+    watched_key, watched = measuring.future_of(name, naps, (0.1, tag + 2))
+    end = time.monotonic() + 30
+    while not watched.done() and time.monotonic() < end:
+        measuring.done([watched_key])  # an open page's watcher (app.ui.pending) asks every half second
+        time.sleep(0.1)
+    assert busy.result() == tag and watched.result() == tag + 2
+    assert closed.cancelled()
+
+
+def _waits_for_one():
+    import streamlit as st
+
+    from app.resources import in_background
+    from tests.app.test_background import naps
+    tag = st.session_state["tag"]
+    in_background("busy", [(naps, (1.5, tag))], 0.0)  # under way
+    st.markdown(f"got={in_background('one', [(naps, (0.1, tag + 1))], None)[0]}")  # queued behind it
+
+
+def test_a_page_that_waits_for_a_queued_call_keeps_it_wanted(monkeypatch):
+    """The first ask of a page waits until its values come: all that time it says it still wants them, and they
+    are not taken for a closed page's."""
+    import time
+
+    from app import measuring
+    monkeypatch.setattr(measuring, "STALE_S", 0.5)
+    cancelled, cancel = [], measuring.Call.cancel
+    monkeypatch.setattr(measuring.Call, "cancel", lambda fut: cancelled.append(fut) or cancel(fut))
+    at = AppTest.from_function(_waits_for_one, default_timeout=60)
+    at.session_state["tag"] = tag = time.time_ns()
+    at.run()
+    assert not at.exception, at.exception
+    assert at.markdown[0].value == f"got={tag + 1}"
+    assert not cancelled  # not dropped and asked again: kept while the page waited
