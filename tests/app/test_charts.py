@@ -219,7 +219,7 @@ def _samples() -> dict:
         "measured": [3.0, 2.0, 1.0], "formula": [3.0, 2.0, 1.0], "q": [0, 1, 2], "anchor": 1,
         "anchor_figure.names": ("<measured>", "formula"),
         "cost_figure.over_n": {"n": [10, 100, 1000]}, "cost_figure.cost": {"<attention>": [1e2, 1e4, 1e6], "b": [1, 2, 3]},
-        "cost_figure.n": 100, "cost_figure.d": 512, "cost_figure.titles": ("operations", "<b>cost</b>"),
+        "cost_figure.n": 100, "cost_figure.d": 512,
         # training runs
         "records": RECORDS, "runs": {"<run>": RECORDS}, "kind": "train", "key": "loss",
         # the Table 3 study
