@@ -597,16 +597,17 @@ function tickLabel(ctx, text, sup, size, family, x, y, measure) {
   const wb = ctx.measureText(text).width;
   if (!measure) ctx.fillText(text, x, y);
   if (!sup) return wb;
-  const top = ctx.textBaseline === "top" ? 0.3 * emAscent(ctx, size) : 0;
+  const top = ctx.textBaseline === "top" ? 0.3 * emAscent(ctx, size, family) : 0;
   ctx.font = font(size * 0.7, family);
   const ws = ctx.measureText(sup).width;
   if (!measure) ctx.fillText(sup, x + wb, y + top - 0.42 * size);
   return wb + ws;
 }
 
-// From the alphabetic baseline up to the em square's top, in the context's font of `size` px.
-function emAscent(ctx, size) {
+// From the alphabetic baseline up to the em square's top, in the family's font of `size` px (left as the context's font).
+function emAscent(ctx, size, family) {
   const baseline = ctx.textBaseline;
+  ctx.font = font(size, family);
   ctx.textBaseline = "alphabetic";
   const up = ctx.measureText("1").emHeightAscent;
   ctx.textBaseline = baseline;
@@ -740,7 +741,7 @@ export function paintLines(canvas, fig, width, height, ratio) {
     const text = xTicks.labels[j], sup = xTicks.sups[j], size = xt.size * xTicks.scales[j];
     const w = tickLabel(ctx, text, sup, size, family, 0, 0, true);
     // Plotly's baseline is 0.7 of the size below the labels' line: a larger label's top moves by the difference
-    const y = box.y + box.h + XPAD + (0.7 - emAscent(ctx, size) / size) * (size - xt.size);
+    const y = box.y + box.h + XPAD + (0.7 - emAscent(ctx, size, family) / size) * (size - xt.size);
     tickLabel(ctx, text, sup, size, family, px(v) - w / 2, y, false);
     xHeight = Math.max(xHeight, size);
     labelBoxes.x.push({text: text + sup, size, x0: px(v) - w / 2, x1: px(v) + w / 2, y0: y, y1: y + size});
